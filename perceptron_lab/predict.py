@@ -1,0 +1,264 @@
+"""Prediction rules computed from a training log, for every checkpoint in one pass.
+
+Freund & Schapire (1999, §5) define, for label l with weighted prediction vectors
+(v_1, c_1) ... (v_k, c_k) (v_1 = 0), the scores
+
+* ``last``          s = v_k · x                       ``last_norm``   s = v_k · x / |v_k|
+* ``avg``           s = sum_i c_i v_i · x               ``avg_norm``    s = sum_i c_i v_i · x / |v_i|
+* ``vote``          s = sum_i c_i sign(v_i · x)
+* ``random``        s = v_r · x for the vector alive at a time slice r drawn uniformly from {0..t},
+                    one r per test example shared by all labels;  ``random_norm`` likewise / |v_r|
+* ``longest``       Khardon & Wachman (2007, Fig. 2): the hypothesis with the most correct
+                    predictions during training (the first one to reach that count).
+
+With a threshold (Khardon & Wachman) every ``v_i · x`` above reads ``v_i · x - theta_i``.
+The weights c_i are either Freund & Schapire's counts (Figure 1: a vector created by an update starts
+at c = 1 and gains 1 per correct prediction; the initial zero vector starts at 0) or Khardon &
+Wachman's votes (correct predictions only). The random rule's time slice counts training steps.
+Norms are taken in the kernel's feature space, from the recursion
+``|v + a x|^2 = |v|^2 + 2 a v(x) + a^2 K(x, x)``.
+
+Multiclass prediction is the argmax over labels (the first label on ties); a binary prediction is
+positive when the score is > 0 (a zero score counts as the negative class).
+
+Scores use one kernel row per test point against the support vectors, and prefix sums along the
+update sequence (§4): the cost is one pass over the updates per test point and label, for all
+checkpoints and rules together.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from .engine.perceptron import TrainLog
+from .kernels import Kernel, gram
+
+RULES = ("last", "last_norm", "avg", "avg_norm", "vote", "random", "random_norm", "longest")
+RULE_INDEX = {r: i for i, r in enumerate(RULES)}
+VOTE_WEIGHTS = ("survival", "correct")
+
+
+class Hypotheses:
+    """Per-label hypothesis sequences derived from a :class:`TrainLog` (no kernel values).
+
+    Hypothesis ``k`` of label ``c`` is the vector after the label's first ``k`` updates
+    (``k = 0`` is the zero vector with the initial threshold). Arrays are concatenated over
+    labels; ``uoff``/``hoff`` give the offsets of each label's updates / hypotheses.
+    """
+
+    def __init__(self, log: TrainLog, vote_weight: str = "survival"):
+        if vote_weight not in VOTE_WEIGHTS:
+            raise ValueError(f"vote_weight must be one of {VOTE_WEIGHTS}, got {vote_weight!r}")
+        L = log.n_labels
+        order = np.argsort(log.upd_cls, kind="stable")
+        self.uidx = order
+        counts = np.bincount(log.upd_cls, minlength=L) if log.n_updates else np.zeros(L, np.int64)
+        self.uoff = np.zeros(L + 1, dtype=np.int64)
+        self.uoff[1:] = np.cumsum(counts)
+        self.hoff = self.uoff + np.arange(L + 1)
+        nh = int(self.hoff[-1])
+        self.step = np.zeros(nh, dtype=np.int64)
+        self.theta = np.zeros(nh)
+        self.norm = np.zeros(nh)
+        self.cumb = np.zeros(nh, dtype=np.int64)
+        self.wfull = np.zeros(nh)
+        self.correct_full = np.zeros(nh, dtype=np.int64)
+        self.ustep = log.upd_step[order]
+        self.coef = log.upd_coef[order]
+        self.uex = log.upd_ex[order]
+        for c in range(L):
+            u = order[self.uoff[c]:self.uoff[c + 1]]
+            h0, h1 = self.hoff[c], self.hoff[c + 1]
+            self.step[h0 + 1:h1] = log.upd_step[u]
+            self.theta[h0] = log.theta_init
+            self.theta[h0 + 1:h1] = log.upd_theta[u]
+            a = log.upd_coef[u]
+            inc = 2.0 * a * log.upd_score[u] + a * a * log.upd_kxx[u]
+            self.norm[h0 + 1:h1] = np.sqrt(np.maximum(np.cumsum(inc), 0.0))
+            self.cumb[h0 + 1:h1] = log.upd_cum_correct[u]
+            cb = self.cumb[h0:h1]
+            self.correct_full[h0:h1 - 1] = np.diff(cb)
+            self.wfull[h0:h1 - 1] = np.diff(cb)
+            if vote_weight == "survival":
+                self.wfull[h0 + 1:h1 - 1] += 1
+        self.log = log
+        self.vote_weight = vote_weight
+
+    def at_checkpoints(self, cp_index):
+        """For checkpoints ``cp_index`` (indices into log.checkpoint_steps): index of the live
+        hypothesis (relative to the label), its partial weight, and the longest survivor."""
+        log = self.log
+        L = log.n_labels
+        ncp = len(cp_index)
+        live = np.zeros((ncp, L), dtype=np.int64)
+        partial = np.zeros((ncp, L))
+        longest = np.zeros((ncp, L), dtype=np.int64)
+        for a, k in enumerate(cp_index):
+            T = int(log.checkpoint_steps[k])
+            for c in range(L):
+                h0, h1 = self.hoff[c], self.hoff[c + 1]
+                K = int(np.searchsorted(self.step[h0 + 1:h1], T, side="left"))
+                live[a, c] = K
+                corr_live = int(log.cum_correct_cp[k, c] - self.cumb[h0 + K])
+                partial[a, c] = corr_live + (1 if (self.vote_weight == "survival" and K >= 1) else 0)
+                cc = np.append(self.correct_full[h0:h0 + K], corr_live)
+                longest[a, c] = int(np.argmax(cc))
+        return live, partial, longest
+
+
+@nb.njit(cache=True, inline="always")
+def _sign(v):
+    if v > 0.0:
+        return 1.0
+    if v < 0.0:
+        return -1.0
+    return 0.0
+
+
+@nb.njit(cache=True, parallel=True)
+def _score_block(Kt, ucol, coef, uoff, hoff, hstep, theta, norm, wfull, live, partial, longest,
+                 rslice, y, binary, out_multi, out_bin):
+    """For each test row: every rule's score per label at every checkpoint, then correctness.
+
+    out_multi[cp, rule, x] = 1 when the multiclass (or binary) prediction is right;
+    out_bin[cp, rule, x, c] = 1 when label c's binary one-vs-rest prediction is right.
+    """
+    nt = Kt.shape[0]
+    L = uoff.shape[0] - 1
+    ncp = live.shape[0]
+    R = 8
+    maxh = 0
+    for c in range(L):
+        if hoff[c + 1] - hoff[c] > maxh:
+            maxh = hoff[c + 1] - hoff[c]
+    for x in nb.prange(nt):
+        f = np.empty(maxh)
+        fn = np.empty(maxh)
+        sc = np.empty((ncp, R, L))
+        for c in range(L):
+            h0 = hoff[c]
+            nh = hoff[c + 1] - h0
+            u0 = uoff[c]
+            P = 0.0
+            f[0] = -theta[h0]
+            fn[0] = 0.0
+            for k in range(1, nh):
+                u = u0 + k - 1
+                P += coef[u] * Kt[x, ucol[u]]
+                f[k] = P - theta[h0 + k]
+                nk = norm[h0 + k]
+                fn[k] = f[k] / nk if nk > 0.0 else 0.0
+            cumA = 0.0
+            cumAN = 0.0
+            cumV = 0.0
+            cp = 0
+            for k in range(nh):
+                while cp < ncp and live[cp, c] == k:
+                    pw = partial[cp, c]
+                    sc[cp, 0, c] = f[k]
+                    sc[cp, 1, c] = fn[k]
+                    sc[cp, 2, c] = cumA + pw * f[k]
+                    sc[cp, 3, c] = cumAN + pw * fn[k]
+                    sc[cp, 4, c] = cumV + pw * _sign(f[k])
+                    # random time slice: number of this label's updates at steps <= r
+                    r = rslice[cp, x]
+                    lo = 0
+                    hi = k
+                    while lo < hi:
+                        mid = (lo + hi) // 2
+                        if hstep[h0 + 1 + mid] <= r:
+                            lo = mid + 1
+                        else:
+                            hi = mid
+                    sc[cp, 5, c] = f[lo]
+                    sc[cp, 6, c] = fn[lo]
+                    sc[cp, 7, c] = f[longest[cp, c]]
+                    cp += 1
+                w = wfull[h0 + k]
+                cumA += w * f[k]
+                cumAN += w * fn[k]
+                cumV += w * _sign(f[k])
+        yx = y[x]
+        for cp in range(ncp):
+            for rr in range(R):
+                if binary:
+                    pred = 1 if sc[cp, rr, 0] > 0.0 else 0
+                    out_multi[cp, rr, x] = 1 if pred == yx else 0
+                    out_bin[cp, rr, x, 0] = out_multi[cp, rr, x]
+                else:
+                    best = 0
+                    for c in range(1, L):
+                        if sc[cp, rr, c] > sc[cp, rr, best]:
+                            best = c
+                    out_multi[cp, rr, x] = 1 if best == yx else 0
+                    for c in range(L):
+                        pos = sc[cp, rr, c] > 0.0
+                        out_bin[cp, rr, x, c] = 1 if pos == (yx == c) else 0
+
+
+def random_slices(seed_seq, n_test: int, cp_steps) -> np.ndarray:
+    """One uniform time slice r in {0..T} per (checkpoint, test example), from a seeded generator."""
+    rng = np.random.default_rng(seed_seq)
+    return np.stack([rng.integers(0, int(T) + 1, size=n_test) for T in cp_steps]).astype(np.int64)
+
+
+def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: bool,
+             cp_index=None, vote_weight: str = "survival", seed=0, dtype=np.float64,
+             block: int = 2048):
+    """Error counts of every rule at the given checkpoints on a test set.
+
+    Returns ``(errors_multi, errors_bin)``: arrays of shape (n_cp, n_rules) and
+    (n_cp, n_rules, n_labels) counting wrong predictions; rule order is :data:`RULES`.
+    """
+    if cp_index is None:
+        cp_index = np.arange(log.checkpoint_steps.size)
+    cp_index = np.asarray(cp_index, dtype=np.int64)
+    hyp = Hypotheses(log, vote_weight)
+    live, partial, longest = hyp.at_checkpoints(cp_index)
+    L = log.n_labels
+    sv, ucol = np.unique(hyp.uex, return_inverse=True)
+    ucol = ucol.astype(np.int64)
+    Xtr = np.ascontiguousarray(X_train, dtype=dtype)
+    Xte = np.ascontiguousarray(X_test, dtype=dtype)
+    Xsv = Xtr[sv]
+    y_test = np.asarray(y_test, dtype=np.int64)
+    nt = Xte.shape[0]
+    rs = random_slices(seed, nt, log.checkpoint_steps[cp_index])
+    err_m = np.zeros((cp_index.size, len(RULES)), dtype=np.int64)
+    err_b = np.zeros((cp_index.size, len(RULES), L), dtype=np.int64)
+    for a in range(0, nt, block):
+        b = min(nt, a + block)
+        Kt = gram(kernel, Xte[a:b], Xsv) if sv.size else np.zeros((b - a, 1), dtype=dtype)
+        om = np.zeros((cp_index.size, len(RULES), b - a), dtype=np.int8)
+        ob = np.zeros((cp_index.size, len(RULES), b - a, L), dtype=np.int8)
+        _score_block(Kt, ucol, hyp.coef, hyp.uoff, hyp.hoff, hyp.step, hyp.theta, hyp.norm,
+                     hyp.wfull, live, partial, longest, np.ascontiguousarray(rs[:, a:b]),
+                     y_test[a:b], binary, om, ob)
+        err_m += (b - a) - om.sum(axis=2, dtype=np.int64)
+        err_b += (b - a) - ob.sum(axis=2, dtype=np.int64)
+    return err_m, err_b
+
+
+def counts_at_checkpoints(log: TrainLog, cp_index=None):
+    """Mistakes (updates) and support vectors at each checkpoint.
+
+    Returns a dict of arrays: ``mistakes`` (n_cp, L), ``support_vectors`` (n_cp, L) per label and
+    ``support_vectors_union`` (n_cp,): the number of distinct training examples on which any label
+    updated (Freund & Schapire Table 1).
+    """
+    if cp_index is None:
+        cp_index = np.arange(log.checkpoint_steps.size)
+    L = log.n_labels
+    mist = np.zeros((len(cp_index), L), dtype=np.int64)
+    sv = np.zeros((len(cp_index), L), dtype=np.int64)
+    svu = np.zeros(len(cp_index), dtype=np.int64)
+    for a, k in enumerate(cp_index):
+        T = log.checkpoint_steps[k]
+        m = log.upd_step < T
+        cls, ex = log.upd_cls[m], log.upd_ex[m]
+        mist[a] = np.bincount(cls, minlength=L)
+        for c in range(L):
+            sv[a, c] = np.unique(ex[cls == c]).size
+        svu[a] = np.unique(ex).size
+    return {"mistakes": mist, "support_vectors": sv, "support_vectors_union": svu}

@@ -1,0 +1,145 @@
+"""The jitted perceptron engine and prediction rules against tests/naive.py, exactly."""
+
+import numpy as np
+import pytest
+
+from perceptron_lab.engine.perceptron import PerceptronParams, epochs_to_steps, label_matrix, train
+from perceptron_lab.kernels import Kernel, gram, kernel_diag
+from perceptron_lab.predict import RULES, counts_at_checkpoints, evaluate, random_slices
+
+from naive import NaivePerceptron, kernel_value, naive_errors
+
+
+def small_problem(seed, n=40, f=5, n_classes=3, integer=True):
+    rng = np.random.default_rng(seed)
+    if integer:
+        X = rng.integers(-3, 4, size=(n + 15, f)).astype(float)
+    else:
+        X = rng.normal(size=(n + 15, f))
+    W = rng.normal(size=(f, n_classes))
+    y = np.argmax(X @ W + 0.8 * rng.normal(size=(n + 15, n_classes)), axis=1)
+    return X[:n], y[:n], X[n:], y[n:]
+
+
+KERNELS = [
+    Kernel("linear"),
+    Kernel("poly", degree=3, scale=4.0),
+    Kernel("gaussian", sigma=1.5),
+    Kernel("poly_gaussian", degree=2, sigma=2.0),
+]
+
+VARIANTS = [
+    dict(),
+    dict(eta=0.5, theta_init=3.0, C=2.0),
+    dict(tau_abs=2.5),
+    dict(lam=0.5),
+    dict(alpha_bound=2),
+    # dyadic values keep both implementations' arithmetic exact, so exact ties compare equal
+    dict(eta=0.125, theta_init=5.0, C=5.0, tau_abs=1.0, lam=0.25, alpha_bound=3),
+]
+
+
+def run_both(kernel, variant, n_classes, seed, epochs=2.5, checkpoints=(0.3, 1, 1.7, 2.5),
+             chunk_size=7, form="auto", vote_weight="survival"):
+    X, y, Xt, yt = small_problem(seed, n_classes=n_classes, integer=kernel.name != "gaussian")
+    Y = label_matrix(y, n_classes)
+    order = np.random.default_rng(seed + 1).permutation(len(y))
+    params = PerceptronParams(**{k: v for k, v in variant.items()})
+    log = train(X, Y, kernel, params, order, epochs, checkpoints, chunk_size=chunk_size, form=form)
+    binary = n_classes == 2
+    err_m, err_b = evaluate(log, kernel, X, Xt, yt, binary, vote_weight=vote_weight, seed=seed)
+    kparams = (kernel.name, kernel.degree, kernel.scale, kernel.sigma)
+    for k, cp in enumerate(checkpoints):
+        steps = epochs_to_steps(cp, len(y))
+        ref = NaivePerceptron(X, Y, kparams, alpha_bound=variant.get("alpha_bound"),
+                              **{k2: v for k2, v in variant.items() if k2 != "alpha_bound"}).fit(order, steps)
+        fast_updates = [(int(s), int(e), int(c)) for s, e, c in zip(log.upd_step, log.upd_ex, log.upd_cls) if s < steps]
+        assert fast_updates == ref.updates, f"update sequence differs at checkpoint {cp}"
+        rs = random_slices(seed, len(yt), log.checkpoint_steps)[k]
+        ref_err, ref_bin = naive_errors(ref, Xt, yt, binary, rs, vote_weight)
+        for r, rule in enumerate(RULES):
+            assert err_m[k, r] == ref_err[rule], (rule, cp)
+            assert list(err_b[k, r]) == ref_bin[rule], (rule, cp)
+    return log
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.name)
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_engine_matches_naive_fs(kernel, n_classes):
+    run_both(kernel, {}, n_classes, seed=3)
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: ",".join(v) or "plain")
+@pytest.mark.parametrize("kernel", [KERNELS[0], KERNELS[1]], ids=lambda k: k.name)
+def test_engine_matches_naive_kw_variants(kernel, variant):
+    run_both(kernel, variant, 2, seed=11, vote_weight="correct")
+    run_both(kernel, variant, 3, seed=12, vote_weight="survival")
+
+
+@pytest.mark.parametrize("chunk_size", [1, 3, 64, 10_000])
+def test_chunk_size_does_not_change_results(chunk_size):
+    run_both(KERNELS[1], {"tau_abs": 1.0}, 3, seed=5, chunk_size=chunk_size)
+
+
+def test_linear_dual_and_primal_agree():
+    a = run_both(Kernel("linear"), {}, 3, seed=7, form="primal")
+    b = run_both(Kernel("linear"), {}, 3, seed=7, form="dual")
+    np.testing.assert_array_equal(a.upd_ex, b.upd_ex)
+    np.testing.assert_array_equal(a.upd_step, b.upd_step)
+
+
+def test_counts_at_checkpoints():
+    X, y, _, _ = small_problem(1, n_classes=3)
+    Y = label_matrix(y, 3)
+    order = np.arange(len(y))
+    log = train(X, Y, Kernel("linear"), PerceptronParams(), order, 2, [0.5, 2], chunk_size=5)
+    counts = counts_at_checkpoints(log)
+    for k, T in enumerate(log.checkpoint_steps):
+        sel = log.upd_step < T
+        assert counts["mistakes"][k].sum() == sel.sum()
+        assert counts["support_vectors_union"][k] == len(set(log.upd_ex[sel].tolist()))
+        for c in range(3):
+            assert counts["support_vectors"][k, c] == len(set(log.upd_ex[sel & (log.upd_cls == c)].tolist()))
+    assert counts["mistakes"][0].sum() <= counts["mistakes"][1].sum()
+
+
+def test_alpha_bound_caps_updates_per_example():
+    X, y, _, _ = small_problem(2, n=60, n_classes=2)
+    Y = label_matrix(y, 2)
+    log = train(X, Y, Kernel("linear"), PerceptronParams(alpha_bound=2), np.arange(60), 20, [20])
+    per_example = np.bincount(log.upd_ex, minlength=60)
+    assert per_example.max() <= 2
+    unbounded = train(X, Y, Kernel("linear"), PerceptronParams(), np.arange(60), 20, [20])
+    assert np.bincount(unbounded.upd_ex, minlength=60).max() > 2
+
+
+def test_lambda_stops_updates_on_repeatedly_mistaken_example():
+    # Two contradictory copies of one point: without lambda they keep updating forever;
+    # with a large lambda each stops after its first update.
+    X = np.array([[1.0, 2.0], [1.0, 2.0], [-2.0, 1.0]])
+    y = np.array([1, 0, 1])
+    Y = label_matrix(y, 2)
+    plain = train(X, Y, Kernel("linear"), PerceptronParams(), np.arange(3), 10, [10])
+    lam = train(X, Y, Kernel("linear"), PerceptronParams(lam=10.0), np.arange(3), 10, [10])
+    assert plain.n_updates > 10
+    assert np.bincount(lam.upd_ex, minlength=3).max() == 1
+
+
+def test_gram_matches_scalar_kernel():
+    rng = np.random.default_rng(0)
+    A, B = rng.normal(size=(6, 4)), rng.normal(size=(5, 4))
+    for k in KERNELS:
+        G = gram(k, A, B)
+        ref = [[kernel_value(k.name, k.degree, k.scale, k.sigma, a, b) for b in B] for a in A]
+        np.testing.assert_allclose(G, ref, rtol=1e-12)
+        np.testing.assert_allclose(kernel_diag(k, A), [kernel_value(k.name, k.degree, k.scale, k.sigma, a, a) for a in A])
+
+
+def test_training_is_deterministic():
+    X, y, _, _ = small_problem(4, n_classes=3)
+    Y = label_matrix(y, 3)
+    order = np.random.default_rng(0).permutation(len(y))
+    a = train(X, Y, KERNELS[1], PerceptronParams(), order, 3, [1, 3])
+    b = train(X, Y, KERNELS[1], PerceptronParams(), order, 3, [1, 3])
+    for name in ("upd_step", "upd_ex", "upd_cls", "upd_coef", "upd_score", "cum_correct_cp"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
