@@ -258,10 +258,17 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
                             f"(>= {need:.1f} GB for {n_slots + new.size} support vectors of {n} examples); "
                             "raise training.cache_limit_gb, train on fewer examples, or use the linear kernel "
                             "(primal form)")
-                    slot_of[new] = np.arange(n_slots, n_slots + new.size)
-                    Kc[n_slots:n_slots + new.size] = gram(kernel, Xd[new], Xd, sq[new], sq)
-                    n_slots += new.size
-                S += Kc[slot_of[touched]].T @ delta.astype(dtype)
+                    a0, a1 = n_slots, n_slots + new.size
+                    slot_of[new] = np.arange(a0, a1)
+                    gram(kernel, Xd[new], Xd, sq[new], sq, out=Kc[a0:a1])
+                    n_slots = a1
+                    # new columns are contiguous in the cache: no gather for them
+                    is_new = slot_of[touched] >= a0
+                    order_new = np.argsort(slot_of[touched[is_new]])
+                    S += Kc[a0:a1].T @ delta[is_new][order_new].astype(dtype)
+                    touched, delta = touched[~is_new], delta[~is_new]
+                if touched.size:
+                    S += Kc[slot_of[touched]].T @ delta.astype(dtype)
             else:
                 W += delta.T @ Xd[touched].astype(np.float64)
         while cp_ptr < cp_steps.size and cp_steps[cp_ptr] == b:
