@@ -1,0 +1,153 @@
+"""MNIST and Fashion-MNIST loaders for the gzipped IDX files.
+
+IDX layout (LeCun): a 4-byte magic number ``00 00 <type> <ndim>`` (type 0x08 = unsigned
+byte), then ``ndim`` big-endian uint32 dimensions, then the values in C order. Images are
+``idx3`` (n, 28, 28); labels are ``idx1`` (n,). Pixels are returned as float64 in their raw
+0..255 units: any scaling is the experiment's business, not the loader's.
+"""
+
+from __future__ import annotations
+
+import gzip
+import struct
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DatasetError
+from .base import Dataset
+
+__all__ = ["read_idx", "load_mnist", "load_fashion_mnist", "IDX_FILES", "FASHION_CLASS_NAMES"]
+
+IDX_FILES = {
+    "train_images": "train-images-idx3-ubyte.gz",
+    "train_labels": "train-labels-idx1-ubyte.gz",
+    "test_images": "t10k-images-idx3-ubyte.gz",
+    "test_labels": "t10k-labels-idx1-ubyte.gz",
+}
+
+FASHION_CLASS_NAMES = [
+    "T-shirt/top",
+    "Trouser",
+    "Pullover",
+    "Dress",
+    "Coat",
+    "Sandal",
+    "Shirt",
+    "Sneaker",
+    "Bag",
+    "Ankle boot",
+]
+
+_UBYTE = 0x08
+_N_TRAIN, _N_TEST, _SIDE = 60000, 10000, 28
+
+
+def corrupt_file_error(path: Path, what: str, dataset: str | None) -> DatasetError:
+    """The error for a data file that exists but cannot be parsed; says how to check and repair it."""
+    name = dataset or "NAME"
+    return DatasetError(
+        f"{path} is unreadable: {what}. The copy is probably truncated or corrupt; "
+        f"check it with `plab data verify {name}` and download it again with "
+        f"`plab data fetch {name}` (files that fail the checksum are replaced)."
+    )
+
+
+def read_idx(path: str | Path, ndim: int, dataset: str | None = None) -> np.ndarray:
+    """Read a gzipped (``.gz``) or plain IDX file of unsigned bytes with ``ndim`` dimensions.
+
+    Checks the magic number, the declared dimensions and that the payload has exactly
+    the declared number of values. Any problem raises :class:`DatasetError` naming the file.
+    """
+    path = Path(path)
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rb") as fh:
+                raw = fh.read()
+        else:
+            raw = path.read_bytes()
+    except FileNotFoundError:
+        raise DatasetError(f"{path} does not exist") from None
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise corrupt_file_error(path, f"gzip error ({exc})", dataset) from None
+    except OSError as exc:
+        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+    if len(raw) < 4:
+        raise corrupt_file_error(path, f"only {len(raw)} bytes, no IDX header", dataset)
+    zero, dtype_code, got_ndim = struct.unpack(">HBB", raw[:4])
+    if zero != 0 or dtype_code != _UBYTE or got_ndim != ndim:
+        raise corrupt_file_error(
+            path,
+            f"bad IDX magic number 0x{raw[:4].hex()} "
+            f"(expected 0x0000{_UBYTE:02x}{ndim:02x}: unsigned bytes, {ndim} dimensions)",
+            dataset,
+        )
+    header = 4 + 4 * ndim
+    if len(raw) < header:
+        raise corrupt_file_error(path, "IDX header is cut short", dataset)
+    dims = struct.unpack(f">{ndim}I", raw[4:header])
+    count = int(np.prod(dims, dtype=np.int64))
+    payload = len(raw) - header
+    if payload != count:
+        raise corrupt_file_error(
+            path,
+            f"IDX header declares dimensions {dims} ({count} values) but the file holds "
+            f"{payload}",
+            dataset,
+        )
+    return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(dims)
+
+
+def _load_idx_set(folder: Path, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    folder = Path(folder)
+    arrays = {}
+    for key, filename in IDX_FILES.items():
+        arrays[key] = read_idx(folder / filename, 3 if key.endswith("images") else 1, name)
+
+    for split, n_expected in (("train", _N_TRAIN), ("test", _N_TEST)):
+        images, labels = arrays[f"{split}_images"], arrays[f"{split}_labels"]
+        img_file = folder / IDX_FILES[f"{split}_images"]
+        lbl_file = folder / IDX_FILES[f"{split}_labels"]
+        if images.shape[1:] != (_SIDE, _SIDE):
+            raise corrupt_file_error(img_file, f"images are {images.shape[1:]}, expected 28x28", name)
+        if images.shape[0] != labels.shape[0]:
+            raise corrupt_file_error(
+                img_file,
+                f"{images.shape[0]} images but {labels.shape[0]} labels in {lbl_file.name}",
+                name,
+            )
+        if images.shape[0] != n_expected:
+            raise corrupt_file_error(img_file, f"{images.shape[0]} images, expected {n_expected}", name)
+        if labels.size and labels.max() > 9:
+            raise corrupt_file_error(lbl_file, f"label {int(labels.max())} outside 0..9", name)
+
+    def x(a: np.ndarray) -> np.ndarray:
+        return a.reshape(a.shape[0], -1).astype(np.float64)
+
+    def y(a: np.ndarray) -> np.ndarray:
+        return a.astype(np.int64)
+
+    return (
+        x(arrays["train_images"]),
+        y(arrays["train_labels"]),
+        x(arrays["test_images"]),
+        y(arrays["test_labels"]),
+    )
+
+
+def _load(folder: Path, name: str, meta: dict) -> Dataset:
+    X_train, y_train, X_test, y_test = _load_idx_set(folder, name)
+    meta = {"image_shape": (_SIDE, _SIDE), "pixel_range": (0, 255), **meta}
+    return Dataset(name, X_train, y_train, X_test, y_test, classes=list(range(10)), meta=meta)
+
+
+def load_mnist(folder: str | Path) -> Dataset:
+    """MNIST from the four LeCun ``*.gz`` files in ``folder``: 60000 train, 10000 test, 784 features."""
+    return _load(Path(folder), "mnist", {})
+
+
+def load_fashion_mnist(folder: str | Path) -> Dataset:
+    """Fashion-MNIST (same file names and format as MNIST); class names are in ``meta``."""
+    return _load(Path(folder), "fashion-mnist", {"class_names": list(FASHION_CLASS_NAMES)})

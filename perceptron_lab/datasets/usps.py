@@ -1,0 +1,73 @@
+"""USPS handwritten digits in the layout of Hastie, Tibshirani & Friedman's ESL site.
+
+``zip.train.gz`` (7291 rows) and ``zip.test.gz`` (2007 rows) are gzipped text: each line
+holds the digit label followed by 256 grey values in [-1, 1] (a 16x16 image, row-major),
+separated by whitespace.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DatasetError
+from .base import Dataset
+from .images import corrupt_file_error
+
+__all__ = ["load_usps", "USPS_FILES"]
+
+USPS_FILES = {"train": "zip.train.gz", "test": "zip.test.gz"}
+_N_ROWS = {"train": 7291, "test": 2007}
+_N_PIXELS = 256
+
+
+def _read_zip_text(path: Path, n_expected: int) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        with gzip.open(path, "rt", encoding="ascii") as fh:
+            lines = [line for line in fh.read().splitlines() if line.strip()]
+    except FileNotFoundError:
+        raise DatasetError(f"{path} does not exist") from None
+    except (EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError) as exc:
+        raise corrupt_file_error(path, f"{type(exc).__name__}: {exc}", "usps") from None
+    except OSError as exc:
+        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+    if len(lines) != n_expected:
+        raise corrupt_file_error(path, f"{len(lines)} rows, expected {n_expected}", "usps")
+    tokens = [line.split() for line in lines]
+    for i, row in enumerate(tokens):
+        if len(row) != _N_PIXELS + 1:
+            raise corrupt_file_error(
+                path, f"line {i + 1} has {len(row)} fields, expected {_N_PIXELS + 1}", "usps"
+            )
+    try:
+        data = np.array(tokens, dtype=np.float64)
+    except ValueError as exc:
+        raise corrupt_file_error(path, f"non-numeric value ({exc})", "usps") from None
+
+    labels = data[:, 0]
+    X = np.ascontiguousarray(data[:, 1:])
+    if not np.all((labels == np.round(labels)) & (labels >= 0) & (labels <= 9)):
+        raise corrupt_file_error(path, "labels must be the integers 0..9", "usps")
+    if not np.isfinite(X).all() or X.min() < -1.0 or X.max() > 1.0:
+        raise corrupt_file_error(path, "pixel values outside [-1, 1]", "usps")
+    return X, labels.astype(np.int64)
+
+
+def load_usps(folder: str | Path) -> Dataset:
+    """USPS digits: 7291 train / 2007 test rows, 256 features in [-1, 1], classes 0..9."""
+    folder = Path(folder)
+    X_train, y_train = _read_zip_text(folder / USPS_FILES["train"], _N_ROWS["train"])
+    X_test, y_test = _read_zip_text(folder / USPS_FILES["test"], _N_ROWS["test"])
+    return Dataset(
+        "usps",
+        X_train,
+        y_train,
+        X_test,
+        y_test,
+        classes=list(range(10)),
+        meta={"image_shape": (16, 16), "pixel_range": (-1.0, 1.0)},
+    )
