@@ -1,0 +1,268 @@
+"""The ``plab`` command: thin click wrappers that parse, call and print.
+
+Errors the user can fix (bad config, missing data, unwritable folder) are printed as one line
+per problem with a non-zero exit status (2 for configs), never as a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from importlib import resources
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .errors import PlabError
+
+QUICKSTART = "quickstart.yaml"
+
+
+def packaged_config(name: str) -> Path:
+    return Path(str(resources.files("perceptron_lab") / "configs" / name))
+
+
+def friendly_errors(fn):
+    """Turn PlabError into 'plab: error: ...' lines and its exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except PlabError as exc:
+            lines = getattr(exc, "problems", None) or str(exc).splitlines() or [type(exc).__name__]
+            for line in lines:
+                click.echo(f"plab: error: {line}", err=True)
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("\nplab: interrupted; finished runs are kept, run the same command again to resume",
+                       err=True)
+            sys.exit(130)
+
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="plab")
+def main():
+    """perceptron_lab: reproduce the perceptron-family papers from YAML configs.
+
+    \b
+    Examples:
+      plab run                          # the packaged quickstart (sonar, 10-fold CV)
+      plab run configs/mnist_d4.yaml    # Freund & Schapire Table 1, d = 4
+      plab data list                    # which datasets exist and where they are read from
+      plab config check my.yaml         # validate a config without running it
+    """
+
+
+def _load(config):
+    from .config import load_config
+
+    path = packaged_config(QUICKSTART) if config is None else Path(config)
+    if config is not None and config.startswith("package:"):
+        path = packaged_config(config.split(":", 1)[1])
+    return load_config(path)
+
+
+@main.command()
+@click.argument("config", required=False)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Output folder (default: runs/NAME).")
+@click.option("--data-dir", type=click.Path(file_okay=False), envvar="PLAB_DATA",
+              help="Dataset folder (default: $PLAB_DATA, then ~/.cache/perceptron_lab).")
+@click.option("--force", is_flag=True, help="Recompute everything, replacing earlier results in the output folder.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@friendly_errors
+def run(config, out_dir, data_dir, force, quiet):
+    """Run the experiment described by CONFIG (a YAML file).
+
+    Without CONFIG, runs the packaged quickstart: the voted perceptron on the UCI sonar data
+    (shipped inside the package), 10-fold cross-validation. Finished runs are kept in OUT/parts,
+    so an interrupted command resumes where it stopped.
+
+    \b
+    Examples:
+      plab run
+      plab run configs/mnist_d4.yaml --out results/fs1999/table1_d4
+      plab run my.yaml --data-dir ~/datasets --force
+    """
+    from .experiment import run_experiment, summarize
+
+    cfg = _load(config)
+    res = run_experiment(cfg, out_dir=out_dir, data_dir=data_dir, force=force, progress=not quiet)
+    main_epochs = sorted(set(cfg.training.checkpoints) | {cfg.training.epochs})
+    table = summarize(res.results, main_only_epochs=main_epochs)
+    click.echo(format_summary(cfg, res, table))
+
+
+def format_summary(cfg, res, table) -> str:
+    lines = [f"{cfg.name}: {res.ran} run(s) computed, {res.skipped} reused; results in {res.out_dir}/results.csv"]
+    if table.empty:
+        return "\n".join(lines)
+    for (g, params), part in table.groupby(["grid_point", "params"], sort=True):
+        if table["grid_point"].nunique() > 1:
+            lines.append(f"grid point {g}: {params}")
+        piv_mean = part.pivot(index="rule", columns="epoch", values="mean")
+        piv_std = part.pivot(index="rule", columns="epoch", values="std")
+        cols = list(piv_mean.columns)
+        header = f"{'':16s}" + "".join(f"{'T=' + format(c, 'g'):>16s}" for c in cols)
+        lines.append("test error % (mean ± std over runs); counts are totals over labels")
+        lines.append(header)
+        for rule in piv_mean.index:
+            cells = []
+            for c in cols:
+                m, s = piv_mean.loc[rule, c], piv_std.loc[rule, c]
+                if rule in ("mistakes", "support_vectors"):
+                    cells.append(f"{m:16.1f}")
+                else:
+                    cells.append(f"{m:9.2f} ± {0.0 if s != s else s:4.2f}")
+            lines.append(f"{rule:16s}" + "".join(f"{c:>16s}" for c in cells))
+    return "\n".join(lines)
+
+
+@main.group()
+def data():
+    """List, locate, download and verify datasets.
+
+    \b
+    Examples:
+      plab data list
+      plab data path mnist
+      plab data fetch usps
+      PLAB_DATA=../shared/data plab data verify
+    """
+
+
+_data_dir_option = click.option("--data-dir", type=click.Path(file_okay=False), envvar="PLAB_DATA",
+                                help="Dataset folder (default: $PLAB_DATA, then ~/.cache/perceptron_lab).")
+
+
+@data.command("list")
+@_data_dir_option
+@friendly_errors
+def data_list(data_dir):
+    """Every dataset, whether it is present, and where it is read from.
+
+    Example: plab data list --data-dir ../shared/data
+    """
+    from .datasets import registry
+
+    root = registry.resolve_data_dir(data_dir)
+    click.echo(f"data folder: {root}")
+    for entry in registry.list_datasets():
+        folder = registry.dataset_path(entry.name, data_dir)
+        present = all((folder / f.name).exists() for f in entry.files)
+        mark = "present" if present else ("embedded" if entry.embedded else "missing")
+        click.echo(f"  {entry.name:24s} {mark:9s} {entry.description}")
+    click.echo("check checksums with 'plab data verify', download with 'plab data fetch NAME'")
+
+
+@data.command("path")
+@click.argument("name")
+@_data_dir_option
+@friendly_errors
+def data_path(name, data_dir):
+    """Print the folder NAME is read from.
+
+    Example: plab data path mnist
+    """
+    from .datasets import registry
+
+    click.echo(str(registry.dataset_path(name, data_dir)))
+
+
+@data.command("fetch")
+@click.argument("names", nargs=-1, required=True)
+@_data_dir_option
+@click.option("--force", is_flag=True, help="Download again even when a verified copy exists.")
+@friendly_errors
+def data_fetch(names, data_dir, force):
+    """Download datasets from their canonical sources, verifying sha256 checksums.
+
+    Downloads resume after an interruption; a file is moved into place only once its checksum
+    matches. Use 'all' for every dataset.
+
+    Example: plab data fetch mnist usps
+    """
+    from .datasets import registry
+
+    if names == ("all",):
+        names = tuple(e.name for e in registry.list_datasets())
+    for name in names:
+        registry.fetch_dataset(name, data_dir, force=force, progress=sys.stderr.isatty())
+        click.echo(f"{name}: ok ({registry.dataset_path(name, data_dir)})")
+
+
+@data.command("verify")
+@click.argument("names", nargs=-1)
+@_data_dir_option
+@friendly_errors
+def data_verify(names, data_dir):
+    """Check dataset files against their sha256 checksums (all datasets when no NAME).
+
+    Exit status 0 when every requested file is present and matches; 3 otherwise.
+
+    Example: plab data verify --data-dir ../shared/data
+    """
+    from .datasets import registry
+
+    names = names or tuple(e.name for e in registry.list_datasets())
+    bad = 0
+    for name in names:
+        for fname, status, detail in registry.verify_dataset(name, data_dir):
+            click.echo(f"{name:24s} {Path(fname).name:32s} {status:9s} {detail}")
+            bad += status != "ok"
+    if bad:
+        raise PlabError(f"{bad} file(s) missing or not matching; fetch them with 'plab data fetch NAME' "
+                        "or point --data-dir / PLAB_DATA at a folder that has them")
+
+
+@main.group("config")
+def config_group():
+    """Validate and inspect configs.
+
+    \b
+    Examples:
+      plab config check configs/mnist_d4.yaml
+      plab config show configs/mnist_d4.yaml
+    """
+
+
+@config_group.command("check")
+@click.argument("configs", nargs=-1, required=True)
+@friendly_errors
+def config_check(configs):
+    """Validate CONFIGS; one line per problem, exit status 2 on any problem.
+
+    Example: plab config check configs/*.yaml
+    """
+    from .config import load_config
+    from .errors import ConfigError
+
+    problems = []
+    for c in configs:
+        try:
+            load_config(c)
+            click.echo(f"{c}: ok")
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise ConfigError(problems)
+
+
+@config_group.command("show")
+@click.argument("config")
+@friendly_errors
+def config_show(config):
+    """Print CONFIG fully resolved (base configs merged, defaults filled in), as YAML.
+
+    Example: plab config show configs/mnist_d4.yaml
+    """
+    import yaml
+
+    click.echo(yaml.safe_dump(_load(config).to_dict(), sort_keys=False), nl=False)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

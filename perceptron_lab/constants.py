@@ -1,0 +1,83 @@
+"""Names, defaults and tolerances shared by the config layer and the modules that consume it.
+
+Every enumeration a config may name lives here, so that validation, the engine and the
+reports agree on one spelling. Defaults used by :mod:`perceptron_lab.config` are here too;
+the config schema table there is the place that says which key each one belongs to.
+"""
+
+from __future__ import annotations
+
+import math
+
+# --------------------------------------------------------------------------- datasets
+
+#: Preprocessing applied to the features after loading (fitted on the training split).
+PREPROCESS = ("none", "minmax", "standardize", "unit_norm")
+
+#: Generated datasets; they take their generator arguments from ``dataset.params``.
+#: ``kw_artificial``: Khardon & Wachman (2007) artificial data; ``gentile_sparse``: Gentile (2001)
+#: sparse-target data.
+DATASET_SYNTHETIC = ("kw_artificial", "gentile_sparse")
+
+# --------------------------------------------------------------------------- kernels
+
+KERNELS = ("linear", "poly", "gaussian", "poly_gaussian")
+#: Kernels that take ``kernel.degree`` (any other kernel requires degree 1).
+KERNELS_WITH_DEGREE = ("poly", "poly_gaussian")
+#: Kernels that take (and require) the width ``kernel.sigma``.
+KERNELS_WITH_SIGMA = ("gaussian", "poly_gaussian")
+
+# --------------------------------------------------------------------------- algorithms
+
+ALGORITHMS = ("perceptron", "alma")
+#: ``auto`` lets the engine choose: primal for the linear kernel, dual otherwise.
+FORMS = ("auto", "primal", "dual")
+
+#: ``algorithm.theta_init`` value meaning "the average <x_i, x_i> over the training examples".
+THETA_AVG_SQ_NORM = "avg_sq_norm"
+#: ``algorithm.C`` value meaning "the same value as theta_init".
+C_SAME_AS_THETA = "theta_init"
+#: ``algorithm.alpha_bound`` value meaning "no bound" (null means the same).
+ALPHA_BOUND_UNBOUNDED = "inf"
+
+DEFAULT_ETA = 1.0
+DEFAULT_ALMA_ALPHA = 1.0
+DEFAULT_ALMA_C = math.sqrt(2.0)
+DEFAULT_ALMA_P = 2.0
+
+# --------------------------------------------------------------------------- training
+
+MULTICLASS = ("ovr",)
+DTYPES = ("float32", "float64")
+DEFAULT_EPOCHS = 1.0
+DEFAULT_CHUNK = 512
+DEFAULT_CACHE_LIMIT_GB = 8.0
+
+#: Two epoch positions (checkpoints, fractional epochs) closer than this are the same position.
+EPOCH_TOL = 1e-9
+
+# --------------------------------------------------------------------------- prediction
+
+RULES = ("last", "last_norm", "avg", "avg_norm", "vote", "random", "random_norm", "longest")
+DEFAULT_RULES = ("last", "avg", "vote")
+#: ``survival``: Freund & Schapire's c_k, the number of steps a hypothesis survived, counting the
+#: step that created it; ``correct``: Khardon & Wachman's votes, its correct predictions only.
+VOTE_WEIGHTS = ("survival", "correct")
+
+# --------------------------------------------------------------------------- evaluation
+
+EVALUATION_MODES = ("holdout", "kfold", "nested")
+DEFAULT_FOLDS = 10
+DEFAULT_INNER_FOLDS = 10
+DEFAULT_CONFIDENCE = 0.95
+
+# --------------------------------------------------------------------------- output and configs
+
+DEFAULT_RUNS_DIR = "runs"
+DEFAULT_FLOAT_FORMAT = "%.6g"
+#: Name of an experiment built from a mapping that has no file name to take a default from.
+DEFAULT_EXPERIMENT_NAME = "experiment"
+#: ``extends: "package:quickstart.yaml"`` names a file in the packaged ``perceptron_lab/configs``.
+PACKAGE_CONFIG_PREFIX = "package:"
+#: Number of hex digits of the sha256 kept by :func:`perceptron_lab.config.config_hash`.
+CONFIG_HASH_LENGTH = 12
