@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 
 from . import __version__
-from .config import ExperimentConfig, config_hash, with_overrides
+from .config import ExperimentConfig, with_overrides
+from .constants import EPOCH_TOL
 from .datasets.base import Dataset
 from .engine.perceptron import label_matrix, resolve_params, train
 from .errors import PlabError
@@ -149,8 +150,8 @@ def eval_epochs(cfg: ExperimentConfig):
     pts = set(main)
     if cfg.training.curve_every:
         k = 1
-        while k * cfg.training.curve_every <= cfg.training.epochs + 1e-9:
-            pts.add(round(k * cfg.training.curve_every, 10))
+        while k * cfg.training.curve_every <= cfg.training.epochs + EPOCH_TOL:
+            pts.add(round(k * cfg.training.curve_every, 6))
             k += 1
     return sorted(pts), set(main)
 
@@ -183,9 +184,9 @@ def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None):
         tr, te = kfold_indices(len(ds.y_train), cfg.evaluation.folds, cfg.evaluation.fold_seed)[unit.fold]
         Xtr, ytr, Xte, yte = ds.X_train[tr], ds.y_train[tr], ds.X_train[te], ds.y_train[te]
     Xtr, Xte = preprocess(cfg.dataset.preprocess, Xtr, Xte)
-    kernel = Kernel.from_config(ucfg.kernel)
     dtype = np.float32 if ucfg.training.dtype == "float32" else np.float64
-    params = resolve_params(ucfg.algorithm, kernel_diag(kernel, Xtr))
+    kernel = Kernel.from_config(ucfg.kernel).range_safe(Xtr, dtype)
+    params = resolve_params(ucfg.algorithm, kernel_diag(kernel, Xtr), kernel.value_factor)
     binary = ds.n_classes == 2
     Y = label_matrix(ytr, ds.n_classes)
     ss = np.random.SeedSequence([ucfg.training.seed, unit.permutation, unit.fold + 1])
@@ -277,8 +278,19 @@ def versions():
             "machine": platform.machine(), "cpus": os.cpu_count()}
 
 
-def default_out_dir(cfg: ExperimentConfig) -> Path:
-    return Path(cfg.output.dir) if cfg.output.dir else Path("runs") / cfg.name
+def results_hash(cfg: ExperimentConfig) -> str:
+    """Hash of everything that determines the numbers in results.csv.
+
+    The name, description and output section are left out, so configs that differ only there
+    (e.g. Freund & Schapire's Table 2 config, which reuses the Table 1 d = 4 runs) share a folder.
+    """
+    import hashlib
+
+    d = cfg.to_dict()
+    for k in ("name", "description", "output", "extends"):
+        d.pop(k, None)
+    text = json.dumps(d, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def check_writable(out: Path):
@@ -306,9 +318,9 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
     """Run every unit of a config (skipping finished ones unless ``force``) and write the results."""
     from tqdm.auto import tqdm
 
-    out = Path(out_dir) if out_dir else default_out_dir(cfg)
+    out = Path(out_dir) if out_dir else Path(cfg.run_dir)
     check_writable(out)
-    chash = config_hash(cfg)
+    chash = results_hash(cfg)
     info_path = out / "run.json"
     parts = out / "parts"
     if info_path.exists() and not force:

@@ -33,6 +33,7 @@ class Kernel:
     degree: int = 1
     scale: float = 1.0
     sigma: float = 1.0
+    base_div: float = 1.0  # internal: polynomial base divided by this (see range_safe)
 
     @property
     def code(self) -> int:
@@ -50,8 +51,27 @@ class Kernel:
         return cls(kcfg.type, int(kcfg.degree), float(kcfg.scale), float(sigma))
 
     def params(self):
-        """The tuple passed to jitted code: (code, degree, scale, sigma)."""
-        return self.code, self.degree, float(self.scale), float(self.sigma)
+        """The tuple passed to jitted code: (code, degree, scale, sigma, base_div)."""
+        return self.code, self.degree, float(self.scale), float(self.sigma), float(self.base_div)
+
+    def range_safe(self, X, dtype) -> "Kernel":
+        """The same kernel up to a positive constant factor, with values in range for ``dtype``.
+
+        Polynomial kernels on raw pixels overflow float32 ((1 + x·y)^6 reaches 1e46 on MNIST).
+        Dividing the base by c = max_i (1 + |x_i|^2 / s) keeps every |K(x, y)| <= 1 (Cauchy-Schwarz).
+        Scores then scale by the same factor for every label and every hypothesis, so mistakes,
+        votes and argmax predictions do not change; thresholds given as numbers are rescaled by
+        :meth:`value_factor`.
+        """
+        if self.code != POLY or np.dtype(dtype) != np.float32 or len(X) == 0:
+            return self
+        c = float(np.max(1.0 + np.einsum("ij,ij->i", X, X, dtype=np.float64) / self.scale))
+        return Kernel(self.name, self.degree, self.scale, self.sigma, max(c, 1.0))
+
+    @property
+    def value_factor(self) -> float:
+        """Factor between this kernel's values and the unscaled kernel's (1 unless range_safe)."""
+        return float(self.base_div) ** (-self.degree) if self.code == POLY else 1.0
 
     def describe(self) -> str:
         if self.name == "linear":
@@ -64,12 +84,12 @@ class Kernel:
 
 
 @nb.njit(cache=True, inline="always")
-def kernel_from_dot(code, degree, scale, sigma, dot, sq_a, sq_b):
+def kernel_from_dot(code, degree, scale, sigma, base_div, dot, sq_a, sq_b):
     """K(a, b) from the inner product a·b and the squared norms |a|², |b|²."""
     if code == LINEAR:
         return dot
     if code == POLY:
-        base = 1.0 + dot / scale
+        base = (1.0 + dot / scale) / base_div
         r = base
         for _ in range(degree - 1):
             r *= base
@@ -95,48 +115,63 @@ def _powi(b, degree):
     return r
 
 
+@nb.njit(cache=True, fastmath=True, inline="always")
+def dot_rows(X, i, j):
+    """Inner product of rows i and j of X (the order of the sum is left to the compiler)."""
+    acc = 0.0
+    for f in range(X.shape[1]):
+        acc += X[i, f] * X[j, f]
+    return acc
+
+
 @nb.njit(cache=True, parallel=True, fastmath=True)
-def _transform_block(G, code, degree, scale, sigma, sq_a, sq_b):
+def _transform_block(G, code, degree, scale, sigma, base_div, sq_a, sq_b):
     """Turn a block of inner products into kernel values, in place.
 
     The degree is dispatched outside the inner loop so that the loop vectorizes (a loop over the
     degree inside it does not, and runs about ten times slower).
     """
     n, m = G.shape
-    one = G.dtype.type(1.0)
-    inv = G.dtype.type(1.0 / scale)
+    one = G.dtype.type(1.0 / base_div)
+    inv = G.dtype.type(1.0 / (scale * base_div))
     g2 = G.dtype.type(-1.0 / (2.0 * sigma * sigma))
     for i in nb.prange(n):
         row = G[i]
-        if code == POLY or code == POLY_GAUSSIAN:
-            if code == POLY:
+        if code == POLY:
+            # one pass per row: base and power fused
+            if degree == 1:
                 for j in range(m):
                     row[j] = one + row[j] * inv
-            else:
+            elif degree == 2:
                 for j in range(m):
-                    d2 = max(sq_a[i] + sq_b[j] - 2 * row[j], 0)
-                    row[j] = one + np.exp(d2 * g2)
-            if degree == 2:
-                for j in range(m):
-                    row[j] = row[j] * row[j]
+                    b = one + row[j] * inv
+                    row[j] = b * b
             elif degree == 3:
                 for j in range(m):
-                    row[j] = row[j] * row[j] * row[j]
+                    b = one + row[j] * inv
+                    row[j] = b * b * b
             elif degree == 4:
                 for j in range(m):
-                    b2 = row[j] * row[j]
+                    b = one + row[j] * inv
+                    b2 = b * b
                     row[j] = b2 * b2
             elif degree == 5:
                 for j in range(m):
-                    b2 = row[j] * row[j]
-                    row[j] = b2 * b2 * row[j]
+                    b = one + row[j] * inv
+                    b2 = b * b
+                    row[j] = b2 * b2 * b
             elif degree == 6:
                 for j in range(m):
-                    b3 = row[j] * row[j] * row[j]
+                    b = one + row[j] * inv
+                    b3 = b * b * b
                     row[j] = b3 * b3
-            elif degree > 6:
+            else:
                 for j in range(m):
-                    row[j] = _powi(row[j], degree)
+                    row[j] = _powi(one + row[j] * inv, degree)
+        elif code == POLY_GAUSSIAN:
+            for j in range(m):
+                d2 = max(sq_a[i] + sq_b[j] - 2 * row[j], 0)
+                row[j] = _powi(1 + np.exp(d2 * g2), degree)
         elif code == GAUSSIAN:
             for j in range(m):
                 d2 = max(sq_a[i] + sq_b[j] - 2 * row[j], 0)
@@ -162,8 +197,8 @@ def gram(kernel: Kernel, A: np.ndarray, B: np.ndarray, sq_a=None, sq_b=None, out
         sq_b = sq_norms(B) if sq_b is None else sq_b
     else:
         sq_a = sq_b = np.zeros(1, dtype=G.dtype)
-    code, degree, scale, sigma = kernel.params()
-    _transform_block(G, code, degree, scale, sigma, sq_a.astype(G.dtype), sq_b.astype(G.dtype))
+    code, degree, scale, sigma, base_div = kernel.params()
+    _transform_block(G, code, degree, scale, sigma, base_div, sq_a.astype(G.dtype), sq_b.astype(G.dtype))
     return G
 
 
@@ -173,7 +208,7 @@ def kernel_diag(kernel: Kernel, X: np.ndarray) -> np.ndarray:
     if kernel.code == LINEAR:
         return sq
     if kernel.code == POLY:
-        return (1.0 + sq / kernel.scale) ** kernel.degree
+        return ((1.0 + sq / kernel.scale) / kernel.base_div) ** kernel.degree
     if kernel.code == GAUSSIAN:
         return np.ones_like(sq)
     return np.full_like(sq, 2.0**kernel.degree)

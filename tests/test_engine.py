@@ -40,12 +40,13 @@ VARIANTS = [
 
 
 def run_both(kernel, variant, n_classes, seed, epochs=2.5, checkpoints=(0.3, 1, 1.7, 2.5),
-             chunk_size=7, form="auto", vote_weight="survival"):
+             chunk_size=7, form="auto", vote_weight="survival", flush_at=64):
     X, y, Xt, yt = small_problem(seed, n_classes=n_classes, integer=kernel.name != "gaussian")
     Y = label_matrix(y, n_classes)
     order = np.random.default_rng(seed + 1).permutation(len(y))
     params = PerceptronParams(**{k: v for k, v in variant.items()})
-    log = train(X, Y, kernel, params, order, epochs, checkpoints, chunk_size=chunk_size, form=form)
+    log = train(X, Y, kernel, params, order, epochs, checkpoints, chunk_size=chunk_size, form=form,
+                flush_at=flush_at)
     binary = n_classes == 2
     err_m, err_b = evaluate(log, kernel, X, Xt, yt, binary, vote_weight=vote_weight, seed=seed)
     kparams = (kernel.name, kernel.degree, kernel.scale, kernel.sigma)
@@ -77,8 +78,9 @@ def test_engine_matches_naive_kw_variants(kernel, variant):
 
 
 @pytest.mark.parametrize("chunk_size", [1, 3, 64, 10_000])
-def test_chunk_size_does_not_change_results(chunk_size):
-    run_both(KERNELS[1], {"tau_abs": 1.0}, 3, seed=5, chunk_size=chunk_size)
+@pytest.mark.parametrize("flush_at", [1, 5, 1000])
+def test_chunk_size_and_cache_batching_do_not_change_results(chunk_size, flush_at):
+    run_both(KERNELS[1], {"tau_abs": 1.0}, 3, seed=5, chunk_size=chunk_size, flush_at=flush_at)
 
 
 def test_linear_dual_and_primal_agree():
@@ -143,3 +145,22 @@ def test_training_is_deterministic():
     b = train(X, Y, KERNELS[1], PerceptronParams(), order, 3, [1, 3])
     for name in ("upd_step", "upd_ex", "upd_cls", "upd_coef", "upd_score", "cum_correct_cp"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+def test_range_safe_float32_kernel_keeps_the_float64_mistakes():
+    # degree 6 on 0..255 "pixels": the unscaled kernel overflows float32 (values ~1e40),
+    # the range-safe one (a constant factor) must make the same updates as float64.
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 256, size=(120, 300)).astype(float) * (rng.random((120, 300)) < 0.3)
+    y = rng.integers(0, 3, size=120)
+    Y = label_matrix(y, 3)
+    k = Kernel("poly", degree=6, scale=1.0)
+    assert not np.isfinite(gram(k, X.astype(np.float32), X.astype(np.float32))).all()
+    k32 = k.range_safe(X, np.float32)
+    assert k32.base_div > 1 and np.isfinite(gram(k32, X.astype(np.float32), X.astype(np.float32))).all()
+    order = rng.permutation(120)
+    a = train(X, Y, k, PerceptronParams(), order, 3, [1, 3], dtype=np.float64)
+    b = train(X, Y, k32, PerceptronParams(), order, 3, [1, 3], dtype=np.float32)
+    np.testing.assert_array_equal(a.upd_ex, b.upd_ex)
+    np.testing.assert_array_equal(a.upd_cls, b.upd_cls)
+    assert k.range_safe(X, np.float64) is k

@@ -37,7 +37,7 @@ import numba as nb
 import numpy as np
 
 from ..errors import PlabError
-from ..kernels import Kernel, gram, kernel_diag, kernel_from_dot, sq_norms
+from ..kernels import Kernel, dot_rows, gram, kernel_diag, kernel_from_dot, sq_norms
 
 UNBOUNDED = np.iinfo(np.int32).max
 
@@ -98,7 +98,7 @@ class TrainLog:
 
 @nb.njit(cache=True)
 def _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, eta, C, tau_abs, lam, alpha_bound,
-               step0, slot_of, Kc, X, sq, kcode, kdeg, kscale, ksigma,
+               step0, slot_of, Kc, X, sq, kcode, kdeg, kscale, ksigma, kdiv,
                o_step, o_ex, o_cls, o_coef, o_score, o_theta, o_cum):
     """Process one chunk of the sequence (distinct examples ``ex``); returns the number of updates.
 
@@ -147,10 +147,8 @@ def _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, eta, C, tau_abs, la
                     else:
                         for q in range(p + 1, B):
                             j = ex[q]
-                            acc = 0.0
-                            for f in range(X.shape[1]):
-                                acc += X[i, f] * X[j, f]
-                            krow[q] = kernel_from_dot(kcode, kdeg, kscale, ksigma, acc, sq[i], sq[j])
+                            acc = dot_rows(X, i, j)
+                            krow[q] = kernel_from_dot(kcode, kdeg, kscale, ksigma, kdiv, acc, sq[i], sq[j])
                 for q in range(p + 1, B):
                     corr[q, c] += coef * krow[q]
     return n_out
@@ -179,7 +177,7 @@ def epochs_to_steps(epochs: float, n: int) -> int:
 
 def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, checkpoints,
           chunk_size: int = 512, dtype=np.float64, form: str = "auto", cache_limit_gb: float = 8.0,
-          progress=None) -> TrainLog:
+          progress=None, flush_at: int = 256) -> TrainLog:
     """Train one-vs-rest perceptrons on the sequence ``order`` repeated for ``epochs`` passes.
 
     X: (n, f) features; Y: (n, L) int8 in {-1, +1}; order: permutation of range(n) (the training
@@ -209,7 +207,7 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
     mcount = np.zeros((n, L), dtype=np.int32)
     cum_correct = np.zeros(L, dtype=np.int64)
     slot_of = np.full(n, -1, dtype=np.int64)
-    kcode, kdeg, kscale, ksigma = kernel.params()
+    kcode, kdeg, kscale, ksigma, kdiv = kernel.params()
 
     if form == "dual":
         itemsize = np.dtype(dtype).itemsize
@@ -217,6 +215,13 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
         Kc = np.empty((cap, n), dtype=dtype)
         S = np.zeros((n, L), dtype=np.float64)
         n_slots = 0
+        # Support vectors whose kernel column is not computed yet: their contribution to a chunk's
+        # scores comes from a small kernel block, and their columns are computed together once
+        # enough have accumulated (one kernel column alone runs at memory speed, not GEMM speed).
+        pend_ex = np.empty(0, dtype=np.int64)
+        pend_delta = np.empty((0, L), dtype=np.float64)
+        pend_work = 0
+        flush_at = max(1, int(flush_at))
     else:
         Kc = np.empty((1, 1), dtype=dtype)
         W = np.zeros((L, Xd.shape[1]), dtype=np.float64)
@@ -234,12 +239,15 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
         ex = order[pos]
         if form == "dual":
             S0 = S[ex]
+            if pend_ex.size:
+                S0 += gram(kernel, Xd[ex], Xd[pend_ex], sq[ex], sq[pend_ex]) @ pend_delta.astype(dtype)
+                pend_work += ex.size * pend_ex.size
         else:
             S0 = Xd[ex] @ W.T.astype(dtype)
             S0 = S0.astype(np.float64)
         m = _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, params.eta, params.C,
                        params.tau_abs, params.lam, params.alpha_bound, a, slot_of, Kc, Xd, sq,
-                       kcode, kdeg, kscale, ksigma, bufs["step"], bufs["ex"], bufs["cls"],
+                       kcode, kdeg, kscale, ksigma, kdiv, bufs["step"], bufs["ex"], bufs["cls"],
                        bufs["coef"], bufs["score"], bufs["theta"], bufs["cum"])
         if m:
             for k in bufs:
@@ -249,26 +257,17 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
             delta = np.zeros((touched.size, L), dtype=np.float64)
             np.add.at(delta, (inv, bufs["cls"][:m]), bufs["coef"][:m])
             if form == "dual":
-                new = touched[slot_of[touched] < 0]
-                if new.size:
-                    if n_slots + new.size > cap:
-                        need = (n_slots + new.size) * n * np.dtype(dtype).itemsize / 1e9
-                        raise EngineError(
-                            f"the kernel cache needs more than training.cache_limit_gb = {cache_limit_gb:g} GB "
-                            f"(>= {need:.1f} GB for {n_slots + new.size} support vectors of {n} examples); "
-                            "raise training.cache_limit_gb, train on fewer examples, or use the linear kernel "
-                            "(primal form)")
-                    a0, a1 = n_slots, n_slots + new.size
-                    slot_of[new] = np.arange(a0, a1)
-                    gram(kernel, Xd[new], Xd, sq[new], sq, out=Kc[a0:a1])
-                    n_slots = a1
-                    # new columns are contiguous in the cache: no gather for them
-                    is_new = slot_of[touched] >= a0
-                    order_new = np.argsort(slot_of[touched[is_new]])
-                    S += Kc[a0:a1].T @ delta[is_new][order_new].astype(dtype)
-                    touched, delta = touched[~is_new], delta[~is_new]
-                if touched.size:
-                    S += Kc[slot_of[touched]].T @ delta.astype(dtype)
+                cached = slot_of[touched] >= 0
+                if cached.any():
+                    S += Kc[slot_of[touched[cached]]].T @ delta[cached].astype(dtype)
+                if not cached.all():
+                    pend_ex, pend_delta = _merge_pending(pend_ex, pend_delta, touched[~cached], delta[~cached])
+                # flush when the batch is large enough for GEMM speed, or when scoring chunks against
+                # the pending set has cost about as much as a flush's pass over the data
+                if pend_ex.size and (pend_ex.size >= flush_at or pend_work >= 32 * n or b == total):
+                    n_slots = _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta,
+                                             cap, cache_limit_gb, dtype)
+                    pend_ex, pend_delta, pend_work = pend_ex[:0], pend_delta[:0], 0
             else:
                 W += delta.T @ Xd[touched].astype(np.float64)
         while cp_ptr < cp_steps.size and cp_steps[cp_ptr] == b:
@@ -288,6 +287,32 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
     )
 
 
+def _merge_pending(pend_ex, pend_delta, ex, delta):
+    """Add coefficient rows for examples ``ex`` to the pending set (rows of the same example add)."""
+    all_ex = np.concatenate([pend_ex, ex])
+    all_delta = np.concatenate([pend_delta, delta])
+    uniq, inv = np.unique(all_ex, return_inverse=True)
+    out = np.zeros((uniq.size, all_delta.shape[1]))
+    np.add.at(out, inv, all_delta)
+    return uniq, out
+
+
+def _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta, cap, cache_limit_gb, dtype):
+    """Compute the pending support vectors' kernel columns in one GEMM, cache them, update S."""
+    n = Xd.shape[0]
+    a0, a1 = n_slots, n_slots + pend_ex.size
+    if a1 > cap:
+        need = a1 * n * np.dtype(dtype).itemsize / 1e9
+        raise EngineError(
+            f"the kernel cache needs more than training.cache_limit_gb = {cache_limit_gb:g} GB "
+            f"(>= {need:.1f} GB for {a1} support vectors of {n} examples); raise "
+            "training.cache_limit_gb, train on fewer examples, or use the linear kernel (primal form)")
+    slot_of[pend_ex] = np.arange(a0, a1)
+    gram(kernel, Xd[pend_ex], Xd, sq[pend_ex], sq, out=Kc[a0:a1])
+    S += Kc[a0:a1].T @ pend_delta.astype(dtype)
+    return a1
+
+
 def label_matrix(y: np.ndarray, n_classes: int) -> np.ndarray:
     """+1/-1 label columns: one column for a binary problem (class 1 positive), else one per class."""
     y = np.asarray(y)
@@ -296,15 +321,15 @@ def label_matrix(y: np.ndarray, n_classes: int) -> np.ndarray:
     return np.where(y[:, None] == np.arange(n_classes)[None, :], 1, -1).astype(np.int8)
 
 
-def resolve_params(acfg, kdiag_train: np.ndarray) -> PerceptronParams:
+def resolve_params(acfg, kdiag_train: np.ndarray, value_factor: float = 1.0) -> PerceptronParams:
     """Turn the algorithm section of a config into absolute engine parameters.
 
     ``theta_init: avg_sq_norm`` and the unit of ``tau`` are the average K(x, x) over the training
     examples (Khardon & Wachman §3.2: theta_Init = avg <x_i, x_i>, C = theta_Init).
     """
     avg = float(np.mean(kdiag_train)) if kdiag_train.size else 0.0
-    theta_init = avg if acfg.theta_init == "avg_sq_norm" else float(acfg.theta_init)
-    C = theta_init if acfg.C == "theta_init" else float(acfg.C)
+    theta_init = avg if acfg.theta_init == "avg_sq_norm" else float(acfg.theta_init) * value_factor
+    C = theta_init if acfg.C == "theta_init" else float(acfg.C) * value_factor
     ab = acfg.alpha_bound
     alpha_bound = UNBOUNDED if ab is None or (isinstance(ab, float) and math.isinf(ab)) else int(ab)
     return PerceptronParams(eta=float(acfg.eta), theta_init=theta_init, C=C,

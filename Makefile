@@ -1,0 +1,43 @@
+# perceptron_lab — common tasks. `make help` lists them.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# Tests and CI read datasets from here when it exists (see README, "Data").
+PLAB_DATA ?= $(abspath ../shared/data)
+export PLAB_DATA
+
+.DEFAULT_GOAL := help
+.PHONY: help install demo test test-full reproduce bench check-configs clean
+
+help: ## List the targets
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+$(BIN)/plab: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	@touch $@
+
+install: $(BIN)/plab ## Create .venv and install perceptron_lab with its test extras
+
+demo: install ## Run the packaged quickstart (sonar, 10-fold CV; no download needed)
+	$(BIN)/plab run
+
+test: install ## Fast test suite (what CI runs)
+	$(BIN)/python -m pytest -q
+
+test-full: install ## All tests, including the slow full-data reproductions (marker `slow`)
+	$(BIN)/python -m pytest -q -m "slow or not slow"
+
+check-configs: install ## Validate every config under configs/
+	$(BIN)/plab config check configs/*.yaml configs/*/*.yaml
+
+reproduce: install ## Regenerate every paper table under results/ (Freund & Schapire so far)
+	$(BIN)/python -m perceptron_lab.reproduce
+
+bench: install ## Speed benchmarks, written to results/bench/
+	$(BIN)/python -m perceptron_lab.bench
+
+clean: ## Remove caches and run outputs (keeps results/)
+	rm -rf runs .pytest_cache build *.egg-info
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,161 @@
+"""The plab command as a user meets it: run, resume, results contract, errors, help."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from perceptron_lab.cli import main
+from perceptron_lab.experiment import RESULT_COLUMNS
+
+SMALL = """
+name: small
+dataset:
+  name: sonar
+algorithm:
+  eta: 0.1
+  theta_init: avg_sq_norm
+  C: theta_init
+training:
+  epochs: 3
+  checkpoints: [0.5, 1, 3]
+prediction:
+  rules: [last, last_norm, vote, avg, random, longest]
+evaluation:
+  mode: kfold
+  folds: 3
+"""
+
+
+def write(tmp_path, text, name="c.yaml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def invoke(*args, env=None):
+    return CliRunner().invoke(main, [str(a) for a in args], env=env, catch_exceptions=False)
+
+
+def test_quickstart_runs_and_writes_the_results_contract(tmp_path):
+    r = invoke("run", "--out", tmp_path / "qs", "-q")
+    assert r.exit_code == 0, r.output
+    assert "results in" in r.output and "vote" in r.output
+    df = pd.read_csv(tmp_path / "qs" / "results.csv")
+    for col in ("dataset", "kernel", "degree", "algorithm", "params", "permutation", "epoch", "rule",
+                "normalized", "class", "metric", "value"):
+        assert col in df.columns
+    assert list(df.columns) == RESULT_COLUMNS
+    assert set(df["metric"]) == {"test_error_pct", "mistakes", "support_vectors"}
+    assert set(df["dataset"]) == {"sonar"}
+    err = df[df.metric == "test_error_pct"]["value"]
+    assert err.between(0, 100).all()
+    info = json.loads((tmp_path / "qs" / "run.json").read_text())
+    assert info["status"] == "complete"
+    assert info["config"]["dataset"]["name"] == "sonar"
+    assert {"numpy", "numba", "python", "perceptron_lab"} <= set(info["versions"])
+    assert info["seed"] == 0 and info["units"] == 20
+
+
+def test_same_config_gives_byte_identical_results(tmp_path):
+    cfg = write(tmp_path, SMALL)
+    for d in ("a", "b"):
+        assert invoke("run", cfg, "--out", tmp_path / d, "-q").exit_code == 0
+    assert (tmp_path / "a/results.csv").read_bytes() == (tmp_path / "b/results.csv").read_bytes()
+
+
+def test_rerun_resumes_and_force_recomputes(tmp_path):
+    cfg = write(tmp_path, SMALL)
+    out = tmp_path / "o"
+    assert invoke("run", cfg, "--out", out, "-q").exit_code == 0
+    first = (out / "results.csv").read_bytes()
+    parts = sorted((out / "parts").glob("*.csv"))
+    assert len(parts) == 3
+    parts[1].unlink()  # as if the run had been killed before this fold finished
+    (out / "results.csv").unlink()
+    r = invoke("run", cfg, "--out", out, "-q")
+    assert "1 run(s) computed, 2 reused" in r.output
+    assert (out / "results.csv").read_bytes() == first
+    r = invoke("run", cfg, "--out", out, "-q", "--force")
+    assert "3 run(s) computed, 0 reused" in r.output
+    assert (out / "results.csv").read_bytes() == first
+
+
+def test_different_config_into_same_folder_is_refused(tmp_path):
+    out = tmp_path / "o"
+    assert invoke("run", write(tmp_path, SMALL), "--out", out, "-q").exit_code == 0
+    other = write(tmp_path, SMALL.replace("epochs: 3", "epochs: 2").replace("[0.5, 1, 3]", "[1, 2]"), "d.yaml")
+    r = invoke("run", other, "--out", out, "-q")
+    assert r.exit_code == 1
+    assert "different config" in r.output and "--force" in r.output
+
+
+def test_misspelt_key_is_one_line_with_did_you_mean_and_exit_2(tmp_path):
+    cfg = write(tmp_path, SMALL.replace("  rules:", "  rulez:"))
+    r = invoke("run", cfg, "--out", tmp_path / "o")
+    assert r.exit_code == 2
+    lines = [l for l in r.output.splitlines() if l.strip()]
+    assert len(lines) == 1
+    assert "prediction.rulez" in lines[0] and "did you mean 'rules'" in lines[0]
+    assert str(cfg) in lines[0] and "Traceback" not in r.output
+
+
+def test_config_check_reports_every_problem(tmp_path):
+    cfg = write(tmp_path, SMALL.replace("epochs: 3", "epochs: -3").replace("eta: 0.1", "eta: fast"))
+    r = invoke("config", "check", cfg)
+    assert r.exit_code == 2
+    assert "training.epochs" in r.output and "algorithm.eta" in r.output
+
+
+def test_missing_dataset_tells_the_user_what_to_do(tmp_path):
+    cfg = write(tmp_path, "dataset: {name: mnist}\nkernel: {type: poly, degree: 2}\n")
+    r = invoke("run", cfg, "--out", tmp_path / "o", "--data-dir", tmp_path / "empty", "-q")
+    assert r.exit_code == 3
+    assert "plab data fetch mnist" in r.output and "PLAB_DATA" in r.output
+    assert "Traceback" not in r.output
+
+
+def test_holdout_on_a_dataset_without_test_split_is_refused(tmp_path):
+    cfg = write(tmp_path, "dataset: {name: sonar}\n")
+    r = invoke("run", cfg, "--out", tmp_path / "o", "-q")
+    assert r.exit_code == 1 and "kfold" in r.output
+
+
+def test_unwritable_output_folder_fails_before_work(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = invoke("run", write(tmp_path, SMALL), "--out", blocker / "sub", "-q")
+    assert r.exit_code == 1 and "cannot write to output folder" in r.output
+
+
+def test_data_verify_passes_on_shared_data(data_dir):
+    r = invoke("data", "verify", "--data-dir", data_dir)
+    assert r.exit_code == 0, r.output
+    assert "mismatch" not in r.output and "missing" not in r.output
+
+
+def test_data_list_and_path(tmp_path):
+    r = invoke("data", "list", "--data-dir", tmp_path)
+    assert r.exit_code == 0 and "mnist" in r.output and "missing" in r.output and "embedded" in r.output
+    r = invoke("data", "path", "mnist", "--data-dir", tmp_path)
+    assert Path(r.output.strip()) == tmp_path / "mnist"
+
+
+@pytest.mark.parametrize("cmd", [[], ["run"], ["data"], ["data", "list"], ["data", "path"], ["data", "fetch"],
+                                 ["data", "verify"], ["config"], ["config", "check"], ["config", "show"]])
+def test_every_command_has_help_with_an_example(cmd):
+    r = invoke(*cmd, "--help")
+    assert r.exit_code == 0
+    assert "Example" in r.output
+
+
+def test_packaged_configs_and_repo_configs_validate():
+    from perceptron_lab.config import load_config
+
+    root = Path(__file__).resolve().parents[1]
+    paths = sorted(root.glob("configs/**/*.yaml")) + sorted((root / "perceptron_lab" / "configs").glob("*.yaml"))
+    assert paths
+    for p in paths:
+        load_config(p)
