@@ -367,6 +367,7 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
     frames = [pd.read_csv(parts / f"{u.key}.csv", dtype=str, keep_default_na=False) for u in units]
     df = pd.concat(frames, ignore_index=True)
     atomic_write_text(out / "results.csv", df.to_csv(index=False, lineterminator="\n"))
+    info["paper_outputs"] = [str(p.relative_to(out)) for p in write_paper_outputs(cfg, out, df, len(ds.y_train))]
     info.update({"status": "complete", "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                  "wall_seconds": round(time.perf_counter() - t0, 3), "ran": len(todo),
                  "skipped": len(units) - len(todo),
@@ -374,6 +375,22 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
                  "eval_seconds_total": round(sum(t["eval_seconds"] for t in timings.values()), 3)})
     atomic_write_text(info_path, json.dumps(info, indent=2, default=str) + "\n")
     return RunResult(out, df, info, skipped=len(units) - len(todo), ran=len(todo), timings=list(timings.values()))
+
+
+def write_paper_outputs(cfg: ExperimentConfig, out: Path, df: pd.DataFrame, n_train=None):
+    """Tables in the papers' own layouts (next to the papers' numbers) and figures, for the runs
+    a paper reports: Freund & Schapire's MNIST runs with a polynomial kernel, for now."""
+    written = []
+    if cfg.dataset.name == "mnist" and cfg.kernel.type == "poly" and cfg.evaluation.mode == "holdout":
+        from .tables import write_fs1999_tables
+
+        written += write_fs1999_tables(out / "results.csv", out, n_train=n_train)
+        if cfg.output.figures and cfg.training.curve_every:
+            from .figures import plot_fs1999_figure2
+
+            written.append(plot_fs1999_figure2(df, out / "fs1999_figure2.png",
+                                               title=f"{cfg.name}: test error vs epochs"))
+    return [Path(p) for p in written]
 
 
 def summarize(df: pd.DataFrame, main_only_epochs=None) -> pd.DataFrame:
