@@ -22,6 +22,7 @@ import numba as nb
 import numpy as np
 
 LINEAR, POLY, GAUSSIAN, POLY_GAUSSIAN = 0, 1, 2, 3
+PARALLEL_MIN_ELEMENTS = 4_000_000  # kernel blocks smaller than this are transformed on one thread
 KERNEL_CODES = {"linear": LINEAR, "poly": POLY, "gaussian": GAUSSIAN, "poly_gaussian": POLY_GAUSSIAN}
 
 
@@ -178,6 +179,56 @@ def _transform_block(G, code, degree, scale, sigma, base_div, sq_a, sq_b):
                 row[j] = np.exp(d2 * g2)
 
 
+@nb.njit(cache=True, fastmath=True)
+def _transform_block_serial(G, code, degree, scale, sigma, base_div, sq_a, sq_b):
+    """Single-threaded twin of :func:`_transform_block` for small blocks."""
+    n, m = G.shape
+    one = G.dtype.type(1.0 / base_div)
+    inv = G.dtype.type(1.0 / (scale * base_div))
+    g2 = G.dtype.type(-1.0 / (2.0 * sigma * sigma))
+    for i in range(n):
+        row = G[i]
+        if code == POLY:
+            # one pass per row: base and power fused
+            if degree == 1:
+                for j in range(m):
+                    row[j] = one + row[j] * inv
+            elif degree == 2:
+                for j in range(m):
+                    b = one + row[j] * inv
+                    row[j] = b * b
+            elif degree == 3:
+                for j in range(m):
+                    b = one + row[j] * inv
+                    row[j] = b * b * b
+            elif degree == 4:
+                for j in range(m):
+                    b = one + row[j] * inv
+                    b2 = b * b
+                    row[j] = b2 * b2
+            elif degree == 5:
+                for j in range(m):
+                    b = one + row[j] * inv
+                    b2 = b * b
+                    row[j] = b2 * b2 * b
+            elif degree == 6:
+                for j in range(m):
+                    b = one + row[j] * inv
+                    b3 = b * b * b
+                    row[j] = b3 * b3
+            else:
+                for j in range(m):
+                    row[j] = _powi(one + row[j] * inv, degree)
+        elif code == POLY_GAUSSIAN:
+            for j in range(m):
+                d2 = max(sq_a[i] + sq_b[j] - 2 * row[j], 0)
+                row[j] = _powi(1 + np.exp(d2 * g2), degree)
+        elif code == GAUSSIAN:
+            for j in range(m):
+                d2 = max(sq_a[i] + sq_b[j] - 2 * row[j], 0)
+                row[j] = np.exp(d2 * g2)
+
+
 def sq_norms(X: np.ndarray) -> np.ndarray:
     """Row-wise squared Euclidean norms, in the dtype of X."""
     return np.einsum("ij,ij->i", X, X)
@@ -198,7 +249,10 @@ def gram(kernel: Kernel, A: np.ndarray, B: np.ndarray, sq_a=None, sq_b=None, out
     else:
         sq_a = sq_b = np.zeros(1, dtype=G.dtype)
     code, degree, scale, sigma, base_div = kernel.params()
-    _transform_block(G, code, degree, scale, sigma, base_div, sq_a.astype(G.dtype), sq_b.astype(G.dtype))
+    # Small blocks run on one thread: waking a thread team costs more than it saves, and its
+    # spinning threads slow the BLAS calls that follow.
+    fn = _transform_block if G.size >= PARALLEL_MIN_ELEMENTS else _transform_block_serial
+    fn(G, code, degree, scale, sigma, base_div, sq_a.astype(G.dtype), sq_b.astype(G.dtype))
     return G
 
 
