@@ -169,7 +169,12 @@ def data_path(name, data_dir):
     """
     from .datasets import registry
 
-    click.echo(str(registry.dataset_path(name, data_dir)))
+    folder = registry.dataset_path(name, data_dir)
+    entry = registry.get_entry(name)
+    if entry.embedded and not all((folder / f.name).exists() for f in entry.files):
+        click.echo(f"{name} is not under {folder}; the copy shipped in the package is read", err=True)
+        folder = registry.EMBEDDED_DIR
+    click.echo(str(folder))
 
 
 @data.command("fetch")

@@ -32,9 +32,9 @@ from . import __version__
 from .config import ExperimentConfig, with_overrides
 from .constants import EPOCH_TOL
 from .datasets.base import Dataset
-from .engine.perceptron import label_matrix, resolve_params, train
+from .engine import label_matrix, train_from_config
 from .errors import PlabError
-from .kernels import Kernel, kernel_diag
+from .kernels import Kernel
 from .predict import RULES, counts_at_checkpoints, evaluate
 
 RESULT_COLUMNS = ["dataset", "kernel", "degree", "algorithm", "params", "grid_point", "fold",
@@ -176,8 +176,6 @@ def _fmt(v, float_format):
 def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None):
     """Train and evaluate one unit; returns (rows, timings)."""
     ucfg = with_overrides(cfg, unit.grid_values) if unit.grid_values else cfg
-    if ucfg.algorithm.name != "perceptron":
-        raise PlabError(f"{cfg.source}: algorithm '{ucfg.algorithm.name}' is not available yet")
     if unit.fold < 0:
         Xtr, ytr, Xte, yte = ds.X_train, ds.y_train, ds.X_test, ds.y_test
     else:
@@ -186,16 +184,13 @@ def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None):
     Xtr, Xte = preprocess(cfg.dataset.preprocess, Xtr, Xte)
     dtype = np.float32 if ucfg.training.dtype == "float32" else np.float64
     kernel = Kernel.from_config(ucfg.kernel).range_safe(Xtr, dtype)
-    params = resolve_params(ucfg.algorithm, kernel_diag(kernel, Xtr), kernel.value_factor)
     binary = ds.n_classes == 2
     Y = label_matrix(ytr, ds.n_classes)
     ss = np.random.SeedSequence([ucfg.training.seed, unit.permutation, unit.fold + 1])
     order_seed, rule_seed = ss.spawn(2)
     order = np.random.default_rng(order_seed).permutation(len(ytr))
     epochs_all, main = eval_epochs(ucfg)
-    log = train(Xtr, Y, kernel, params, order, ucfg.training.epochs, epochs_all,
-                chunk_size=ucfg.training.chunk_size, dtype=dtype, form=ucfg.algorithm.form,
-                cache_limit_gb=ucfg.training.cache_limit_gb, progress=progress)
+    log = train_from_config(ucfg, Xtr, Y, kernel, order, epochs_all, dtype, progress=progress)
     # checkpoints that round to the same step count are evaluated once
     steps = [int(round(e * len(ytr))) for e in epochs_all]
     cp_of = {s: i for i, s in enumerate(log.checkpoint_steps.tolist())}

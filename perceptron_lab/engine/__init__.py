@@ -1,0 +1,25 @@
+"""Training engines. :func:`train_from_config` resolves a config's algorithm to an engine call.
+
+Every engine returns a :class:`~perceptron_lab.engine.perceptron.TrainLog`, from which
+:mod:`perceptron_lab.predict` computes every prediction rule at every checkpoint.
+"""
+
+from __future__ import annotations
+
+from ..errors import PlabError
+from ..kernels import kernel_diag
+from .perceptron import TrainLog, label_matrix, resolve_params, train
+
+
+def train_from_config(ucfg, Xtr, Y, kernel, order, epochs_all, dtype, progress=None) -> TrainLog:
+    """Train the config's algorithm on (Xtr, Y) in the given order; checkpoints at ``epochs_all``."""
+    alg = ucfg.algorithm
+    if alg.name == "perceptron":
+        params = resolve_params(alg, kernel_diag(kernel, Xtr), kernel.value_factor)
+        return train(Xtr, Y, kernel, params, order, ucfg.training.epochs, epochs_all,
+                     chunk_size=ucfg.training.chunk_size, dtype=dtype, form=alg.form,
+                     cache_limit_gb=ucfg.training.cache_limit_gb, progress=progress)
+    raise PlabError(f"{ucfg.source}: algorithm '{alg.name}' is not available yet")
+
+
+__all__ = ["TrainLog", "label_matrix", "train", "train_from_config"]
