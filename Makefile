@@ -7,7 +7,7 @@ PLAB_DATA ?= $(abspath ../shared/data)
 export PLAB_DATA
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-full reproduce bench check-configs clean
+.PHONY: help install demo test test-full reproduce bench check-configs clean golden
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -41,3 +41,6 @@ bench: install ## Speed benchmarks, written to results/bench/
 clean: ## Remove caches and run outputs (keeps results/)
 	rm -rf runs .pytest_cache build *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+golden: install ## Recompute the golden values CI guards (results/golden/); only for intended changes
+	$(BIN)/python -m perceptron_lab.golden
