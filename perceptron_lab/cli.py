@@ -269,5 +269,38 @@ def config_show(config):
     click.echo(yaml.safe_dump(_load(config).to_dict(), sort_keys=False), nl=False)
 
 
+@main.command()
+@click.argument("results_dirs", nargs=-1, type=click.Path(exists=True, file_okay=False))
+@click.option("--out", "out_dir", default="results/report", show_default=True, type=click.Path(file_okay=False),
+              help="Folder for report.md and report.html.")
+@friendly_errors
+def report(results_dirs, out_dir):
+    """Build the paper-vs-ours report (Markdown + self-contained HTML) from run folders.
+
+    Every folder under RESULTS_DIRS holding a run.json is read (default: results/). For each paper
+    table: the paper's value, ours (mean ± std), the difference, whether it is within tolerance,
+    a summary per table and overall; the figures; machine, versions and run times.
+
+    Example: plab report results --out results/report
+    """
+    from .report import write_report
+
+    md, page = write_report(results_dirs or ("results",), out_dir)
+    click.echo(f"wrote {md} and {page}")
+
+
+@main.command()
+@click.argument("results_dir", type=click.Path(exists=True, file_okay=False))
+@friendly_errors
+def compare(results_dir):
+    """Print one run's comparison with the paper: every cell, the paper's value, ours, within tolerance.
+
+    Example: plab compare results/fs1999/d4
+    """
+    from .report import compare_text
+
+    click.echo(compare_text(results_dir))
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
