@@ -35,7 +35,8 @@ check-configs: install ## Validate every config under configs/
 reproduce: install ## Regenerate every paper table under results/ (Freund & Schapire so far)
 	$(BIN)/python -m perceptron_lab.reproduce
 
-bench: install ## Speed benchmarks, written to results/bench/
+bench: install ## Speed benchmarks against scikit-learn and River, written to results/bench/
+	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python -m perceptron_lab.bench
 
 clean: ## Remove caches and run outputs (keeps results/)

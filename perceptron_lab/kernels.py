@@ -258,7 +258,7 @@ def gram(kernel: Kernel, A: np.ndarray, B: np.ndarray, sq_a=None, sq_b=None, out
 
 def kernel_diag(kernel: Kernel, X: np.ndarray) -> np.ndarray:
     """K(x, x) for every row of X, in float64."""
-    sq = sq_norms(X.astype(np.float64))
+    sq = sq_norms(np.asarray(X, dtype=np.float64))
     if kernel.code == LINEAR:
         return sq
     if kernel.code == POLY:

@@ -1,0 +1,75 @@
+"""Smoke tests of ``python -m perceptron_lab.bench --quick`` (MNIST subsets of a few hundred examples).
+
+They check that the cases run end to end and write their CSV files and the summary; they make no
+assertion about speed. Peers that are not installed (River) are reported, not required. MNIST comes
+from the ``data_dir`` fixture (skipped when the real datasets are not on this machine): the MNIST
+loader accepts only complete files, so there is no tiny stand-in.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perceptron_lab import bench
+
+HAS_RIVER = importlib.util.find_spec("river") is not None
+
+
+def _run(tmp_path, data, cases):
+    out = tmp_path / "bench"
+    bench.main(["--quick", "--data-dir", str(data), "--out", str(out), "--cases", cases])
+    return out
+
+
+def test_select_cases():
+    assert [c.name for c in bench.select_cases("3,linear")] == ["linear", "alma"]
+    assert len(bench.select_cases(None)) == len(bench.CASES)
+    with pytest.raises(SystemExit):
+        bench.select_cases("nope")
+
+
+def test_growth_exponent():
+    n = np.array([1000, 2000, 4000])
+    assert bench.growth_exponent(n, 3.0 * n**2) == pytest.approx(2.0)
+    assert bench.growth_exponent([1000], [1.0]) is None
+
+
+def test_missing_peer_and_engine_are_reported(monkeypatch):
+    monkeypatch.setattr(bench, "_river_installed", lambda: False)
+    monkeypatch.setattr(bench, "_alma_available", lambda: "not importable")
+    rows = bench.case_alma(bench.CASE_BY_NAME["alma"], bench.QUICK, None)
+    assert all(r["status"].startswith("not measured") for r in rows)
+    assert any("pip install" in r["status"] for r in rows if r["tool"].startswith("river"))
+
+
+def test_quick_linear(tmp_path, data_dir):
+    out = _run(tmp_path, data_dir, "linear")
+    lin = pd.read_csv(out / "linear_perceptron.csv")
+    assert (lin.status == "ok").all()
+    assert {"ours", "sklearn Perceptron"} <= set(lin.tool)
+    # the same algorithm in the same order: ours (last rule) and scikit-learn make the same errors
+    assert lin.test_error_pct.nunique() == 1
+    for col in ("cpu", "cores", "blas", "peak_rss_mb", "fit_seconds", "total_seconds"):
+        assert col in lin
+    text = (out / "summary.md").read_text()
+    assert "## 1. Linear perceptron" in text and "Machine:" in text and "Case 1:" in text
+    assert (out / "ratios.csv").exists()
+
+
+@pytest.mark.slow
+def test_quick_all_cases(tmp_path, data_dir):
+    out = _run(tmp_path, data_dir, "all")
+    for case in bench.CASES:
+        assert (out / f"{case.file}.csv").exists(), case.name
+    alma = pd.read_csv(out / "alma2_linear.csv")
+    river = alma[alma.tool.str.startswith("river")]
+    assert (river.status == "ok").all() if HAS_RIVER else river.status.str.contains("not installed").all()
+    scaling = pd.read_csv(out / "scaling_d4.csv")
+    assert list(scaling.n_train) == list(bench.QUICK.scaling_sizes)
+    assert "exponent_train_seconds" in scaling
+    text = (out / "summary.md").read_text()
+    assert "## 6. Scaling" in text and "fraction of limit" in text
