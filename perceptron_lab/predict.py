@@ -18,6 +18,12 @@ Wachman's votes (correct predictions only). The random rule's time slice counts 
 Norms are taken in the kernel's feature space, from the recursion
 ``|v + a x|^2 = |v|^2 + 2 a v(x) + a^2 K(x, x)``.
 
+ALMA (Gentile 2001, §4) uses "last", "avg" = (sum_k c_k w_k) · x and "voted" with the same survival
+weights c_k; its hypotheses are w_k = s_k u_k (a per-hypothesis scale s_k recorded in the log, see
+:class:`~perceptron_lab.engine.perceptron.TrainLog`) on the normalized kernel, or explicit weight
+vectors in primal form. Every rule above is computed from the hypotheses' scores, so they apply
+unchanged.
+
 Multiclass prediction is the argmax over labels (the first label on ties); a binary prediction is
 positive when the score is > 0 (a zero score counts as the negative class).
 
@@ -31,8 +37,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .engine.perceptron import TrainLog
-from .kernels import Kernel, gram
+from .engine.perceptron import TrainLog, normalizing_factors
+from .kernels import Kernel, gram, kernel_diag
 
 RULES = ("last", "last_norm", "avg", "avg_norm", "vote", "random", "random_norm", "longest")
 RULE_INDEX = {r: i for i, r in enumerate(RULES)}
@@ -61,6 +67,7 @@ class Hypotheses:
         self.step = np.zeros(nh, dtype=np.int64)
         self.theta = np.zeros(nh)
         self.norm = np.zeros(nh)
+        self.scale = np.ones(nh)
         self.cumb = np.zeros(nh, dtype=np.int64)
         self.wfull = np.zeros(nh)
         self.correct_full = np.zeros(nh, dtype=np.int64)
@@ -73,9 +80,14 @@ class Hypotheses:
             self.step[h0 + 1:h1] = log.upd_step[u]
             self.theta[h0] = log.theta_init
             self.theta[h0 + 1:h1] = log.upd_theta[u]
-            a = log.upd_coef[u]
-            inc = 2.0 * a * log.upd_score[u] + a * a * log.upd_kxx[u]
-            self.norm[h0 + 1:h1] = np.sqrt(np.maximum(np.cumsum(inc), 0.0))
+            if log.upd_scale is not None:
+                self.scale[h0 + 1:h1] = log.upd_scale[u]
+            if log.upd_norm is not None:
+                self.norm[h0 + 1:h1] = log.upd_norm[u]
+            else:
+                a = log.upd_coef[u]
+                inc = 2.0 * a * log.upd_score[u] + a * a * log.upd_kxx[u]
+                self.norm[h0 + 1:h1] = self.scale[h0 + 1:h1] * np.sqrt(np.maximum(np.cumsum(inc), 0.0))
             self.cumb[h0 + 1:h1] = log.upd_cum_correct[u]
             cb = self.cumb[h0:h1]
             self.correct_full[h0:h1 - 1] = np.diff(cb)
@@ -117,9 +129,13 @@ def _sign(v):
 
 
 @nb.njit(cache=True, parallel=True)
-def _score_block(Kt, ucol, coef, uoff, hoff, hstep, theta, norm, wfull, live, partial, longest,
-                 rslice, y, binary, out_multi, out_bin):
+def _score_block(Kt, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull, live, partial, longest,
+                 rslice, y, binary, direct, out_multi, out_bin):
     """For each test row: every rule's score per label at every checkpoint, then correctness.
+
+    Hypothesis k of a label scores ``scale_k * P_k - theta_k`` with ``P_k`` the prefix sum
+    ``sum_{j <= k} coef_j Kt[x, ucol_j]`` over the label's updates, or, when ``direct``, the
+    column ``Kt[x, ucol_k]`` itself (explicit hypotheses, one column per update).
 
     out_multi[cp, rule, x] = 1 when the multiclass (or binary) prediction is right;
     out_bin[cp, rule, x, c] = 1 when label c's binary one-vs-rest prediction is right.
@@ -145,8 +161,11 @@ def _score_block(Kt, ucol, coef, uoff, hoff, hstep, theta, norm, wfull, live, pa
             fn[0] = 0.0
             for k in range(1, nh):
                 u = u0 + k - 1
-                P += coef[u] * Kt[x, ucol[u]]
-                f[k] = P - theta[h0 + k]
+                if direct:
+                    P = Kt[x, ucol[u]]
+                else:
+                    P += coef[u] * Kt[x, ucol[u]]
+                f[k] = scale[h0 + k] * P - theta[h0 + k]
                 nk = norm[h0 + k]
                 fn[k] = f[k] / nk if nk > 0.0 else 0.0
             cumA = 0.0
@@ -205,23 +224,43 @@ def random_slices(seed_seq, n_test: int, cp_steps) -> np.ndarray:
 
 def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: bool,
              cp_index=None, vote_weight: str = "survival", seed=0, dtype=np.float64,
-             block: int = 2048):
+             block: int = 2048, rules=None):
     """Error counts of every rule at the given checkpoints on a test set.
 
     Returns ``(errors_multi, errors_bin)``: arrays of shape (n_cp, n_rules) and
     (n_cp, n_rules, n_labels) counting wrong predictions; rule order is :data:`RULES`.
+
+    ``rules`` (default: all) names the rules needed. For explicit hypotheses (``log.hyp_w``) and
+    rules that are linear in the hypotheses or pick one of them (all but ``vote`` and the random
+    rules), each rule's classifier is formed first and the test set scored against it alone,
+    instead of against every hypothesis; the rules not computed are reported as -1.
     """
     if cp_index is None:
         cp_index = np.arange(log.checkpoint_steps.size)
     cp_index = np.asarray(cp_index, dtype=np.int64)
+    if rules is not None:
+        unknown = set(rules) - set(RULES)
+        if unknown:
+            raise ValueError(f"unknown rules {sorted(unknown)}; expected some of {RULES}")
     hyp = Hypotheses(log, vote_weight)
     live, partial, longest = hyp.at_checkpoints(cp_index)
     L = log.n_labels
-    sv, ucol = np.unique(hyp.uex, return_inverse=True)
-    ucol = ucol.astype(np.int64)
     Xtr = np.ascontiguousarray(X_train, dtype=dtype)
     Xte = np.ascontiguousarray(X_test, dtype=dtype)
-    Xsv = Xtr[sv]
+    direct = log.hyp_w is not None
+    if direct and rules is not None and not set(rules) & set(_PER_HYPOTHESIS_RULES):
+        return _evaluate_combined(log, hyp, live, partial, longest, Xte, np.asarray(y_test, dtype=np.int64),
+                                  binary, dtype)
+    if direct:
+        # explicit hypotheses: one column per update (the hypothesis it created), scored as w . x
+        Wh = np.ascontiguousarray(log.hyp_w, dtype=dtype)
+        ucol = hyp.uidx.astype(np.int64)
+    else:
+        sv, ucol = np.unique(hyp.uex, return_inverse=True)
+        ucol = ucol.astype(np.int64)
+        Xsv = Xtr[sv]
+        if log.kernel_normalized:
+            r_sv = normalizing_factors(kernel_diag(kernel, Xsv)).astype(dtype)
     y_test = np.asarray(y_test, dtype=np.int64)
     nt = Xte.shape[0]
     rs = random_slices(seed, nt, log.checkpoint_steps[cp_index])
@@ -229,14 +268,70 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
     err_b = np.zeros((cp_index.size, len(RULES), L), dtype=np.int64)
     for a in range(0, nt, block):
         b = min(nt, a + block)
-        Kt = gram(kernel, Xte[a:b], Xsv) if sv.size else np.zeros((b - a, 1), dtype=dtype)
+        if direct:
+            Kt = Xte[a:b] @ Wh.T if Wh.shape[0] else np.zeros((b - a, 1), dtype=dtype)
+        elif sv.size:
+            Kt = gram(kernel, Xte[a:b], Xsv)
+            if log.kernel_normalized:
+                r_te = normalizing_factors(kernel_diag(kernel, Xte[a:b])).astype(dtype)
+                Kt *= r_te[:, None]
+                Kt *= r_sv[None, :]
+        else:
+            Kt = np.zeros((b - a, 1), dtype=dtype)
         om = np.zeros((cp_index.size, len(RULES), b - a), dtype=np.int8)
         ob = np.zeros((cp_index.size, len(RULES), b - a, L), dtype=np.int8)
-        _score_block(Kt, ucol, hyp.coef, hyp.uoff, hyp.hoff, hyp.step, hyp.theta, hyp.norm,
+        _score_block(Kt, ucol, hyp.coef, hyp.uoff, hyp.hoff, hyp.step, hyp.theta, hyp.scale, hyp.norm,
                      hyp.wfull, live, partial, longest, np.ascontiguousarray(rs[:, a:b]),
-                     y_test[a:b], binary, om, ob)
+                     y_test[a:b], binary, direct, om, ob)
         err_m += (b - a) - om.sum(axis=2, dtype=np.int64)
         err_b += (b - a) - ob.sum(axis=2, dtype=np.int64)
+    return err_m, err_b
+
+
+#: Rules that need every hypothesis' score on a test point (not one combined classifier).
+_PER_HYPOTHESIS_RULES = ("vote", "random", "random_norm")
+_COMBINED_RULES = ("last", "last_norm", "avg", "avg_norm", "longest")
+
+
+def _evaluate_combined(log, hyp, live, partial, longest, Xte, y_test, binary, dtype):
+    """:func:`evaluate` for explicit hypotheses and the rules of :data:`_COMBINED_RULES`: each
+    rule's classifier at each checkpoint is one vector (and threshold), e.g. ``sum_k c_k w_k``."""
+    ncp, L = live.shape
+    nf = log.hyp_w.shape[1]
+    R = len(_COMBINED_RULES)
+    V = np.zeros((ncp, R, L, nf))
+    b = np.zeros((ncp, R, L))
+    for a in range(ncp):
+        for c in range(L):
+            h0, u0 = hyp.hoff[c], hyp.uoff[c]
+            K = int(live[a, c])
+            Wk = np.zeros((K + 1, nf))
+            if K:
+                Wk[1:] = log.hyp_w[hyp.uidx[u0:u0 + K]] * hyp.scale[h0 + 1:h0 + K + 1, None]
+            th = hyp.theta[h0:h0 + K + 1]
+            nrm = hyp.norm[h0:h0 + K + 1]
+            inv = np.where(nrm > 0, 1.0 / np.where(nrm > 0, nrm, 1.0), 0.0)
+            w = np.append(hyp.wfull[h0:h0 + K], partial[a, c])
+            lo = int(longest[a, c])
+            for r, (vec, off) in enumerate((
+                    (Wk[K], th[K]), (Wk[K] * inv[K], th[K] * inv[K]), (w @ Wk, w @ th),
+                    (w @ (Wk * inv[:, None]), w @ (th * inv)), (Wk[lo], th[lo]))):
+                V[a, r, c] = vec
+                b[a, r, c] = off
+    S = (Xte @ V.reshape(-1, nf).T.astype(dtype)).astype(np.float64).reshape(-1, ncp, R, L) - b[None]
+    err_m = np.full((ncp, len(RULES)), -1, dtype=np.int64)
+    err_b = np.full((ncp, len(RULES), L), -1, dtype=np.int64)
+    cols = [RULE_INDEX[r] for r in _COMBINED_RULES]
+    if binary:
+        pred = (S[..., 0] > 0).astype(np.int64)
+        wrong = pred != y_test[:, None, None]
+        err_m[:, cols] = wrong.sum(axis=0)
+        err_b[:, cols, 0] = err_m[:, cols]
+    else:
+        wrong = np.argmax(S, axis=3) != y_test[:, None, None]
+        err_m[:, cols] = wrong.sum(axis=0)
+        truth = y_test[:, None] == np.arange(L)[None, :]
+        err_b[:, cols, :] = ((S > 0) != truth[:, None, None, :]).sum(axis=0)
     return err_m, err_b
 
 

@@ -164,3 +164,12 @@ def test_range_safe_float32_kernel_keeps_the_float64_mistakes():
     np.testing.assert_array_equal(a.upd_ex, b.upd_ex)
     np.testing.assert_array_equal(a.upd_cls, b.upd_cls)
     assert k.range_safe(X, np.float64) is k
+
+
+def test_degree_one_polynomial_primal_matches_dual():
+    # Freund & Schapire's d = 1 runs in primal form on the features (1, x / sqrt(s)).
+    k = Kernel("poly", degree=1, scale=4.0)
+    a = run_both(k, {}, 3, seed=9, form="primal")
+    b = run_both(k, {}, 3, seed=9, form="dual")
+    np.testing.assert_array_equal(a.upd_ex, b.upd_ex)
+    np.testing.assert_array_equal(a.upd_cls, b.upd_cls)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..errors import PlabError
 from ..kernels import kernel_diag
+from .alma import AlmaParams, params_from_config, train_alma
 from .perceptron import TrainLog, label_matrix, resolve_params, train
 
 
@@ -19,7 +20,13 @@ def train_from_config(ucfg, Xtr, Y, kernel, order, epochs_all, dtype, progress=N
         return train(Xtr, Y, kernel, params, order, ucfg.training.epochs, epochs_all,
                      chunk_size=ucfg.training.chunk_size, dtype=dtype, form=alg.form,
                      cache_limit_gb=ucfg.training.cache_limit_gb, progress=progress)
+    if alg.name == "alma":
+        # Gentile (2001) Figure 1; B = null means 1/alpha. ALMA normalizes instances (in the
+        # kernel's feature space), so a constant factor of the kernel (range_safe) does not matter.
+        return train_alma(Xtr, Y, kernel, params_from_config(alg), order, ucfg.training.epochs, epochs_all,
+                          chunk_size=ucfg.training.chunk_size, dtype=dtype,
+                          cache_limit_gb=ucfg.training.cache_limit_gb, progress=progress)
     raise PlabError(f"{ucfg.source}: algorithm '{alg.name}' is not available yet")
 
 
-__all__ = ["TrainLog", "label_matrix", "train", "train_from_config"]
+__all__ = ["AlmaParams", "TrainLog", "label_matrix", "train", "train_alma", "train_from_config"]

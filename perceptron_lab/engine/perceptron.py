@@ -25,6 +25,12 @@ chunks; inside a chunk the jitted loop adds the contributions of the chunk's own
 the end of a chunk the new support vectors' kernel columns against the whole training set are
 computed in one GEMM and cached, so each support vector costs one kernel column for the whole
 run, however many epochs. In primal form (linear kernel) the weight vectors are kept explicitly.
+
+ALMA_2 (Gentile 2001, Figure 1 with p = 2) runs on the same driver with ``rule = ALMA2`` (see
+:mod:`perceptron_lab.engine.alma`): the engine then works with the normalized kernel
+``K^(x, y) = K(x, y) / sqrt(K(x, x) K(y, y))``, keeps ``w = s * u`` per label with
+``u = sum_j a_j x^_j`` unscaled (the cache ``S`` holds u's scores) and a scale ``s``, and records
+the scale after each update (``TrainLog.upd_scale``).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numba as nb
 import numpy as np
@@ -40,6 +47,10 @@ from ..errors import PlabError
 from ..kernels import Kernel, dot_rows, gram, kernel_diag, kernel_from_dot, sq_norms
 
 UNBOUNDED = np.iinfo(np.int32).max
+
+#: Update rules of the chunk loop (resolved from ``params.rule`` before the hot loop).
+RULE_PERCEPTRON, RULE_ALMA2 = 0, 1
+RULE_CODES = {"perceptron": RULE_PERCEPTRON, "alma": RULE_ALMA2}
 
 
 class EngineError(PlabError):
@@ -61,6 +72,8 @@ class PerceptronParams:
     lam: float = 0.0
     alpha_bound: int = UNBOUNDED
 
+    rule: ClassVar[str] = "perceptron"
+
 
 @dataclass
 class TrainLog:
@@ -71,6 +84,19 @@ class TrainLog:
     ``cum_correct_cp[k, c]`` the same at checkpoint ``k``. ``upd_score`` is the score ``v(x)`` of
     the updating example before the update (without the lambda term or threshold), which gives the
     feature-space norms ``|v_{k+1}|^2 = |v_k|^2 + 2 a v_k(x) + a^2 K(x, x)``.
+
+    Generalizations used by ALMA (:mod:`perceptron_lab.engine.alma`); the defaults describe the
+    perceptron:
+
+    * ``upd_scale``: the label's scale after each update: hypothesis k scores
+      ``upd_scale[k] * sum_{j <= k} coef_j K(x_j, x) - theta_k`` (None: all scales are 1);
+    * ``upd_norm``: the hypothesis' norm after each update, when the engine knows it directly
+      (None: from the recursion above, times the scale);
+    * ``kernel_normalized``: coefficients refer to the normalized kernel
+      ``K(x, y) / sqrt(K(x, x) K(y, y))``, which prediction must then use as well;
+    * ``hyp_w``: explicit hypotheses, one weight vector (row) per update, for algorithms whose
+      hypotheses are not kernel expansions (ALMA_p in primal form, any p); hypothesis k then scores
+      ``hyp_w[k] . x - theta_k``, and ``coef``/``upd_score`` are informational only.
     """
 
     n_train: int
@@ -90,6 +116,10 @@ class TrainLog:
     cum_correct_cp: np.ndarray
     seconds: float = 0.0
     info: dict = field(default_factory=dict)
+    upd_scale: np.ndarray | None = None
+    upd_norm: np.ndarray | None = None
+    kernel_normalized: bool = False
+    hyp_w: np.ndarray | None = None
 
     @property
     def n_updates(self) -> int:
@@ -98,14 +128,20 @@ class TrainLog:
 
 @nb.njit(cache=True)
 def _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, eta, C, tau_abs, lam, alpha_bound,
-               step0, slot_of, Kc, X, sq, kcode, kdeg, kscale, ksigma, kdiv,
-               o_step, o_ex, o_cls, o_coef, o_score, o_theta, o_cum):
+               step0, slot_of, Kc, X, sq, kcode, kdeg, kscale, ksigma, kdiv, rscale, Kcc, use_kcc,
+               rule, ncorr, scale, usq, a_alpha, a_B, a_C,
+               o_step, o_ex, o_cls, o_coef, o_score, o_theta, o_cum, o_scale, o_norm):
     """Process one chunk of the sequence (distinct examples ``ex``); returns the number of updates.
 
     ``S0[p, c]`` is label c's score of example ``ex[p]`` from all updates before the chunk; the
     chunk's own updates are added through ``corr``. The kernel value between two examples of the
     chunk comes from the cache ``Kc`` when the updating example already has a column there, and is
-    computed from ``X`` otherwise.
+    computed from ``X`` (times ``rscale[i] * rscale[j]``) otherwise.
+
+    ``rule`` selects the update: RULE_PERCEPTRON (the parameters eta ... alpha_bound) or
+    RULE_ALMA2 (Gentile 2001, Figure 1 with p = 2; parameters a_alpha, a_B, a_C). For ALMA the
+    scores are those of the unscaled ``u`` of ``w = scale * u``; ``ncorr[c]`` counts the label's
+    corrections so far (k - 1) and ``usq[c]`` is ``|u|^2``.
     """
     B = ex.shape[0]
     L = Y.shape[1]
@@ -118,15 +154,40 @@ def _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, eta, C, tau_abs, la
         for c in range(L):
             y = Y[i, c]
             s = S0[p, c] + corr[p, c]
-            s_train = s
-            if lam != 0.0 and mcount[i, c] != 0:
-                s_train += y * lam * kdiag[i]
-            if y * (s_train - theta[c]) > tau_abs:
-                cum_correct[c] += 1
-                continue
-            if mcount[i, c] >= alpha_bound:
-                continue
-            coef = eta * y
+            if rule == RULE_ALMA2:
+                # Figure 1: correction when y w_k . x^ <= (1 - alpha) gamma_k, gamma_k = B / sqrt(k)
+                # (sqrt(p - 1) = 1); a zero instance causes no update (footnote 3).
+                if kdiag[i] <= 0.0:
+                    cum_correct[c] += 1
+                    continue
+                sqk = math.sqrt(ncorr[c] + 1.0)
+                if y * scale[c] * s > (1.0 - a_alpha) * a_B / sqk:
+                    cum_correct[c] += 1
+                    continue
+                # w' = w + eta_k y x^ = scale (u + a x^) with a = eta_k y / scale; then
+                # w_{k+1} = w' / max(1, |w'|), i.e. only the scale changes (Remark 5).
+                coef = (a_C / sqk) * y / scale[c]
+                usq[c] += 2.0 * coef * s + coef * coef * kdiag[i]
+                nrm = scale[c] * math.sqrt(max(usq[c], 0.0))
+                if nrm > 1.0:
+                    scale[c] = scale[c] / nrm
+                    nrm = 1.0
+                ncorr[c] += 1
+                o_scale[n_out] = scale[c]
+                o_norm[n_out] = nrm
+            else:
+                s_train = s
+                if lam != 0.0 and mcount[i, c] != 0:
+                    s_train += y * lam * kdiag[i]
+                if y * (s_train - theta[c]) > tau_abs:
+                    cum_correct[c] += 1
+                    continue
+                if mcount[i, c] >= alpha_bound:
+                    continue
+                coef = eta * y
+                theta[c] -= eta * y * C
+                o_scale[n_out] = 1.0
+                o_norm[n_out] = 0.0
             o_step[n_out] = step0 + p
             o_ex[n_out] = i
             o_cls[n_out] = c
@@ -134,21 +195,24 @@ def _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, eta, C, tau_abs, la
             o_score[n_out] = s
             o_cum[n_out] = cum_correct[c]
             mcount[i, c] += 1
-            theta[c] -= eta * y * C
             o_theta[n_out] = theta[c]
             n_out += 1
             if p + 1 < B:
                 if first_update:
                     first_update = False
                     slot = slot_of[i]
-                    if slot >= 0:
+                    if use_kcc:
+                        for q in range(p + 1, B):
+                            krow[q] = Kcc[p, q]
+                    elif slot >= 0:
                         for q in range(p + 1, B):
                             krow[q] = Kc[slot, ex[q]]
                     else:
                         for q in range(p + 1, B):
                             j = ex[q]
                             acc = dot_rows(X, i, j)
-                            krow[q] = kernel_from_dot(kcode, kdeg, kscale, ksigma, kdiv, acc, sq[i], sq[j])
+                            krow[q] = (kernel_from_dot(kcode, kdeg, kscale, ksigma, kdiv, acc, sq[i], sq[j])
+                                       * (rscale[i] * rscale[j]))
                 for q in range(p + 1, B):
                     corr[q, c] += coef * krow[q]
     return n_out
@@ -183,15 +247,32 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
     X: (n, f) features; Y: (n, L) int8 in {-1, +1}; order: permutation of range(n) (the training
     sequence of one epoch; every epoch repeats it); checkpoints: epochs (fractions allowed) at which
     the counters are recorded. ``progress`` is an optional callable receiving the steps done.
+
+    ``params`` is a :class:`PerceptronParams`, or an ALMA parameter set with ``p = 2``
+    (:class:`perceptron_lab.engine.alma.AlmaParams`; use :func:`~perceptron_lab.engine.alma.train_alma`,
+    which also handles p > 2): the same driver then runs ALMA_2 on the normalized kernel.
     """
     t0 = time.perf_counter()
     n, L = Y.shape
     if X.shape[0] != n:
         raise EngineError(f"X has {X.shape[0]} rows but Y has {n}")
+    has_primal = kernel.name == "linear" or (kernel.name == "poly" and kernel.degree == 1)
     if form == "auto":
-        form = "primal" if kernel.name == "linear" else "dual"
-    if form == "primal" and kernel.name != "linear":
-        raise EngineError(f"primal form needs the linear kernel, got {kernel.describe()}")
+        form = "primal" if has_primal else "dual"
+    if form == "primal" and not has_primal:
+        raise EngineError(f"primal form needs the linear kernel (or poly of degree 1), got {kernel.describe()}")
+    rule = RULE_CODES[getattr(params, "rule", "perceptron")]
+    if rule == RULE_ALMA2:
+        if float(params.p) != 2.0:
+            raise EngineError(f"this driver runs ALMA_p with p = 2 only, got p = {params.p:g}; "
+                              "p > 2 runs in primal form (engine.alma.train_alma)")
+        eta, theta_init, C_thr, tau_abs, lam, alpha_bound = 1.0, 0.0, 0.0, 0.0, 0.0, UNBOUNDED
+        a_alpha, a_B, a_C = float(params.alpha), float(params.B), float(params.C)
+    else:
+        eta, theta_init, C_thr = params.eta, params.theta_init, params.C
+        tau_abs, lam, alpha_bound = params.tau_abs, params.lam, params.alpha_bound
+        a_alpha = a_B = a_C = 0.0
+    normalized = rule == RULE_ALMA2
     Xd = np.ascontiguousarray(X, dtype=dtype)
     Y = np.ascontiguousarray(Y, dtype=np.int8)
     order = np.ascontiguousarray(order, dtype=np.int64)
@@ -202,11 +283,20 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
     bounds = chunk_bounds(n, total, cp_steps, chunk_size)
 
     kdiag = kernel_diag(kernel, Xd)
+    if normalized:
+        # K^(x, y) = r_x r_y K(x, y) with r = 1 / sqrt(K(x, x)) (0 for a zero instance)
+        rscale = normalizing_factors(kdiag)
+        kdiag = np.where(kdiag > 0, 1.0, 0.0)
+    else:
+        rscale = np.ones(n)
     sq = sq_norms(Xd)
-    theta = np.full(L, params.theta_init, dtype=np.float64)
+    theta = np.full(L, theta_init, dtype=np.float64)
     mcount = np.zeros((n, L), dtype=np.int32)
     cum_correct = np.zeros(L, dtype=np.int64)
     slot_of = np.full(n, -1, dtype=np.int64)
+    ncorr = np.zeros(L, dtype=np.int64)
+    scale = np.ones(L, dtype=np.float64)
+    usq = np.zeros(L, dtype=np.float64)
     kcode, kdeg, kscale, ksigma, kdiv = kernel.params()
 
     if form == "dual":
@@ -224,12 +314,14 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
         flush_at = max(1, int(flush_at))
     else:
         Kc = np.empty((1, 1), dtype=dtype)
-        W = np.zeros((L, Xd.shape[1]), dtype=np.float64)
+        Xf = primal_features(kernel, Xd)
+        W = np.zeros((L, Xf.shape[1]), dtype=np.float64)
 
     maxb = int(np.max(np.diff(bounds)))
     bufs = {k: np.empty(maxb * L, dtype=t) for k, t in (
         ("step", np.int64), ("ex", np.int64), ("cls", np.int32), ("coef", np.float64),
-        ("score", np.float64), ("theta", np.float64), ("cum", np.int64))}
+        ("score", np.float64), ("theta", np.float64), ("cum", np.int64), ("scale", np.float64),
+        ("norm", np.float64))}
     logs = {k: [] for k in bufs}
     cum_cp = np.zeros((cp_steps.size, L), dtype=np.int64)
     cp_ptr = 0
@@ -238,17 +330,31 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
         pos = np.arange(a, b) % n
         ex = order[pos]
         if form == "dual":
+            Kcc = Kc[:1, :1]
             S0 = S[ex]
             if pend_ex.size:
-                S0 += gram(kernel, Xd[ex], Xd[pend_ex], sq[ex], sq[pend_ex]) @ pend_delta.astype(dtype)
+                G = gram(kernel, Xd[ex], Xd[pend_ex], sq[ex], sq[pend_ex])
+                if normalized:
+                    S0 += rscale[ex, None] * (G @ (rscale[pend_ex, None] * pend_delta).astype(dtype))
+                else:
+                    S0 += G @ pend_delta.astype(dtype)
                 pend_work += ex.size * pend_ex.size
         else:
-            S0 = Xd[ex] @ W.T.astype(dtype)
+            S0 = Xf[ex] @ W.T.astype(dtype)
+            # the chunk's own kernel block by GEMM: mistakes are frequent in primal runs (the
+            # data are rarely separable), and a row per updating example would cost more
+            Fe = Xf[ex]
+            Kcc = Fe @ Fe.T
+            if normalized:
+                Kcc *= np.outer(rscale[ex], rscale[ex]).astype(Kcc.dtype)
             S0 = S0.astype(np.float64)
-        m = _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, params.eta, params.C,
-                       params.tau_abs, params.lam, params.alpha_bound, a, slot_of, Kc, Xd, sq,
-                       kcode, kdeg, kscale, ksigma, kdiv, bufs["step"], bufs["ex"], bufs["cls"],
-                       bufs["coef"], bufs["score"], bufs["theta"], bufs["cum"])
+            if normalized:
+                S0 *= rscale[ex, None]
+        m = _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, eta, C_thr, tau_abs, lam,
+                       alpha_bound, a, slot_of, Kc, Xd, sq, kcode, kdeg, kscale, ksigma, kdiv, rscale,
+                       Kcc, form != "dual", rule, ncorr, scale, usq, a_alpha, a_B, a_C,
+                       bufs["step"], bufs["ex"], bufs["cls"], bufs["coef"], bufs["score"], bufs["theta"],
+                       bufs["cum"], bufs["scale"], bufs["norm"])
         if m:
             for k in bufs:
                 logs[k].append(bufs[k][:m].copy())
@@ -266,10 +372,13 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
                 # the pending set has cost about as much as a flush's pass over the data
                 if pend_ex.size and (pend_ex.size >= flush_at or pend_work >= 32 * n or b == total):
                     n_slots = _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta,
-                                             cap, cache_limit_gb, dtype)
+                                             cap, cache_limit_gb, dtype, rscale if normalized else None)
                     pend_ex, pend_delta, pend_work = pend_ex[:0], pend_delta[:0], 0
             else:
-                W += delta.T @ Xd[touched].astype(np.float64)
+                rows = Xf[touched].astype(np.float64)
+                if normalized:
+                    rows *= rscale[touched, None]
+                W += delta.T @ rows
         while cp_ptr < cp_steps.size and cp_steps[cp_ptr] == b:
             cum_cp[cp_ptr] = cum_correct
             cp_ptr += 1
@@ -277,14 +386,51 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
             progress(b - a)
 
     cat = {k: (np.concatenate(v) if v else np.empty(0, dtype=bufs[k].dtype)) for k, v in logs.items()}
+    info = {"form": form, "dtype": np.dtype(dtype).name, "chunks": int(bounds.size - 1)}
+    if normalized:
+        info.update(algorithm="alma", p=2.0, alpha=a_alpha, B=a_B, C=a_C)
     return TrainLog(
         n_train=n, n_labels=L, total_steps=total, order=order, checkpoint_steps=cp_steps,
-        theta_init=float(params.theta_init), upd_step=cat["step"], upd_ex=cat["ex"],
+        theta_init=float(theta_init), upd_step=cat["step"], upd_ex=cat["ex"],
         upd_cls=cat["cls"], upd_coef=cat["coef"], upd_score=cat["score"],
         upd_kxx=kdiag[cat["ex"]], upd_theta=cat["theta"], upd_cum_correct=cat["cum"],
-        cum_correct_cp=cum_cp, seconds=time.perf_counter() - t0,
-        info={"form": form, "dtype": np.dtype(dtype).name, "chunks": int(bounds.size - 1)},
+        cum_correct_cp=cum_cp, seconds=time.perf_counter() - t0, info=info,
+        upd_scale=cat["scale"] if normalized else None, upd_norm=cat["norm"] if normalized else None,
+        kernel_normalized=normalized,
     )
+
+
+def normalizing_factors(kdiag) -> np.ndarray:
+    """``1 / sqrt(K(x, x))`` per example (0 where ``K(x, x) = 0``): the factors of the normalized
+    kernel ``K^(x, y) = K(x, y) / sqrt(K(x, x) K(y, y))``, i.e. of ``x^ = x / |x|`` in feature space."""
+    kdiag = np.asarray(kdiag, dtype=np.float64)
+    out = np.zeros_like(kdiag)
+    pos = kdiag > 0
+    out[pos] = 1.0 / np.sqrt(kdiag[pos])
+    return out
+
+
+@nb.njit(cache=True, fastmath=True)
+def _scale_block(K, ra, rb):
+    """``K[i, j] *= ra[i] * rb[j]`` in place."""
+    for i in range(K.shape[0]):
+        f = ra[i]
+        row = K[i]
+        for j in range(K.shape[1]):
+            row[j] *= f * rb[j]
+
+
+def primal_features(kernel: Kernel, X: np.ndarray) -> np.ndarray:
+    """Explicit feature map of a kernel with a small one: x for the linear kernel, and
+    (1, x / sqrt(s)) / sqrt(c) for (1 + x·y/s) / c, the polynomial kernel of degree 1
+    (Freund & Schapire's d = 1), so that Phi(x)·Phi(y) = K(x, y)."""
+    if kernel.name == "linear":
+        return X
+    if kernel.name == "poly" and kernel.degree == 1:
+        c = float(kernel.base_div)
+        ones = np.full((X.shape[0], 1), 1.0 / np.sqrt(c), dtype=X.dtype)
+        return np.ascontiguousarray(np.hstack([ones, X / np.sqrt(kernel.scale * c)]).astype(X.dtype))
+    raise EngineError(f"no explicit feature map for {kernel.describe()}")
 
 
 def _merge_pending(pend_ex, pend_delta, ex, delta):
@@ -297,8 +443,10 @@ def _merge_pending(pend_ex, pend_delta, ex, delta):
     return uniq, out
 
 
-def _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta, cap, cache_limit_gb, dtype):
-    """Compute the pending support vectors' kernel columns in one GEMM, cache them, update S."""
+def _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta, cap, cache_limit_gb, dtype,
+                   rscale=None):
+    """Compute the pending support vectors' kernel columns in one GEMM, cache them, update S.
+    With ``rscale`` the cached columns are those of the normalized kernel ``rscale_i rscale_j K``."""
     n = Xd.shape[0]
     a0, a1 = n_slots, n_slots + pend_ex.size
     if a1 > cap:
@@ -309,6 +457,9 @@ def _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta,
             "training.cache_limit_gb, train on fewer examples, or use the linear kernel (primal form)")
     slot_of[pend_ex] = np.arange(a0, a1)
     gram(kernel, Xd[pend_ex], Xd, sq[pend_ex], sq, out=Kc[a0:a1])
+    if rscale is not None:
+        r = rscale.astype(dtype)
+        _scale_block(Kc[a0:a1], r[pend_ex], r)
     S += Kc[a0:a1].T @ pend_delta.astype(dtype)
     return a1
 

@@ -1,0 +1,421 @@
+"""ALMA_p, the approximate large margin algorithm of Gentile (2001), one-vs-rest over all labels.
+
+Gentile, "A New Approximate Maximal Margin Classification Algorithm", JMLR 2 (2001), Figure 1::
+
+    ALMA_p(alpha; B, C), alpha in (0, 1], B, C > 0.   w_1 = 0, k = 1.
+    for t = 1 .. T:
+        gamma_k = B sqrt(p - 1) / sqrt(k)
+        if y_t w_k . x^_t <= (1 - alpha) gamma_k:               (a "correction")
+            eta_k  = C / (sqrt(p - 1) sqrt(k))
+            w'_k   = f^-1( f(w_k) + eta_k y_t x^_t )
+            w_k+1  = w'_k / max(1, |w'_k|_q)                     (projection onto the unit q-ball)
+            k     <- k + 1
+
+with normalized instances ``x^ = x / |x|_p``, ``1/p + 1/q = 1`` and the link
+``f_i(w) = sign(w_i) |w_i|^(q-1) / |w|_q^(q-2)``, whose inverse is the same map with q replaced by
+p (§3). A zero instance causes no update (footnote 3). The shorthand ALMA_p(alpha) is
+ALMA_p(alpha; 1/alpha, sqrt 2) (§4); Theorem 3 part 1 uses ALMA_p(alpha; sqrt(8)/alpha, sqrt 2).
+
+Two forms, both returning a :class:`~perceptron_lab.engine.perceptron.TrainLog`:
+
+* **p = 2, dual (a non-linear kernel, or ``form = "dual"``)**: the kernel perceptron's chunked driver
+  (:func:`perceptron_lab.engine.perceptron.train` with ``rule = ALMA2``), on the normalized kernel
+  ``K^(x, y) = K(x, y) / sqrt(K(x, x) K(y, y))`` (normalization in feature space). Each label keeps
+  ``w = s u`` with ``u = sum_j a_j x^_j``: an update adds ``a = eta_k y / s`` to ``u``, updates
+  ``|u|^2`` incrementally (Remark 5) and the projection only rescales ``s``. The log records each
+  update's coefficient ``a`` and the scale after it, so hypothesis k scores ``s_k * prefix_k``.
+* **linear kernel, any p (primal, the default for the linear kernel)**: :func:`_primal_chunk`
+  keeps ``theta = f(w)`` per label (the projection divides it by the same factor as ``w``, f
+  being homogeneous of degree 1, and ``|w'|_q = |theta'|_p`` by Lemma 2) and records every
+  hypothesis ``w_k`` explicitly (``TrainLog.hyp_w``, n_updates x n_features floats; 24 MB for
+  10000 updates on 300 features).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numba as nb
+import numpy as np
+
+from ..kernels import Kernel, gram, kernel_diag
+from .perceptron import EngineError, TrainLog, chunk_bounds, epochs_to_steps, normalizing_factors, train
+
+SQRT2 = math.sqrt(2.0)
+
+
+@dataclass(frozen=True)
+class AlmaParams:
+    """ALMA_p(alpha; B, C). ``B = None`` means Gentile's default ``1 / alpha``."""
+
+    alpha: float = 1.0
+    B: float | None = None
+    C: float = SQRT2
+    p: float = 2.0
+
+    rule: ClassVar[str] = "alma"
+
+    def __post_init__(self):
+        if not 0.0 < self.alpha <= 1.0:
+            raise EngineError(f"ALMA's alpha must be in (0, 1], got {self.alpha}")
+        if self.B is None:
+            object.__setattr__(self, "B", 1.0 / self.alpha)
+        if self.B <= 0 or self.C <= 0:
+            raise EngineError(f"ALMA's B and C must be positive, got B = {self.B}, C = {self.C}")
+        if self.p < 2:
+            raise EngineError(f"ALMA_p needs p >= 2, got p = {self.p}")
+
+    @property
+    def q(self) -> float:
+        """The dual norm: 1/p + 1/q = 1."""
+        return self.p / (self.p - 1.0)
+
+    def gamma(self, k):
+        """gamma_k = B sqrt(p - 1) / sqrt(k): the margin level of the k-th hypothesis."""
+        return self.B * math.sqrt(self.p - 1.0) / np.sqrt(k)
+
+    def eta(self, k):
+        """eta_k = C / (sqrt(p - 1) sqrt(k)): the learning rate of the k-th correction."""
+        return self.C / (math.sqrt(self.p - 1.0) * np.sqrt(k))
+
+
+def params_from_config(acfg) -> AlmaParams:
+    """The ``algorithm`` section of a config (name: alma) as :class:`AlmaParams`."""
+    return AlmaParams(alpha=float(acfg.alpha), B=None if acfg.B is None else float(acfg.B),
+                      C=float(acfg.C), p=float(acfg.p))
+
+
+def theorem3_bound(gamma_star: float, alpha: float, p: float) -> float:
+    """Gentile (2001) Theorem 3 part 1, Eq. (1): the number of corrections of
+    ALMA_p(alpha; sqrt(8)/alpha, sqrt 2) on a sequence with normalized p-norm margin gamma* is at
+    most ``2 (p - 1) / gamma*^2 (2/alpha - 1)^2 + 8/alpha - 4``."""
+    return 2.0 * (p - 1.0) / gamma_star**2 * (2.0 / alpha - 1.0) ** 2 + 8.0 / alpha - 4.0
+
+
+# ----------------------------------------------------------------------------- p-norm link
+
+
+@nb.njit(cache=True, inline="always")
+def _pow(x, r, ri):
+    """x ** r for x >= 0; ``ri`` = r as an integer when r is one (then by multiplication), else -1."""
+    if ri >= 0:
+        out = 1.0
+        for _ in range(ri):
+            out *= x
+        return out
+    return x ** r
+
+
+@nb.njit(cache=True)
+def _pnorm(v, p, pi=-1):
+    acc = 0.0
+    for x in v:
+        acc += _pow(abs(x), p, pi)
+    return acc ** (1.0 / p)
+
+
+@nb.njit(cache=True)
+def _link_with_norm(v, r, ri, nrm, out):
+    """``out_i = sign(v_i) |v_i|^(r-1) / nrm^(r-2)`` with ``nrm = |v|_r`` given (0 maps to 0)."""
+    if nrm == 0.0:
+        out[:] = 0.0
+        return
+    d = nrm ** (r - 2.0)
+    rm1 = ri - 1 if ri >= 1 else -1
+    for i in range(v.shape[0]):
+        x = v[i]
+        if x > 0.0:
+            out[i] = _pow(x, r - 1.0, rm1) / d
+        elif x < 0.0:
+            out[i] = -_pow(-x, r - 1.0, rm1) / d
+        else:
+            out[i] = 0.0
+
+
+@nb.njit(cache=True)
+def _link(v, r, out):
+    """``out_i = sign(v_i) |v_i|^(r-1) / |v|_r^(r-2)``: f with r = q, f^-1 with r = p (0 at v = 0)."""
+    _link_with_norm(v, r, -1, _pnorm(v, r), out)
+
+
+def _int_or_neg(r: float) -> int:
+    return int(r) if float(r).is_integer() and r < 64 else -1
+
+
+def link_f(w, q: float) -> np.ndarray:
+    """Gentile's f (gradient of |w|_q^2 / 2): maps q-norm to p-norm (Lemma 2)."""
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    out = np.empty_like(w)
+    _link(w, float(q), out)
+    return out
+
+
+def link_f_inv(theta, p: float) -> np.ndarray:
+    """The inverse of f: the same map with q replaced by p."""
+    theta = np.ascontiguousarray(theta, dtype=np.float64)
+    out = np.empty_like(theta)
+    _link(theta, float(p), out)
+    return out
+
+
+@nb.njit(cache=True, parallel=False)
+def _row_pnorms(X, p, pi):
+    out = np.empty(X.shape[0])
+    for i in range(X.shape[0]):
+        out[i] = _pnorm(X[i], p, pi)
+    return out
+
+
+def pnormalize(X, p: float) -> np.ndarray:
+    """Rows ``x / |x|_p`` (a zero row stays zero)."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    n = _row_pnorms(X, float(p), _int_or_neg(p))
+    return X / np.where(n > 0, n, 1.0)[:, None]
+
+
+# ----------------------------------------------------------------------------- primal, p >= 2
+
+
+@nb.njit(cache=True)
+def _primal_chunk(Xh, xnz, Y, ex, step0, p, pi, alpha, B, C, theta, W, ncorr, cum_correct,
+                  o_step, o_ex, o_cls, o_coef, o_score, o_cum, o_norm, o_w):
+    """Figure 1 on the examples ``ex`` (rows of the p-normalized ``Xh``), every label; returns
+    the number of updates. ``theta[c] = f(W[c])`` is kept alongside ``W[c]``; ``pi`` is p as an
+    integer when it is one (powers by multiplication), else -1."""
+    L = Y.shape[1]
+    sp = math.sqrt(p - 1.0)
+    n_out = 0
+    for t in range(ex.shape[0]):
+        i = ex[t]
+        x = Xh[i]
+        for c in range(L):
+            if not xnz[i]:  # footnote 3: no update on a zero instance
+                cum_correct[c] += 1
+                continue
+            y = Y[i, c]
+            m = 0.0
+            for f in range(x.shape[0]):
+                m += W[c, f] * x[f]
+            m *= y
+            sqk = math.sqrt(ncorr[c] + 1.0)
+            if m > (1.0 - alpha) * B * sp / sqk:
+                cum_correct[c] += 1
+                continue
+            eta = C / (sp * sqk)
+            for f in range(x.shape[0]):
+                theta[c, f] += eta * y * x[f]
+            # |w'|_q = |f(w')|_p = |theta'|_p (Lemma 2); projection: w = w' / N, theta = theta' / N
+            nq = _pnorm(theta[c], p, pi)
+            if nq > 1.0:
+                for f in range(x.shape[0]):
+                    theta[c, f] /= nq
+                nq = 1.0
+            _link_with_norm(theta[c], p, pi, nq, W[c])
+            ncorr[c] += 1
+            o_step[n_out] = step0 + t
+            o_ex[n_out] = i
+            o_cls[n_out] = c
+            o_coef[n_out] = eta * y
+            o_score[n_out] = m * y
+            o_cum[n_out] = cum_correct[c]
+            o_norm[n_out] = nq
+            o_w[n_out, :] = W[c]
+            n_out += 1
+    return n_out
+
+
+def train_primal(X, Y, params: AlmaParams, order, epochs: float, checkpoints, chunk_size: int = 512,
+                 progress=None) -> TrainLog:
+    """ALMA_p (any p >= 2) in primal form (linear kernel), every label in one pass.
+
+    The log's ``hyp_w`` holds each update's new hypothesis (float64; n_updates x n_features), its
+    ``upd_norm`` the q-norm of that hypothesis, ``upd_coef`` the learning rate times the label and
+    ``upd_score`` the margin ``y w_k . x^`` of the corrected example before the update.
+    """
+    t0 = time.perf_counter()
+    n, L = Y.shape
+    if X.shape[0] != n:
+        raise EngineError(f"X has {X.shape[0]} rows but Y has {n}")
+    p = float(params.p)
+    Xh = np.ascontiguousarray(pnormalize(X, p))
+    xnz = np.ascontiguousarray(np.any(np.asarray(X) != 0, axis=1))
+    Y = np.ascontiguousarray(Y, dtype=np.int8)
+    order = np.ascontiguousarray(order, dtype=np.int64)
+    total = epochs_to_steps(epochs, n)
+    cp_steps = np.array(sorted({epochs_to_steps(c, n) for c in checkpoints}), dtype=np.int64)
+    if total < 1 or cp_steps.size == 0 or cp_steps[0] < 1 or cp_steps[-1] > total:
+        raise EngineError(f"checkpoints {list(checkpoints)} must lie in (0, {epochs}] and cover >= 1 step")
+    bounds = chunk_bounds(n, total, cp_steps, chunk_size)
+    nf = Xh.shape[1]
+    theta = np.zeros((L, nf))
+    W = np.zeros((L, nf))
+    ncorr = np.zeros(L, dtype=np.int64)
+    cum_correct = np.zeros(L, dtype=np.int64)
+    maxb = int(np.max(np.diff(bounds)))
+    bufs = {k: np.empty(maxb * L, dtype=t) for k, t in (
+        ("step", np.int64), ("ex", np.int64), ("cls", np.int32), ("coef", np.float64),
+        ("score", np.float64), ("cum", np.int64), ("norm", np.float64))}
+    wbuf = np.empty((maxb * L, nf))
+    logs = {k: [] for k in list(bufs) + ["w"]}
+    cum_cp = np.zeros((cp_steps.size, L), dtype=np.int64)
+    cp_ptr = 0
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        ex = order[np.arange(a, b) % n]
+        m = _primal_chunk(Xh, xnz, Y, ex, a, p, _int_or_neg(p), float(params.alpha), float(params.B),
+                          float(params.C), theta, W, ncorr, cum_correct, bufs["step"], bufs["ex"], bufs["cls"],
+                          bufs["coef"], bufs["score"], bufs["cum"], bufs["norm"], wbuf)
+        if m:
+            for k in bufs:
+                logs[k].append(bufs[k][:m].copy())
+            logs["w"].append(wbuf[:m].copy())
+        while cp_ptr < cp_steps.size and cp_steps[cp_ptr] == b:
+            cum_cp[cp_ptr] = cum_correct
+            cp_ptr += 1
+        if progress is not None:
+            progress(b - a)
+    dt = {**{k: v.dtype for k, v in bufs.items()}}
+    cat = {k: (np.concatenate(logs[k]) if logs[k] else np.empty(0, dtype=dt[k])) for k in bufs}
+    hyp_w = np.concatenate(logs["w"]) if logs["w"] else np.empty((0, nf))
+    nu = cat["step"].size
+    return TrainLog(
+        n_train=n, n_labels=L, total_steps=total, order=order, checkpoint_steps=cp_steps, theta_init=0.0,
+        upd_step=cat["step"], upd_ex=cat["ex"], upd_cls=cat["cls"], upd_coef=cat["coef"],
+        upd_score=cat["score"], upd_kxx=np.ones(nu), upd_theta=np.zeros(nu),
+        upd_cum_correct=cat["cum"], cum_correct_cp=cum_cp, seconds=time.perf_counter() - t0,
+        info={"form": "primal", "dtype": "float64", "chunks": int(bounds.size - 1), "algorithm": "alma",
+              "p": p, "alpha": float(params.alpha), "B": float(params.B), "C": float(params.C)},
+        upd_norm=cat["norm"], hyp_w=hyp_w,
+    )
+
+
+# ----------------------------------------------------------------------------- public entry point
+
+
+def train_alma(X, Y, kernel: Kernel, params: AlmaParams, order, epochs: float, checkpoints,
+               chunk_size: int = 512, dtype=np.float64, form: str = "auto", cache_limit_gb: float = 8.0,
+               progress=None, flush_at: int = 256) -> TrainLog:
+    """Train one-vs-rest ALMA_p on the sequence ``order`` repeated for ``epochs`` passes.
+
+    With the linear kernel (``form`` auto or primal) the explicit primal loop runs, for any p: an
+    update costs O(n_features) and every hypothesis is recorded (``TrainLog.hyp_w``, n_updates x
+    n_features floats). Otherwise (a non-linear kernel, or ``form = "dual"``) p must be 2 and the
+    kernel perceptron's chunked dual driver runs on the normalized kernel. Arguments as
+    :func:`perceptron_lab.engine.perceptron.train`.
+    """
+    if kernel.name == "linear" and form in ("auto", "primal"):
+        return train_primal(X, Y, params, order, epochs, checkpoints, chunk_size=chunk_size, progress=progress)
+    if form == "primal":
+        raise EngineError(f"primal form needs the linear kernel, got {kernel.describe()}")
+    if float(params.p) != 2.0:
+        raise EngineError(f"ALMA_p with p = {params.p:g} > 2 runs in primal form only and needs the "
+                          f"linear kernel, got {kernel.describe()} (form {form!r})")
+    return train(X, Y, kernel, params, order, epochs, checkpoints, chunk_size=chunk_size, dtype=dtype,
+                 form="dual", cache_limit_gb=cache_limit_gb, progress=progress, flush_at=flush_at)
+
+
+# ----------------------------------------------------------------------------- margins
+
+
+def hypothesis_at(log: TrainLog, label: int, rule: str = "last", cp_index: int = -1,
+                  vote_weight: str = "survival"):
+    """The hypothesis of one label at a checkpoint, as (support examples, coefficients) over the
+    log's kernel (normalized for ALMA) or, for explicit hypotheses, as (None, weight vector).
+
+    ``rule`` is ``last`` (the current hypothesis) or ``avg``: Gentile's (sum_k c_k w_k) with the
+    prediction rules' weights c_k, divided here by sum_k c_k (the number of trials, the same for
+    every label) so that it is a convex combination: for ALMA its norm stays <= 1.
+    """
+    from ..predict import Hypotheses
+
+    if rule not in ("last", "avg"):
+        raise ValueError(f"rule must be 'last' or 'avg', got {rule!r}")
+    hyp = Hypotheses(log, vote_weight)
+    cp = int(np.arange(log.checkpoint_steps.size)[cp_index])
+    live, partial, _ = hyp.at_checkpoints([cp])
+    K = int(live[0, label])
+    h0 = hyp.hoff[label]
+    u0 = hyp.uoff[label]
+    # weight of hypothesis k = 0..K at this checkpoint
+    if rule == "avg":
+        c = np.append(hyp.wfull[h0:h0 + K], partial[0, label]).astype(np.float64)
+        c /= max(c.sum(), 1.0)
+    else:
+        c = np.append(np.zeros(K), 1.0)
+    if log.hyp_w is not None:
+        idx = hyp.uidx[u0:u0 + K]
+        w = c[1:] @ log.hyp_w[idx] if K else np.zeros(log.hyp_w.shape[1])
+        return None, w
+    s = hyp.scale[h0:h0 + K + 1]
+    # sum_k c_k s_k sum_{j <= k} a_j x_j = sum_j a_j (sum_{k >= j} c_k s_k) x_j
+    tail = np.cumsum((c * s)[::-1])[::-1]
+    beta = hyp.coef[u0:u0 + K] * tail[1:]
+    return hyp.uex[u0:u0 + K], beta
+
+
+def training_margins(log: TrainLog, kernel: Kernel, X, y, binary: bool, rule: str = "last",
+                     cp_index: int = -1, vote_weight: str = "survival", p: float | None = None,
+                     block: int = 4096) -> np.ndarray:
+    """Margins of the training examples (Gentile 2001, §4; the margin distributions of Figures 3-5).
+
+    With ``o_c(x) = w_c . x^`` the output of label c's hypothesis (:func:`hypothesis_at`) on the
+    normalized instance (in the kernel's feature space, or ``x / |x|_p`` for explicit hypotheses;
+    ``p`` defaults to ``log.info['p']``, else 2), the margin is ``y o(x)`` for a binary problem
+    and ``o_y(x) - max_{c != y} o_c(x)`` for one-vs-rest, positive exactly when the rule's
+    prediction is right. ALMA's hypotheses have norm <= 1 (the average is a convex combination),
+    so these are the paper's margins, outputs in [-1, 1]. Hypotheses with larger norms (the
+    Perceptron's) are all divided by the largest norm among the labels, which keeps outputs in
+    [-1, 1] and leaves the sign of every margin unchanged.
+    """
+    X = np.asarray(X)
+    y = np.asarray(y)
+    L = log.n_labels
+    n = X.shape[0]
+    out = np.zeros((n, L))
+    norms = np.zeros(L)
+    if log.hyp_w is not None:
+        pp = float(p if p is not None else log.info.get("p", 2.0))
+        qq = pp / (pp - 1.0)
+        Xh = pnormalize(X, pp)
+        for c in range(L):
+            _, w = hypothesis_at(log, c, rule, cp_index, vote_weight)
+            norms[c] = np.sum(np.abs(w) ** qq) ** (1.0 / qq)
+            out[:, c] = Xh @ w
+    else:
+        Xd = np.asarray(X, dtype=np.float64)
+        r_all = normalizing_factors(kernel_diag(kernel, Xd))
+        hyps = [hypothesis_at(log, c, rule, cp_index, vote_weight) for c in range(L)]
+        sv_all = np.unique(np.concatenate([h[0] for h in hyps] + [np.empty(0, np.int64)]))
+        if sv_all.size:
+            # coefficients of phi(x_j) (not of the normalized phi(x_j)^) for every label
+            Bc = np.zeros((sv_all.size, L))
+            for c, (sv, beta) in enumerate(hyps):
+                np.add.at(Bc[:, c], np.searchsorted(sv_all, sv), beta)
+            if log.kernel_normalized:
+                Bc *= r_all[sv_all, None]
+            Xs = Xd[sv_all]
+            norms = np.sqrt(np.maximum(np.einsum("ic,ij,jc->c", Bc, gram(kernel, Xs, Xs), Bc), 0.0))
+            for a in range(0, n, block):
+                e = min(n, a + block)
+                out[a:e] = (gram(kernel, Xd[a:e], Xs) @ Bc) * r_all[a:e, None]
+    out /= max(1.0, float(norms.max()) if L else 1.0)
+    if binary:
+        return np.where(y == 1, 1.0, -1.0) * out[:, 0]
+    idx = np.arange(n)
+    own = out[idx, y]
+    others = out.copy()
+    others[idx, y] = -np.inf
+    return own - others.max(axis=1)
+
+
+def margin_distribution(margins, grid=None):
+    """(s, fraction of margins <= s) for s on ``grid`` (default 401 points in [-1, 1])."""
+    m = np.sort(np.asarray(margins, dtype=np.float64))
+    s = np.linspace(-1.0, 1.0, 401) if grid is None else np.asarray(grid, dtype=np.float64)
+    return s, np.searchsorted(m, s, side="right") / max(1, m.size)
+
+
+__all__ = ["AlmaParams", "params_from_config", "theorem3_bound", "link_f", "link_f_inv", "pnormalize",
+           "train_alma", "train_primal", "hypothesis_at", "training_margins", "margin_distribution"]

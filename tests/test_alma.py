@@ -1,0 +1,471 @@
+"""ALMA_p (Gentile 2001) against the literal reference in tests/naive.py, and the paper's claims."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perceptron_lab.engine import train_from_config
+from perceptron_lab.engine.alma import (AlmaParams, hypothesis_at, link_f, link_f_inv, margin_distribution,
+                                        params_from_config, pnormalize, theorem3_bound, train_alma,
+                                        training_margins)
+from perceptron_lab.engine.perceptron import EngineError, epochs_to_steps, label_matrix
+from perceptron_lab.kernels import Kernel, gram
+from perceptron_lab.predict import RULES, counts_at_checkpoints, evaluate, random_slices
+
+from naive import NaiveAlma, naive_errors
+
+
+def small_problem(seed, n=30, f=5, n_classes=3, integer=True, n_test=12):
+    rng = np.random.default_rng(seed)
+    if integer:
+        X = rng.integers(-3, 4, size=(n + n_test, f)).astype(float)
+    else:
+        X = rng.normal(size=(n + n_test, f))
+    W = rng.normal(size=(f, n_classes))
+    y = np.argmax(X @ W + 0.8 * rng.normal(size=(n + n_test, n_classes)), axis=1)
+    return X[:n], y[:n], X[n:], y[n:]
+
+
+KERNELS = [
+    Kernel("linear"),
+    Kernel("poly", degree=3, scale=4.0),
+    Kernel("gaussian", sigma=1.5),
+    Kernel("poly_gaussian", degree=2, sigma=2.0),
+]
+SETTINGS = [dict(alpha=1.0), dict(alpha=0.7, B=1.3, C=0.9), dict(alpha=0.5)]
+
+
+def run_both(kernel, setting, n_classes, seed, epochs=2.0, checkpoints=(0.4, 1, 2), chunk_size=7,
+             form="auto", p=2.0, flush_at=16):
+    X, y, Xt, yt = small_problem(seed, n_classes=n_classes, integer=kernel.name != "gaussian")
+    Y = label_matrix(y, n_classes)
+    order = np.random.default_rng(seed + 1).permutation(len(y))
+    params = AlmaParams(p=p, **setting)
+    log = train_alma(X, Y, kernel, params, order, epochs, checkpoints, chunk_size=chunk_size, form=form,
+                     flush_at=flush_at)
+    binary = n_classes == 2
+    err_m, err_b = evaluate(log, kernel, X, Xt, yt, binary, seed=seed)
+    kparams = (kernel.name, kernel.degree, kernel.scale, kernel.sigma)
+    for k, cp in enumerate(checkpoints):
+        steps = epochs_to_steps(cp, len(y))
+        ref = NaiveAlma(X, Y, kparams, p=p, **setting).fit(order, steps)
+        sel = log.upd_step < steps
+        fast_updates = [(int(s), int(e), int(c)) for s, e, c in zip(log.upd_step[sel], log.upd_ex[sel], log.upd_cls[sel])]
+        assert fast_updates == ref.updates, f"correction sequence differs at checkpoint {cp}"
+        np.testing.assert_allclose(log.upd_norm[sel], ref.norms, rtol=1e-9, atol=1e-12)
+        rs = random_slices(seed, len(yt), log.checkpoint_steps)[k]
+        ref_err, ref_bin = naive_errors(ref, Xt, yt, binary, rs)
+        for r, rule in enumerate(RULES):
+            assert err_m[k, r] == ref_err[rule], (rule, cp)
+            assert list(err_b[k, r]) == ref_bin[rule], (rule, cp)
+    return log
+
+
+# ----------------------------------------------------------------------------- exact agreement
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.name)
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_dual_p2_matches_naive(kernel, n_classes):
+    for i, setting in enumerate(SETTINGS):
+        form = "dual" if kernel.name == "linear" else "auto"
+        log = run_both(kernel, setting, n_classes, seed=3 + i, form=form)
+        assert log.kernel_normalized and log.info["form"] == "dual"
+        assert log.n_updates > 0
+
+
+@pytest.mark.parametrize("chunk_size,flush_at", [(1, 1), (4, 3), (1000, 1000)])
+def test_chunking_and_cache_batching_do_not_change_results(chunk_size, flush_at):
+    run_both(KERNELS[1], SETTINGS[1], 3, seed=21, chunk_size=chunk_size, flush_at=flush_at)
+
+
+def test_linear_p2_primal_and_dual_agree():
+    # explicit primal loop, the chunked driver in primal form and in dual form
+    from perceptron_lab.engine.perceptron import train
+
+    a = run_both(Kernel("linear"), SETTINGS[1], 3, seed=7, form="primal")
+    b = run_both(Kernel("linear"), SETTINGS[1], 3, seed=7, form="dual")
+    assert a.info["form"] == "primal" and a.hyp_w is not None and b.info["form"] == "dual"
+    X, y, _, _ = small_problem(7, n_classes=3)
+    c = train(X, label_matrix(y, 3), Kernel("linear"), AlmaParams(**SETTINGS[1]),
+              np.random.default_rng(8).permutation(len(y)), 2.0, [0.4, 1, 2], chunk_size=7, form="primal")
+    assert c.info["form"] == "primal" and c.hyp_w is None
+    for other in (b, c):
+        for name in ("upd_step", "upd_ex", "upd_cls"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(other, name))
+        np.testing.assert_allclose(a.upd_norm, other.upd_norm, rtol=1e-10)
+    np.testing.assert_allclose(b.upd_scale, c.upd_scale, rtol=1e-10)
+
+
+@pytest.mark.parametrize("p", [2.0, 6.0])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_explicit_primal_matches_naive(p, n_classes):
+    # the explicit-weight primal loop (any p), including p = 2, against the literal link functions
+    for i, setting in enumerate(SETTINGS):
+        X, y, _, _ = small_problem(30 + i, n_classes=n_classes, integer=False)
+        log = run_both_primal(setting, n_classes, seed=30 + i, p=p)
+        assert log.hyp_w is not None and log.n_updates > 0
+
+
+def run_both_primal(setting, n_classes, seed, p, epochs=2.0, checkpoints=(0.4, 1, 2)):
+    from perceptron_lab.engine.alma import train_primal
+
+    X, y, Xt, yt = small_problem(seed, n_classes=n_classes, integer=False)
+    Y = label_matrix(y, n_classes)
+    order = np.random.default_rng(seed + 1).permutation(len(y))
+    log = train_primal(X, Y, AlmaParams(p=p, **setting), order, epochs, checkpoints, chunk_size=5)
+    binary = n_classes == 2
+    err_m, err_b = evaluate(log, Kernel("linear"), X, Xt, yt, binary, seed=seed)
+    for k, cp in enumerate(checkpoints):
+        steps = epochs_to_steps(cp, len(y))
+        ref = NaiveAlma(X, Y, None, p=p, **setting).fit(order, steps)
+        sel = log.upd_step < steps
+        fast = [(int(s), int(e), int(c)) for s, e, c in zip(log.upd_step[sel], log.upd_ex[sel], log.upd_cls[sel])]
+        assert fast == ref.updates, f"correction sequence differs at checkpoint {cp}"
+        # the recorded hypotheses are the reference's, vector for vector
+        ref_w = [h["w"] for hs in ref.hyps for h in hs[1:]]
+        order_by_label = np.argsort(log.upd_cls[sel], kind="stable")
+        np.testing.assert_allclose(log.hyp_w[sel][order_by_label], np.array(ref_w).reshape(-1, X.shape[1]),
+                                   rtol=1e-9, atol=1e-12)
+        rs = random_slices(seed, len(yt), log.checkpoint_steps)[k]
+        ref_err, ref_bin = naive_errors(ref, Xt, yt, binary, rs)
+        for r, rule in enumerate(RULES):
+            assert err_m[k, r] == ref_err[rule], (rule, cp)
+            assert list(err_b[k, r]) == ref_bin[rule], (rule, cp)
+    return log
+
+
+def test_p6_runs_through_train_alma_and_rejects_kernels():
+    X, y, _, _ = small_problem(5, n_classes=2, integer=False)
+    Y = label_matrix(y, 2)
+    log = train_alma(X, Y, Kernel("linear"), AlmaParams(alpha=0.8, p=6), np.arange(len(y)), 1, [1])
+    assert log.info["form"] == "primal" and log.hyp_w.shape == (log.n_updates, X.shape[1])
+    with pytest.raises(EngineError, match="primal form only"):
+        train_alma(X, Y, Kernel("poly", degree=2), AlmaParams(p=6), np.arange(len(y)), 1, [1])
+    with pytest.raises(EngineError, match="primal form only"):
+        train_alma(X, Y, Kernel("linear"), AlmaParams(p=6), np.arange(len(y)), 1, [1], form="dual")
+
+
+# ----------------------------------------------------------------------------- Figure 1 details
+
+
+def test_first_updates_by_hand():
+    """Figure 1 with p = 2, alpha = 0.5, B = 2, C = sqrt 2, worked by hand.
+
+    k=1: w = 0, margin 0 <= 0.5*2/1 -> update, eta = sqrt2, |w'| = sqrt2 -> w_2 = x1 = (1, 0).
+    k=2: x2 = (0, 3): margin 0 <= 0.5*2/sqrt2 -> eta = 1, w' = (1, 1), |w'| = sqrt2 -> (1, 1)/sqrt2.
+    k=3: x3 at 105 degrees: margin cos(60 deg) = 0.5 <= 1/sqrt3 = 0.577 (gamma_k with 1/sqrt(k);
+         with 1/k it would be 1/3 and no update) -> update with eta = sqrt(2/3).
+    k=4: x4 = w_4 itself: margin 1 > 0.5 -> no update.
+    """
+    th = math.radians(105)
+    X = np.array([[1.0, 0.0], [0.0, 3.0], [math.cos(th) * 2, math.sin(th) * 2], [0.0, 0.0]])
+    w3 = np.array([1.0, 1.0]) / math.sqrt(2)
+    wp = w3 + math.sqrt(2 / 3) * X[2] / 2
+    w4 = wp / max(1.0, np.linalg.norm(wp))
+    X[3] = 5 * w4
+    Y = np.ones((4, 1), dtype=np.int8)
+    for form in ("primal", "dual"):
+        log = train_alma(X, Y, Kernel("linear"), AlmaParams(alpha=0.5, B=2.0), np.arange(4), 1, [1], form=form)
+        assert log.upd_ex.tolist() == [0, 1, 2]
+        np.testing.assert_allclose(log.upd_norm, [1.0, 1.0, 1.0])
+        sv, w = hypothesis_at(log, 0, "last")
+        if sv is not None:  # dual: coefficients of the normalized instances
+            coef = np.zeros(4)
+            np.add.at(coef, sv, w)
+            w = coef @ pnormalize(X, 2)
+        np.testing.assert_allclose(w, w4, rtol=1e-12)
+
+
+def test_link_functions_follow_the_paper():
+    rng = np.random.default_rng(0)
+    for p in (2.0, 3.0, 6.0, 10.0):
+        q = p / (p - 1)
+        w = rng.normal(size=7)
+        th = link_f(w, q)
+        # Lemma 2: |f(w)|_p = |w|_q; f^-1 inverts f; p = 2 is the identity
+        np.testing.assert_allclose(np.sum(np.abs(th) ** p) ** (1 / p), np.sum(np.abs(w) ** q) ** (1 / q))
+        np.testing.assert_allclose(link_f_inv(th, p), w, rtol=1e-10)
+        # f is the gradient of |w|_q^2 / 2
+        h = 1e-6
+        g = [(np.sum(np.abs(w + h * e) ** q) ** (2 / q) - np.sum(np.abs(w - h * e) ** q) ** (2 / q)) / (4 * h)
+             for e in np.eye(7)]
+        np.testing.assert_allclose(th, g, rtol=1e-5)
+    np.testing.assert_allclose(link_f(w, 2.0), w)
+    assert not np.any(link_f(np.zeros(3), 1.5))
+
+
+def test_norm_stays_in_the_unit_ball_after_every_update():
+    X, y, _, _ = small_problem(8, n=60, n_classes=3, integer=False)
+    Y = label_matrix(y, 3)
+    order = np.random.default_rng(1).permutation(60)
+    # dual p = 2: recompute |w_k| from the log's coefficients and scales, from scratch
+    k = Kernel("poly", degree=2, scale=3.0)
+    log = train_alma(X, Y, k, AlmaParams(alpha=0.6), order, 3, [3])
+    G = gram(k, X, X)
+    d = np.sqrt(np.diag(G))
+    Gh = G / np.outer(d, d)
+    for c in range(3):
+        beta = np.zeros(60)
+        for u in np.flatnonzero(log.upd_cls == c):
+            beta[log.upd_ex[u]] += log.upd_coef[u]
+            w = log.upd_scale[u] * beta
+            nrm = math.sqrt(w @ Gh @ w)
+            assert nrm <= 1 + 1e-9
+            assert nrm == pytest.approx(log.upd_norm[u], rel=1e-9)
+    # primal p = 6: the q-norm of every recorded hypothesis
+    log6 = train_alma(X, Y, Kernel("linear"), AlmaParams(alpha=0.6, p=6), order, 3, [3])
+    q = 6 / 5
+    norms = np.sum(np.abs(log6.hyp_w) ** q, axis=1) ** (1 / q)
+    assert log6.n_updates > 20 and np.all(norms <= 1 + 1e-9)
+    np.testing.assert_allclose(norms, log6.upd_norm, rtol=1e-9)
+    # after the first few updates the projection is active: norms reach 1
+    assert np.isclose(norms.max(), 1.0)
+
+
+def separable_data(seed, n, f, p, gamma0):
+    """Instances whose p-normalized margin w.r.t. a unit-q-norm target u is >= gamma0."""
+    rng = np.random.default_rng(seed)
+    q = p / (p - 1)
+    u = rng.normal(size=f)
+    u /= np.sum(np.abs(u) ** q) ** (1 / q)
+    X = []
+    while len(X) < n:
+        x = rng.normal(size=f)
+        m = u @ (x / np.sum(np.abs(x) ** p) ** (1 / p))
+        if abs(m) >= gamma0:
+            X.append(x)
+    X = np.array(X)
+    y = (X @ u > 0).astype(int)
+    margin = np.min(np.where(y == 1, 1, -1) * (pnormalize(X, p) @ u))
+    return X, y, margin
+
+
+@pytest.mark.parametrize("p,alpha", [(2.0, 0.5), (2.0, 0.9), (6.0, 0.5), (3.0, 1.0)])
+def test_theorem3_correction_bound_on_separable_data(p, alpha):
+    # Theorem 3 part 1: ALMA_p(alpha; sqrt8/alpha, sqrt2) makes at most
+    # 2(p-1)/g^2 (2/alpha-1)^2 + 8/alpha - 4 corrections on any sequence of margin g* >= g, here
+    # 300 cycles over the data; once an epoch passes without a correction the hypothesis is final
+    # and separates the data with margin > (1-alpha) gamma_k.
+    X, y, g = separable_data(int(p * 10 + alpha * 100), n=200, f=4, p=p, gamma0=0.25)
+    Y = label_matrix(y, 2)
+    params = AlmaParams(alpha=alpha, B=math.sqrt(8) / alpha, C=math.sqrt(2), p=p)
+    kern = Kernel("linear")
+    E = 300
+    log = train_alma(X, Y, kern, params, np.random.default_rng(0).permutation(200), E, [E - 1, E])
+    bound = theorem3_bound(g, alpha, p)
+    assert 0 < log.n_updates <= bound, (log.n_updates, bound)
+    assert not np.any(log.upd_step >= (E - 1) * 200), "not converged"
+    m = training_margins(log, kern, X, y, binary=True, rule="last")
+    k = log.n_updates + 1
+    assert np.all(m > 0)
+    if alpha < 1:
+        assert np.min(m) >= (1 - alpha) * params.gamma(k) - 1e-12
+        # and gamma_k >= gamma* throughout (part 1): the final margin is at least (1 - alpha) g
+        assert np.min(m) >= (1 - alpha) * g - 1e-12
+
+
+def test_defaults_are_gentiles_shorthand():
+    # ALMA_p(alpha) = ALMA_p(alpha; 1/alpha, sqrt 2)
+    a = AlmaParams(alpha=0.8)
+    assert a.B == pytest.approx(1.25) and a.C == pytest.approx(math.sqrt(2)) and a.p == 2
+    assert a.gamma(4) == pytest.approx(1.25 / 2) and a.eta(4) == pytest.approx(math.sqrt(2) / 2)
+    assert AlmaParams(alpha=0.5, p=6).gamma(1) == pytest.approx(2 * math.sqrt(5))
+    from perceptron_lab.config import config_from_dict
+
+    cfg = config_from_dict({"dataset": {"name": "gentile_sparse"}, "algorithm": {"name": "alma", "alpha": 0.8}})
+    par = params_from_config(cfg.algorithm)
+    assert par == AlmaParams(alpha=0.8, B=1.25, C=math.sqrt(2), p=2.0)
+    X, y, _, _ = small_problem(9, n_classes=3)
+    Y = label_matrix(y, 3)
+    order = np.arange(len(y))
+    k = Kernel("gaussian", sigma=2.0)
+    a = train_from_config(cfg, X, Y, k, order, [1.0], np.float64)
+    b = train_alma(X, Y, k, AlmaParams(alpha=0.8, B=1 / 0.8, C=math.sqrt(2)), order, 1, [1])
+    np.testing.assert_array_equal(a.upd_ex, b.upd_ex)
+    np.testing.assert_array_equal(a.upd_coef, b.upd_coef)
+
+
+def test_counts_and_support_vectors_per_label():
+    X, y, _, _ = small_problem(11, n=50, n_classes=3)
+    Y = label_matrix(y, 3)
+    log = train_alma(X, Y, KERNELS[1], AlmaParams(alpha=0.9), np.arange(50), 3, [1, 2, 3])
+    counts = counts_at_checkpoints(log)
+    # within the first epoch every correction is on a new example: corrections = support vectors
+    np.testing.assert_array_equal(counts["mistakes"][0], counts["support_vectors"][0])
+    assert np.all(np.diff(counts["mistakes"].sum(axis=1)) >= 0)
+    assert np.all(counts["support_vectors"] <= counts["mistakes"])
+
+
+def test_float32_kernel_gives_the_float64_corrections():
+    # Poly kernel d = 6 on 0..255 "pixels" (range-safe in float32): normalization removes the
+    # kernel's constant factor, so corrections match float64 on this data.
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 256, size=(150, 200)).astype(float) * (rng.random((150, 200)) < 0.3)
+    y = rng.integers(0, 3, size=150)
+    Y = label_matrix(y, 3)
+    k = Kernel("poly", degree=6, scale=255.0)
+    order = rng.permutation(150)
+    a = train_alma(X, Y, k, AlmaParams(alpha=0.9), order, 2, [1, 2], dtype=np.float64)
+    b = train_alma(X, Y, k.range_safe(X, np.float32), AlmaParams(alpha=0.9), order, 2, [1, 2], dtype=np.float32)
+    np.testing.assert_array_equal(a.upd_ex, b.upd_ex)
+    np.testing.assert_array_equal(a.upd_cls, b.upd_cls)
+
+
+def test_training_margins_and_distribution():
+    X, y, _, _ = small_problem(12, n=60, n_classes=3, integer=False)
+    Y = label_matrix(y, 3)
+    k = Kernel("gaussian", sigma=2.0)
+    log = train_alma(X, Y, k, AlmaParams(alpha=0.9), np.arange(60), 2, [1, 2])
+    err, _ = evaluate(log, k, X, X, y, binary=False)
+    for rule in ("last", "avg"):
+        m = training_margins(log, k, X, y, binary=False, rule=rule)
+        assert m.shape == (60,) and np.all(np.abs(m) <= 1 + 1e-12)
+        # a positive margin is a correct training prediction (ties aside)
+        r = RULES.index(rule)
+        assert int(np.sum(m <= 0)) == err[-1, r]
+    s, frac = margin_distribution(m)
+    assert frac[0] <= frac[-1] == 1.0 and np.all(np.diff(frac) >= 0)
+
+
+# ----------------------------------------------------------------------------- Gentile tables (layout code)
+# The results frames below are made up (values in the results format): they check which value
+# lands in which cell, the aggregation over runs and the tolerance rule -- not a reproduction.
+
+
+def _made_up_results(dataset="usps", degree=1, n_perm=3):
+    from perceptron_lab.experiment import RESULT_COLUMNS
+
+    rows = []
+    runs = [("alma", "alpha=1;B=None;C=1.41421;p=2", 0), ("alma", "alpha=0.9;B=None;C=1.41421;p=2", 1),
+            ("alma", "alpha=0.9;B=2;C=1;p=2", 2), ("perceptron", "eta=1;theta_init=0.0;C=0.0", 0)]
+    for a, (alg, prm, g) in enumerate(runs):
+        for perm in range(n_perm):
+            off = perm - (n_perm - 1) / 2
+            base = [dataset, "gaussian", degree, alg, prm, g, -1, perm]
+            for e in (1, 2, 3):
+                rows.append(base + [str(e), "none", "", "all", "mistakes", 1000 * (a + 1) + 10 * e + off])
+                for c in range(10):
+                    rows.append(base + [str(e), "none", "", str(c), "mistakes", 100 * a + 10 * e + c + off])
+                    rows.append(base + [str(e), "none", "", str(c), "support_vectors", 100 * a + 10 * e + c - 1 + off])
+                for r, rule in enumerate(("last", "avg", "vote")):
+                    rows.append(base + [str(e), rule, "false", "all", "test_error_pct",
+                                        1 + a + 0.1 * r + 0.01 * e + 0.1 * off])
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def test_gentile_table1_cells_and_tolerance():
+    from perceptron_lab.paper import reference_table
+    from perceptron_lab.tables_gentile import gentile_comparison, gentile_layout
+
+    cmp = gentile_comparison(_made_up_results(), 1)
+    get = lambda row, col: cmp[(cmp["row"] == row) & (cmp["col"] == col)].iloc[0]
+    c = get("ALMA2(0.9) avg", "2 Epochs TestErr")
+    assert c.ours_mean == pytest.approx(1 + 1 + 0.1 + 0.02) and c.ours_std == pytest.approx(0.1) and c.n_runs == 3
+    assert c.paper == 4.72 and c.tolerance == pytest.approx(0.472) and not c.within
+    c = get("ALMA2(1.0) last", "3 Epochs Correct")
+    assert c.ours_mean == pytest.approx(1030) and c.paper == 1713 and c.tolerance == pytest.approx(171.3)
+    assert get("Perceptron voted", "1 Epoch TestErr").ours_mean == pytest.approx(4.21)
+    assert np.isnan(get("Perceptron voted", "1 Epoch TestErr").paper)  # the paper has no voted row here
+    # a run with non-default B, C gets its own row, with no paper value
+    odd = cmp[cmp["row"].str.startswith("ALMA2(0.9; B=2")]
+    assert len(odd) and odd["paper"].isna().all()
+    # cells only the paper has: ALMA2(0.95)
+    assert (cmp.loc[cmp["row"] == "ALMA2(0.95) avg", "n_runs"] == 0).all()
+    # the tolerance: max(0.2 points, 10%) -- a test error of 1.5 accepts 1.3 .. 1.7
+    from perceptron_lab.tables_gentile import _tolerance
+    assert _tolerance("test_error_pct", 1.5) == 0.2 and _tolerance("test_error_pct", 6.0) == pytest.approx(0.6)
+    lay = gentile_layout(cmp)
+    assert list(lay.columns) == ["row"] + [f"{e} Epoch{'s' if e > 1 else ''} {m}" for e in (1, 2, 3)
+                                           for m in ("TestErr", "Correct")]
+    assert lay["row"].tolist()[:2] == ["Perceptron last", "Perceptron avg"]
+    assert lay.set_index("row").loc["ALMA2(0.9) avg", "2 Epochs TestErr"] == "2.12 ± 0.10 (4.72)"
+    ref = reference_table("gentile2001_table1")
+    assert len(ref) == int((cmp["paper"].notna()).sum())
+
+
+def test_gentile_digit_tables_and_files(tmp_path):
+    from perceptron_lab.tables_gentile import gentile_comparison, gentile_layout, write_gentile_tables
+
+    cmp = gentile_comparison(_made_up_results(), 2)
+    lay = gentile_layout(cmp).set_index("row")
+    assert list(lay.columns) == [str(c) for c in range(10)]
+    assert lay.loc["ALMA2(0.9) 2 Epochs Corr", "3"] == "123 ± 1 (294)"
+    assert lay.loc["ALMA2(1.0) 1 Epoch SV", "0"] == "9 ± 1 (99)"
+    assert lay.loc["SVM (SV)", "1"] == "n/a (91)"
+    res = _made_up_results("mnist", degree=4)
+    path = tmp_path / "results.csv"
+    res.to_csv(path, index=False)
+    written = write_gentile_tables([path], tmp_path / "out")
+    names = sorted(p.name for p in written)
+    assert names == sorted(f"gentile2001_table{t}{s}" for t in (3, 4) for s in (".csv", "_comparison.csv", ".md"))
+    md = (tmp_path / "out" / "gentile2001_table3.md").read_text()
+    assert "ALMA2(0.9) d=4 avg" in md and "✗" in md
+
+
+def test_gentile_table6_columns_from_dataset_names():
+    from perceptron_lab.tables_gentile import gentile_comparison, gentile_layout
+
+    frames = []
+    for eps, s in ((0.0, 3), (0.15, 300)):
+        r = _made_up_results(f"gentile_sparse(s={s},epsilon={eps:g},seed=2001)", n_perm=2)
+        r = r[r["algorithm"] == "alma"]
+        r.loc[:, "params"] = r["params"].str.replace("p=2", "p=6")
+        frames.append(r)
+    cmp = gentile_comparison(pd.concat(frames), 6)
+    lay = gentile_layout(cmp).set_index("row")
+    assert list(lay.columns) == [f"eps={e:g}, s={s}" for e in (0.0, 0.1, 0.15) for s in (3, 300)]
+    assert lay.loc["ALMA6(0.9) last", "eps=0, s=3"] == "2.0 ± 0.1 (n/a)"   # the paper has no alpha=0.9 row
+    assert lay.loc["ALMA6(1.0) avg", "eps=0.15, s=300"] == "1.1 ± 0.1 (17.1)"
+    assert lay.loc["ALMA10(0.5) avg", "eps=0.1, s=3"] == "n/a (1.3)"
+
+
+def test_gentile_tables_refuse_mixed_settings():
+    from perceptron_lab.tables_gentile import gentile_comparison
+
+    r = _made_up_results()
+    with pytest.raises(ValueError, match="more than one run"):
+        gentile_comparison(pd.concat([r, r]), 1)
+
+
+def test_margin_figures_are_drawn(tmp_path):
+    from perceptron_lab.figures import gentile_margin_figures, plot_margin_distributions
+
+    rng = np.random.default_rng(0)
+    out = plot_margin_distributions([("a", [("x", rng.uniform(-1, 1, 50)), ("y", rng.uniform(0, 1, 50))])],
+                                    tmp_path / "m.png", title="t")
+    assert out.stat().st_size > 1000
+    paths = gentile_margin_figures(tmp_path, figures=(4, 5), artificial_n=300)
+    assert [p.name for p in paths] == ["gentile2001_figure4.png", "gentile2001_figure5.png"]
+    assert all(p.stat().st_size > 1000 for p in paths)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_combined_classifiers_give_the_per_hypothesis_errors(n_classes):
+    # explicit hypotheses: last/avg/longest (and normalized) from one combined vector per rule
+    from perceptron_lab.engine.alma import train_primal
+
+    X, y, Xt, yt = small_problem(40, n=80, n_classes=n_classes, integer=False, n_test=200)
+    Y = label_matrix(y, n_classes)
+    log = train_primal(X, Y, AlmaParams(alpha=0.7, p=6), np.random.default_rng(0).permutation(80), 2.5, [0.5, 2, 2.5])
+    full_m, full_b = evaluate(log, Kernel("linear"), X, Xt, yt, n_classes == 2)
+    rules = ["last", "avg", "avg_norm", "last_norm", "longest"]
+    comb_m, comb_b = evaluate(log, Kernel("linear"), X, Xt, yt, n_classes == 2, rules=rules)
+    idx = [RULES.index(r) for r in rules]
+    np.testing.assert_array_equal(comb_m[:, idx], full_m[:, idx])
+    np.testing.assert_array_equal(comb_b[:, idx], full_b[:, idx])
+    assert (comb_m[:, RULES.index("vote")] == -1).all()
+
+
+def test_gentile_tables_any_B_compares_other_parameterizations():
+    from perceptron_lab.tables_gentile import gentile_comparison
+
+    r = _made_up_results()
+    odd = r[r["params"] == "alpha=0.9;B=2;C=1;p=2"]
+    cmp = gentile_comparison(odd, 1, any_B=True)
+    c = cmp[(cmp["row"] == "ALMA2(0.9) avg") & (cmp["col"] == "1 Epoch TestErr")].iloc[0]
+    assert c.paper == 5.06 and c.n_runs == 3
+    with pytest.raises(ValueError, match="more than one run"):
+        gentile_comparison(r[r["algorithm"] == "alma"], 1, any_B=True)  # alpha 0.9 twice
