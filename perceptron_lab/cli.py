@@ -73,8 +73,10 @@ def _load(config):
               help="Dataset folder (default: $PLAB_DATA, then ~/.cache/perceptron_lab).")
 @click.option("--force", is_flag=True, help="Recompute everything, replacing earlier results in the output folder.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Worker processes; results are identical for any number of jobs.")
 @friendly_errors
-def run(config, out_dir, data_dir, force, quiet):
+def run(config, out_dir, data_dir, force, quiet, jobs):
     """Run the experiment described by CONFIG (a YAML file).
 
     Without CONFIG, runs the packaged quickstart: the voted perceptron on the UCI sonar data
@@ -86,11 +88,12 @@ def run(config, out_dir, data_dir, force, quiet):
       plab run
       plab run configs/mnist_d4.yaml --out results/fs1999/table1_d4
       plab run my.yaml --data-dir ~/datasets --force
+      plab run configs/kw2007/table3_uci.yaml --jobs 2
     """
     from .experiment import run_experiment, summarize
 
     cfg = _load(config)
-    res = run_experiment(cfg, out_dir=out_dir, data_dir=data_dir, force=force, progress=not quiet)
+    res = run_experiment(cfg, out_dir=out_dir, data_dir=data_dir, force=force, progress=not quiet, jobs=jobs)
     main_epochs = sorted(set(cfg.training.checkpoints) | {cfg.training.epochs})
     table = summarize(res.results, main_only_epochs=main_epochs)
     click.echo(format_summary(cfg, res, table))

@@ -148,10 +148,15 @@ class EvaluationConfig:
     inner_folds: int
     #: Parameter path (e.g. ``'algorithm.tau'``) -> the values to try, each validated.
     grid: dict
-    #: Search plans: each a tuple of grid parameter paths searched jointly.
-    search: tuple[tuple[str, ...], ...]
+    #: Search plans. A plan is a tuple of grid parameter paths searched jointly, or a tuple of
+    #: stages (each a tuple of paths) searched one after another, each stage's parameters fixed at
+    #: their chosen values before the next stage (Khardon & Wachman's tau -> alpha).
+    search: tuple[tuple[str, ...] | tuple[tuple[str, ...], ...], ...]
     fold_seed: int
     confidence: float
+    #: Outer loop of nested cross-validation: ``kfold`` (``folds`` folds of the training data) or
+    #: ``holdout`` (the dataset's fixed test split). ``kfold`` unless mode is ``nested``.
+    outer: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -534,6 +539,7 @@ def _hashable(x):
 
 class _Search(_Check):
     noun = "a list of search plans, each a list of parameter paths from evaluation.grid"
+    _stage_noun = "a non-empty list of parameter paths, or a list of such lists (stages searched in turn)"
 
     def validate(self, value, path, v):
         if not isinstance(value, (list, tuple)):
@@ -544,23 +550,34 @@ class _Search(_Check):
         for i, plan in enumerate(value):
             ppath = path + (i,)
             if not isinstance(plan, (list, tuple)) or not plan:
-                v.expected(ppath, "must be a non-empty list of parameter paths", plan,
+                v.expected(ppath, f"must be {self._stage_noun}", plan,
                            wrong_type=not isinstance(plan, (list, tuple)))
                 ok = False
                 continue
-            for j, key in enumerate(plan):
-                if not isinstance(key, str):
-                    v.expected(ppath + (j,), "must be a parameter path listed in evaluation.grid", key,
-                               wrong_type=True)
-                    ok = False
-                elif grid is not INVALID and key not in grid:
-                    v.expected(ppath + (j,), "must be a parameter path listed in evaluation.grid", key,
-                               hint=_did_you_mean(key, list(grid), _PATH_CUTOFF))
-                    ok = False
-            if ok and len(set(plan)) < len(plan):
-                v.expected(ppath, "must list each parameter once", plan)
+            staged = any(isinstance(x, (list, tuple)) for x in plan)
+            if staged and not all(isinstance(x, (list, tuple)) and x for x in plan):
+                v.expected(ppath, f"must be {self._stage_noun}, not a mix of both", plan)
                 ok = False
-            plans.append(tuple(plan))
+                continue
+            stages = [(ppath + (j,), list(x)) for j, x in enumerate(plan)] if staged else [(ppath, list(plan))]
+            plan_ok, keys = True, []
+            for spath, stage in stages:
+                for j, key in enumerate(stage):
+                    if not isinstance(key, str):
+                        v.expected(spath + (j,), "must be a parameter path listed in evaluation.grid", key,
+                                   wrong_type=True)
+                        plan_ok = False
+                    elif grid is not INVALID and key not in grid:
+                        v.expected(spath + (j,), "must be a parameter path listed in evaluation.grid", key,
+                                   hint=_did_you_mean(key, list(grid), _PATH_CUTOFF))
+                        plan_ok = False
+                    else:
+                        keys.append(key)
+            if plan_ok and len(set(keys)) < len(keys):
+                v.expected(ppath, "must list each parameter once", plan)
+                plan_ok = False
+            ok = ok and plan_ok
+            plans.append(tuple(tuple(s) for _, s in stages) if staged else tuple(plan))
         return tuple(plans) if ok else INVALID
 
 
@@ -704,6 +721,11 @@ SCHEMA: tuple[Param, ...] = (
     _P("evaluation.fold_seed", _INT_GE0, 0, "Seed of the fold assignment.", grid=False),
     _P("evaluation.confidence", _Number(lo=0, lo_open=True, hi=1, hi_open=True), C.DEFAULT_CONFIDENCE,
        "Level of the confidence intervals.", grid=False),
+    _P("evaluation.outer", _Choice(("kfold", "holdout")), "kfold",
+       "Outer loop of nested cross-validation: kfold (folds of the training data) or holdout (the "
+       "dataset's fixed test split, e.g. Khardon & Wachman's USPS, MNIST and Adult runs).",
+       when=("mode", ("nested",)), neutral="kfold", grid=False,
+       off="{path}{shown} with {sel_path} = {sel}: only nested cross-validation has an outer loop to choose"),
     # ---------------------------------------------------------------- output
     _P("output.dir", _Union(_Text(nonempty=True), _NULL), None, "Output directory; null means runs/<name>.",
        grid=False),
@@ -892,6 +914,8 @@ class _Validator:
 def _is_neutral(value: Any, neutral: Any) -> bool:
     if neutral is None or value is None:
         return value is neutral
+    if isinstance(neutral, str):
+        return value == neutral
     return not isinstance(value, bool) and isinstance(value, numbers.Real) and value == neutral
 
 
@@ -944,6 +968,10 @@ def _rule_nested_grid(v: _Validator) -> None:
     if _valid(mode, grid) and mode == "nested" and not grid:
         v.line(("evaluation", "mode"), "evaluation.mode = 'nested' with an empty evaluation.grid: nested "
                "cross-validation selects parameters from a grid; add evaluation.grid and evaluation.search")
+    search = ev.get("search")
+    if _valid(mode, grid, search) and mode == "nested" and grid and not search:
+        v.line(("evaluation", "search"), "evaluation.mode = 'nested' without evaluation.search: list the "
+               "parameters the inner folds choose, e.g. search: [[algorithm.tau]]")
 
 
 _COMBINATIONS: tuple[Callable[[_Validator], None], ...] = (

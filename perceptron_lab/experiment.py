@@ -5,10 +5,27 @@ Output folder layout::
 
     OUT/results.csv     long format, one row per (unit, checkpoint, class, rule, metric)
     OUT/run.json        resolved config, versions, seed, git revision, times
-    OUT/parts/*.csv     one file per finished unit (what makes a run resumable)
+    OUT/timings.json    seconds per unit
+    OUT/parts/*.csv     finished work (what makes a run resumable)
+    OUT/grid.csv        the values of every grid point (runs with a grid)
+    OUT/search.csv      parameter search: best accuracy per plan and rule (runs with evaluation.search)
+    OUT/nested.csv      nested cross-validation: accuracy of the selected parameters, with T-intervals
 
-Every write is atomic (temporary file + ``os.replace``): an interrupted run leaves finished units
+Work is persisted in *parts*: without a grid, one part per unit (such runs are few and long, e.g. a
+full MNIST permutation); with a grid, one part per grid point holding all its folds, inner folds
+and permutations (such runs are many and small). ``jobs > 1`` runs parts in a process pool; every
+part's rows depend only on the config and the part, so results are byte-identical for any number
+of jobs and after any interruption.
+
+Every write is atomic (temporary file + ``os.replace``): an interrupted run leaves finished parts
 in ``parts/`` and no half-written file; running the same command again skips them.
+
+Evaluation modes (:mod:`perceptron_lab.evaluation`): ``holdout`` (the dataset's test split),
+``kfold`` (cross-validation over the training data; with ``evaluation.search`` also a parameter
+search summary) and ``nested`` (double cross-validation: parameters chosen on inner folds of each
+outer training part). Nested runs add two columns to the results contract: ``inner_fold`` (-1 for
+outer units, else the inner fold) and ``search`` (empty for units; the plan label on the rows that
+report, per outer fold, the selected point's outer test error and its inner-CV error).
 """
 
 from __future__ import annotations
@@ -34,20 +51,38 @@ from .constants import EPOCH_TOL
 from .datasets.base import Dataset
 from .engine import label_matrix, train_from_config
 from .errors import PlabError
+from .evaluation import Grid, inner_kfold_indices, kfold_indices  # noqa: F401  (kfold_indices re-exported)
 from .kernels import Kernel
 from .predict import RULES, counts_at_checkpoints, evaluate
 
 RESULT_COLUMNS = ["dataset", "kernel", "degree", "algorithm", "params", "grid_point", "fold",
                   "permutation", "epoch", "rule", "normalized", "class", "metric", "value"]
+#: Nested cross-validation adds the inner fold of a unit and the plan of a selection row.
+NESTED_COLUMNS = RESULT_COLUMNS + ["inner_fold", "search"]
+
+#: Seconds between rewrites of timings.json while a run is going (it is always written at the end).
+TIMINGS_FLUSH_SECONDS = 5.0
+#: Datasets kept in memory per process (a grid over dataset parameters loads one per point).
+DATA_CACHE_SIZE = 8
+
+
+def result_columns(cfg: ExperimentConfig) -> list[str]:
+    return NESTED_COLUMNS if cfg.evaluation.mode == "nested" else RESULT_COLUMNS
 
 
 # ----------------------------------------------------------------------------- data
 
 
-def load_data(cfg: ExperimentConfig, data_dir=None) -> Dataset:
-    """The dataset of a config, with train/test subsets and preprocessing applied."""
+_DATA_CACHE: dict = {}
+
+
+def _load_source(cfg: ExperimentConfig, data_dir):
+    """The dataset as its loader or generator returns it, cached per process (a few entries)."""
     name = cfg.dataset.name
     params = dict(cfg.dataset.params or {})
+    key = (name, json.dumps(params, sort_keys=True, default=str), str(data_dir))
+    if key in _DATA_CACHE:
+        return _DATA_CACHE[key]
     if name in ("kw_artificial", "gentile_sparse"):
         from .datasets import synthetic
 
@@ -59,6 +94,16 @@ def load_data(cfg: ExperimentConfig, data_dir=None) -> Dataset:
         from .datasets.registry import load_dataset
 
         ds = load_dataset(name, data_dir)
+    while len(_DATA_CACHE) >= DATA_CACHE_SIZE:
+        _DATA_CACHE.pop(next(iter(_DATA_CACHE)))
+    _DATA_CACHE[key] = ds
+    return ds
+
+
+def load_data(cfg: ExperimentConfig, data_dir=None) -> Dataset:
+    """The dataset of a config, with train/test subsets and preprocessing applied."""
+    name = cfg.dataset.name
+    ds = _load_source(cfg, data_dir)
     Xtr, ytr, Xte, yte = ds.X_train, ds.y_train, ds.X_test, ds.y_test
     if cfg.dataset.train_size is not None:
         if cfg.dataset.train_size > len(ytr):
@@ -95,53 +140,83 @@ def preprocess(kind: str, Xtr, Xte):
     return f(Xtr), (None if Xte is None else f(Xte))
 
 
-def kfold_indices(n: int, folds: int, seed: int):
-    """Shuffled k-fold split: list of (train_idx, test_idx), deterministic in ``seed``."""
-    perm = np.random.default_rng(np.random.SeedSequence([seed, 7919])).permutation(n)
-    parts = np.array_split(perm, folds)
-    return [(np.sort(np.concatenate(parts[:k] + parts[k + 1:])), np.sort(parts[k])) for k in range(folds)]
-
-
 # ----------------------------------------------------------------------------- plan
 
 
 @dataclass
 class Unit:
-    """One training run: a grid point, a fold (-1 for a held-out test set) and a permutation."""
+    """One training run: a grid point, a fold (-1 for a held-out test set), an inner fold (nested
+    cross-validation; -1 for an outer unit) and a permutation."""
 
     grid_point: int
     grid_values: dict
     fold: int
     permutation: int
+    inner_fold: int = -1
 
     @property
     def key(self) -> str:
-        return f"g{self.grid_point:03d}_f{self.fold:+03d}_p{self.permutation:03d}"
+        if self.inner_fold < 0:
+            return f"g{self.grid_point:03d}_f{self.fold:+03d}_p{self.permutation:03d}"
+        return f"g{self.grid_point:03d}_f{self.fold:+03d}_i{self.inner_fold:02d}_p{self.permutation:03d}"
+
+
+@dataclass
+class Part:
+    """Units persisted together in ``parts/<key>.csv``: all units of one grid point, or one unit."""
+
+    key: str
+    grid_point: int
+    grid_values: dict
+    units: list
 
 
 def grid_points(cfg: ExperimentConfig):
-    """Cartesian product of evaluation.grid, as a list of {dotted path: value} (one empty point
-    when there is no grid)."""
-    grid = cfg.evaluation.grid or {}
-    keys = list(grid)
-    return [dict(zip(keys, vals)) for vals in itertools.product(*(grid[k] for k in keys))] or [{}]
+    """The grid points of a config as {dotted path: value} dicts (one empty point without a grid):
+    the cartesian product of evaluation.grid, or with evaluation.search the union of the plans'
+    value products per setting (see :class:`perceptron_lab.evaluation.Grid`)."""
+    return Grid.from_config(cfg).points
+
+
+def _fold_pairs(cfg: ExperimentConfig):
+    """(fold, inner_fold) of the units of one grid point and permutation, in run order."""
+    ev = cfg.evaluation
+    if ev.mode == "holdout":
+        return [(-1, -1)]
+    if ev.mode == "kfold":
+        return [(k, -1) for k in range(ev.folds)]
+    outer = [-1] if ev.outer == "holdout" else list(range(ev.folds))
+    return [(k, j) for k in outer for j in [-1] + list(range(ev.inner_folds))]
 
 
 def plan(cfg: ExperimentConfig, has_test_split: bool):
-    mode = cfg.evaluation.mode
-    if mode == "nested":
-        raise PlabError(f"{cfg.source}: evaluation.mode 'nested' (double cross-validation) is not "
-                        "available yet; use 'kfold' with a grid for a parameter search")
-    if mode == "holdout" and not has_test_split:
-        raise PlabError(f"{cfg.source}: dataset {cfg.dataset.name} has no fixed test split; "
-                        "set evaluation.mode: kfold")
-    folds = [-1] if mode == "holdout" else list(range(cfg.evaluation.folds))
+    """Every unit of a config, grid point by grid point."""
+    ev = cfg.evaluation
+    needs_test = ev.mode == "holdout" or (ev.mode == "nested" and ev.outer == "holdout")
+    if needs_test and not has_test_split:
+        what = "evaluation.mode: kfold" if ev.mode == "holdout" else "evaluation.outer: kfold"
+        raise PlabError(f"{cfg.source}: dataset {cfg.dataset.name} has no fixed test split; set {what}")
+    pairs = _fold_pairs(cfg)
     units = []
     for g, values in enumerate(grid_points(cfg)):
-        for f in folds:
+        for f, j in pairs:
             for p in range(cfg.training.permutations):
-                units.append(Unit(g, values, f, p))
+                units.append(Unit(g, values, f, p, j))
     return units
+
+
+def plan_parts(cfg: ExperimentConfig, units) -> list[Part]:
+    """Group units into parts: one per grid point when the config has a grid, else one per unit."""
+    if not cfg.evaluation.grid:
+        return [Part(u.key, u.grid_point, u.grid_values, [u]) for u in units]
+    n_points = max((u.grid_point for u in units), default=0) + 1
+    width = max(3, len(str(n_points - 1)))
+    parts: dict[int, Part] = {}
+    for u in units:
+        if u.grid_point not in parts:
+            parts[u.grid_point] = Part(f"g{u.grid_point:0{width}d}", u.grid_point, u.grid_values, [])
+        parts[u.grid_point].units.append(u)
+    return list(parts.values())
 
 
 def eval_epochs(cfg: ExperimentConfig):
@@ -173,21 +248,63 @@ def _fmt(v, float_format):
     return float_format % v
 
 
-def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None):
-    """Train and evaluate one unit; returns (rows, timings)."""
-    ucfg = with_overrides(cfg, unit.grid_values) if unit.grid_values else cfg
-    if unit.fold < 0:
-        Xtr, ytr, Xte, yte = ds.X_train, ds.y_train, ds.X_test, ds.y_test
-    else:
-        tr, te = kfold_indices(len(ds.y_train), cfg.evaluation.folds, cfg.evaluation.fold_seed)[unit.fold]
-        Xtr, ytr, Xte, yte = ds.X_train[tr], ds.y_train[tr], ds.X_train[te], ds.y_train[te]
-    Xtr, Xte = preprocess(cfg.dataset.preprocess, Xtr, Xte)
+class _Splits:
+    """Fold indices of one dataset, computed once per part."""
+
+    def __init__(self, cfg: ExperimentConfig, n: int):
+        self.cfg, self.n = cfg, n
+        self._outer = None
+        self._inner = {}
+
+    def outer(self):
+        if self._outer is None:
+            ev = self.cfg.evaluation
+            self._outer = kfold_indices(self.n, ev.folds, ev.fold_seed)
+        return self._outer
+
+    def inner(self, fold: int):
+        if fold not in self._inner:
+            ev = self.cfg.evaluation
+            train = np.arange(self.n) if fold < 0 else self.outer()[fold][0]
+            self._inner[fold] = inner_kfold_indices(train, ev.inner_folds, ev.fold_seed, fold)
+        return self._inner[fold]
+
+
+def unit_data(cfg: ExperimentConfig, ds: Dataset, unit: Unit, splits: _Splits | None = None):
+    """(X_train, y_train, X_test, y_test) of a unit, before preprocessing."""
+    if unit.fold < 0 and unit.inner_fold < 0:
+        if ds.X_test is None:
+            raise PlabError(f"{cfg.source}: dataset {ds.name} has no fixed test split; "
+                            "set evaluation.mode: kfold")
+        return ds.X_train, ds.y_train, ds.X_test, ds.y_test
+    splits = splits or _Splits(cfg, len(ds.y_train))
+    tr, te = splits.inner(unit.fold)[unit.inner_fold] if unit.inner_fold >= 0 else splits.outer()[unit.fold]
+    return ds.X_train[tr], ds.y_train[tr], ds.X_train[te], ds.y_train[te]
+
+
+def unit_seed(cfg: ExperimentConfig, unit: Unit) -> np.random.SeedSequence:
+    """The seed of a unit's training order (and of the random rule)."""
+    key = [cfg.training.seed, unit.permutation, unit.fold + 1]
+    if unit.inner_fold >= 0:
+        key.append(unit.inner_fold + 1)
+    return np.random.SeedSequence(key)
+
+
+def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None, ucfg=None, splits=None):
+    """Train and evaluate one unit; returns (rows, timings).
+
+    ``ucfg`` (the config with the unit's grid values applied) and ``splits`` may be passed by a
+    caller that runs many units of one grid point.
+    """
+    if ucfg is None:
+        ucfg = with_overrides(cfg, unit.grid_values) if unit.grid_values else cfg
+    Xtr, ytr, Xte, yte = unit_data(cfg, ds, unit, splits)
+    Xtr, Xte = preprocess(ucfg.dataset.preprocess, Xtr, Xte)
     dtype = np.float32 if ucfg.training.dtype == "float32" else np.float64
     kernel = Kernel.from_config(ucfg.kernel).range_safe(Xtr, dtype)
     binary = ds.n_classes == 2
     Y = label_matrix(ytr, ds.n_classes)
-    ss = np.random.SeedSequence([ucfg.training.seed, unit.permutation, unit.fold + 1])
-    order_seed, rule_seed = ss.spawn(2)
+    order_seed, rule_seed = unit_seed(ucfg, unit).spawn(2)
     order = np.random.default_rng(order_seed).permutation(len(ytr))
     epochs_all, main = eval_epochs(ucfg)
     log = train_from_config(ucfg, Xtr, Y, kernel, order, epochs_all, dtype, progress=progress)
@@ -203,6 +320,7 @@ def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None):
     ff = cfg.output.float_format
     base = [ds.name, kernel.name, kernel.degree, ucfg.algorithm.name, params_string(ucfg.algorithm),
             unit.grid_point, unit.fold, unit.permutation]
+    tail = [str(unit.inner_fold), ""] if cfg.evaluation.mode == "nested" else []
     labels = ["all"] if binary else [str(c) for c in ds.classes]
     n_test = len(yte)
     rows = []
@@ -210,26 +328,59 @@ def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None):
         k = cp_of[s]
         ep = f"{e:g}"
         is_main = e in main
-        rows.append(base + [ep, "none", "", "all", "mistakes", _fmt(int(counts["mistakes"][k].sum()), ff)])
+        rows.append(base + [ep, "none", "", "all", "mistakes", _fmt(int(counts["mistakes"][k].sum()), ff)] + tail)
         rows.append(base + [ep, "none", "", "all", "support_vectors",
-                            _fmt(int(counts["support_vectors_union"][k]), ff)])
+                            _fmt(int(counts["support_vectors_union"][k]), ff)] + tail)
         if is_main and not binary:
             for c, lab in enumerate(labels):
-                rows.append(base + [ep, "none", "", lab, "mistakes", _fmt(int(counts["mistakes"][k, c]), ff)])
+                rows.append(base + [ep, "none", "", lab, "mistakes", _fmt(int(counts["mistakes"][k, c]), ff)] + tail)
                 rows.append(base + [ep, "none", "", lab, "support_vectors",
-                                    _fmt(int(counts["support_vectors"][k, c]), ff)])
+                                    _fmt(int(counts["support_vectors"][k, c]), ff)] + tail)
         for rule in ucfg.prediction.rules:
             r = RULES.index(rule)
             name, norm = (rule[:-5], "true") if rule.endswith("_norm") else (rule, "false")
             rows.append(base + [ep, name, norm, "all", "test_error_pct",
-                                _fmt(100.0 * err_m[k, r] / n_test, ff)])
+                                _fmt(100.0 * err_m[k, r] / n_test, ff)] + tail)
             if is_main and not binary:
                 for c, lab in enumerate(labels):
                     rows.append(base + [ep, name, norm, lab, "test_error_pct",
-                                        _fmt(100.0 * err_b[k, r, c] / n_test, ff)])
+                                        _fmt(100.0 * err_b[k, r, c] / n_test, ff)] + tail)
     timings = {"unit": unit.key, "train_seconds": round(log.seconds, 3), "eval_seconds": round(eval_s, 3),
                "updates": log.n_updates, "n_train": len(ytr), "n_test": n_test}
     return rows, timings
+
+
+def part_config(cfg: ExperimentConfig, part: Part) -> ExperimentConfig:
+    return with_overrides(cfg, part.grid_values) if part.grid_values else cfg
+
+
+def unit_steps(cfg: ExperimentConfig, ds: Dataset, unit: Unit) -> int:
+    """Training steps of a unit (what the progress bar counts)."""
+    n = len(ds.y_train)
+    ev = cfg.evaluation
+    if unit.fold >= 0:
+        n -= len(np.array_split(np.arange(n), ev.folds)[unit.fold])
+    if unit.inner_fold >= 0:
+        n -= len(np.array_split(np.arange(n), ev.inner_folds)[unit.inner_fold])
+    return int(round(cfg.training.epochs * n))
+
+
+def run_part(cfg: ExperimentConfig, part: Part, data_dir=None, progress=None, unit_done=None):
+    """Run every unit of a part; returns (CSV text of its rows, list of unit timings).
+
+    ``progress(steps)`` is called as training advances; ``unit_done(steps)`` after each unit.
+    """
+    ucfg = part_config(cfg, part)
+    ds = load_data(ucfg, data_dir)
+    splits = _Splits(cfg, len(ds.y_train))
+    rows, timings = [], []
+    for u in part.units:
+        r, tm = run_unit(cfg, ds, u, progress=progress, ucfg=ucfg, splits=splits)
+        rows.extend(r)
+        timings.append(tm)
+        if unit_done is not None:
+            unit_done(unit_steps(ucfg, ds, u))
+    return rows_to_csv(rows, result_columns(cfg)), timings
 
 
 # ----------------------------------------------------------------------------- files
@@ -246,9 +397,9 @@ def atomic_write_text(path: Path, text: str):
     os.replace(tmp, path)
 
 
-def rows_to_csv(rows) -> str:
+def rows_to_csv(rows, columns=RESULT_COLUMNS) -> str:
     buf = io.StringIO()
-    pd.DataFrame(rows, columns=RESULT_COLUMNS).to_csv(buf, index=False, lineterminator="\n")
+    pd.DataFrame(rows, columns=columns).to_csv(buf, index=False, lineterminator="\n")
     return buf.getvalue()
 
 
@@ -309,15 +460,19 @@ class RunResult:
     timings: list = field(default_factory=list)
 
 
-def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=False, progress=True):
-    """Run every unit of a config (skipping finished ones unless ``force``) and write the results."""
+def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=False, progress=True, jobs=1):
+    """Run every part of a config (skipping finished ones unless ``force``) and write the results.
+
+    ``jobs`` > 1 runs parts in that many worker processes (one BLAS and numba thread each); the
+    results are byte-identical to a serial run.
+    """
     from tqdm.auto import tqdm
 
     out = Path(out_dir) if out_dir else Path(cfg.run_dir)
     check_writable(out)
     chash = results_hash(cfg)
     info_path = out / "run.json"
-    parts = out / "parts"
+    parts_dir = out / "parts"
     if info_path.exists() and not force:
         try:
             old = json.loads(info_path.read_text())
@@ -326,14 +481,16 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
         if old.get("config_hash") not in (None, chash):
             raise PlabError(f"{out} holds results of a different config (hash {old.get('config_hash')}, "
                             f"this one {chash}); pass --force to replace them or choose another --out")
-    if force and parts.exists():
-        for p in parts.glob("*.csv"):
+    if force and parts_dir.exists():
+        for p in parts_dir.glob("*.csv"):
             p.unlink()
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     ds = load_data(cfg, data_dir)
     units = plan(cfg, ds.X_test is not None)
-    todo = [u for u in units if force or not (parts / f"{u.key}.csv").exists()]
+    parts = plan_parts(cfg, units)
+    todo = [p for p in parts if force or not (parts_dir / f"{p.key}.csv").exists()]
+    n_todo = sum(len(p.units) for p in todo)
     timings_path = out / "timings.json"
     timings = json.loads(timings_path.read_text()) if timings_path.exists() and not force else {}
     info = {
@@ -344,37 +501,170 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
                     "n_test": None if ds.y_test is None else int(len(ds.y_test)),
                     "n_features": ds.n_features, "n_classes": ds.n_classes,
                     "source": {k: str(v) for k, v in ds.meta.items() if k in ("source", "source_files")}},
-        "units": len(units), "started": started.isoformat(timespec="seconds"), "status": "running",
+        "units": len(units), "parts": len(parts), "jobs": int(jobs),
+        "started": started.isoformat(timespec="seconds"), "status": "running",
     }
     atomic_write_text(info_path, json.dumps(info, indent=2, default=str) + "\n")
-    n_steps = lambda: int(round(cfg.training.epochs * (len(ds.y_train) if cfg.evaluation.mode == "holdout"
-                                                       else len(ds.y_train) * (1 - 1 / cfg.evaluation.folds))))
-    bar = tqdm(total=len(todo) * n_steps(), disable=not progress, unit="step", unit_scale=True,
-               desc=f"{cfg.name} ({len(todo)}/{len(units)} runs)", dynamic_ncols=True)
+    total = 0
+    if progress:
+        for p in todo:
+            pds = load_data(part_config(cfg, p), data_dir) if p.grid_values else ds
+            total += sum(unit_steps(cfg, pds, u) for u in p.units)
+    bar = tqdm(total=total, disable=not progress, unit="step", unit_scale=True,
+               desc=f"{cfg.name} ({n_todo}/{len(units)} runs)", dynamic_ncols=True)
+    flush = _TimingsWriter(timings_path, timings)
     try:
-        for u in todo:
-            rows, tm = run_unit(cfg, ds, u, progress=bar.update if progress else None)
-            atomic_write_text(parts / f"{u.key}.csv", rows_to_csv(rows))
-            timings[u.key] = tm
-            atomic_write_text(timings_path, json.dumps(timings, indent=1) + "\n")
+        def finished(part, text, tms):
+            atomic_write_text(parts_dir / f"{part.key}.csv", text)
+            flush.add(tms)
+
+        if jobs > 1 and len(todo) > 1:
+            _run_pool(cfg, todo, data_dir, jobs, finished, bar if progress else None)
+        else:
+            for part in todo:
+                text, tms = run_part(cfg, part, data_dir, progress=bar.update if progress else None)
+                finished(part, text, tms)
     finally:
         bar.close()
-    frames = [pd.read_csv(parts / f"{u.key}.csv", dtype=str, keep_default_na=False) for u in units]
+        flush.write()
+    frames = [pd.read_csv(parts_dir / f"{p.key}.csv", dtype=str, keep_default_na=False) for p in parts]
     df = pd.concat(frames, ignore_index=True)
+    outputs = []
+    grid = Grid.from_config(cfg) if cfg.evaluation.grid else None
+    if grid is not None:
+        atomic_write_text(out / "grid.csv", grid.frame().to_csv(index=False, lineterminator="\n"))
+        outputs.append(out / "grid.csv")
+    if cfg.evaluation.mode == "nested":
+        df = _with_selections(cfg, df, grid)
     atomic_write_text(out / "results.csv", df.to_csv(index=False, lineterminator="\n"))
-    info["paper_outputs"] = [str(p.relative_to(out)) for p in write_paper_outputs(cfg, out, df, len(ds.y_train))]
+    outputs += write_protocol_outputs(cfg, out, df, grid)
+    if outputs:
+        info["outputs"] = [str(Path(p).relative_to(out)) for p in outputs]
+    info["paper_outputs"] = [str(Path(p).relative_to(out)) for p in write_paper_outputs(cfg, out, df, len(ds.y_train))]
     info.update({"status": "complete", "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                 "wall_seconds": round(time.perf_counter() - t0, 3), "ran": len(todo),
-                 "skipped": len(units) - len(todo),
+                 "wall_seconds": round(time.perf_counter() - t0, 3), "ran": n_todo,
+                 "skipped": len(units) - n_todo,
                  "train_seconds_total": round(sum(t["train_seconds"] for t in timings.values()), 3),
                  "eval_seconds_total": round(sum(t["eval_seconds"] for t in timings.values()), 3)})
     atomic_write_text(info_path, json.dumps(info, indent=2, default=str) + "\n")
-    return RunResult(out, df, info, skipped=len(units) - len(todo), ran=len(todo), timings=list(timings.values()))
+    return RunResult(out, df, info, skipped=len(units) - n_todo, ran=n_todo, timings=list(timings.values()))
+
+
+class _TimingsWriter:
+    """Collects unit timings and rewrites timings.json at most every TIMINGS_FLUSH_SECONDS."""
+
+    def __init__(self, path: Path, timings: dict):
+        self.path, self.timings, self.last = path, timings, time.perf_counter()
+
+    def add(self, tms):
+        for t in tms:
+            self.timings[t["unit"]] = t
+        if time.perf_counter() - self.last >= TIMINGS_FLUSH_SECONDS:
+            self.write()
+
+    def write(self):
+        atomic_write_text(self.path, json.dumps(self.timings, indent=1) + "\n")
+        self.last = time.perf_counter()
+
+
+# ----------------------------------------------------------------------------- process pool
+
+_WORKER: dict = {}
+
+
+def _worker_init(cfg, data_dir, queue):
+    """Worker process setup: one thread for BLAS and numba (the pool supplies the parallelism)."""
+    try:
+        from threadpoolctl import threadpool_limits
+
+        _WORKER["limits"] = threadpool_limits(1)
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        pass
+    import numba
+
+    numba.set_num_threads(1)
+    _WORKER.update(cfg=cfg, data_dir=data_dir, queue=queue)
+
+
+def _worker_run(part: Part):
+    q = _WORKER["queue"]
+    text, tms = run_part(_WORKER["cfg"], part, _WORKER["data_dir"], unit_done=q.put)
+    return part.key, text, tms
+
+
+def _run_pool(cfg, todo, data_dir, jobs, finished, bar):
+    """Run parts in ``jobs`` spawned worker processes; ``finished(part, text, timings)`` is called
+    in this process, in completion order, as each part ends."""
+    import multiprocessing as mp
+    import queue as queue_mod
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    by_key = {p.key: p for p in todo}
+
+    def drain():
+        while True:
+            try:
+                n = q.get_nowait()
+            except queue_mod.Empty:
+                return
+            if bar is not None:
+                bar.update(n)
+
+    ex = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_worker_init,
+                             initargs=(cfg, data_dir, q))
+    try:
+        pending = {ex.submit(_worker_run, p) for p in todo}
+        while pending:
+            done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+            drain()
+            for fut in done:
+                key, text, tms = fut.result()
+                finished(by_key[key], text, tms)
+        drain()
+    except BaseException:
+        ex.shutdown(wait=False, cancel_futures=True)
+        raise
+    ex.shutdown(wait=True)
+
+
+# ----------------------------------------------------------------------------- protocols
+
+
+def _with_selections(cfg: ExperimentConfig, df: pd.DataFrame, grid: Grid) -> pd.DataFrame:
+    """Append the nested-CV selection rows (see :func:`perceptron_lab.evaluation.select_nested`)."""
+    from .evaluation import final_epoch, select_nested, selection_rows
+
+    ep = final_epoch(cfg)
+    sels = select_nested(df, grid, cfg, ep)
+    rows = selection_rows(df, sels, list(df.columns), cfg.output.float_format, ep)
+    if not rows:
+        return df
+    return pd.concat([df, pd.DataFrame(rows, columns=list(df.columns))], ignore_index=True)
+
+
+def write_protocol_outputs(cfg: ExperimentConfig, out: Path, df: pd.DataFrame, grid) -> list[Path]:
+    """``search.csv`` for a parameter search (kfold or holdout with evaluation.search) and
+    ``nested.csv`` for nested cross-validation."""
+    from .evaluation import nested_summary, search_summary
+
+    written = []
+    if grid is None or not cfg.evaluation.search:
+        return written
+    if cfg.evaluation.mode == "nested":
+        path, table = out / "nested.csv", nested_summary(df, grid, cfg)
+    else:
+        path, table = out / "search.csv", search_summary(df, grid, cfg)
+    atomic_write_text(path, table.to_csv(index=False, lineterminator="\n", float_format="%.6g"))
+    written.append(path)
+    return written
 
 
 def write_paper_outputs(cfg: ExperimentConfig, out: Path, df: pd.DataFrame, n_train=None):
     """Tables in the papers' own layouts (next to the papers' numbers) and figures, for the runs
-    a paper reports: Freund & Schapire's MNIST runs with a polynomial kernel, for now."""
+    a paper reports: Freund & Schapire's MNIST runs with a polynomial kernel, and the Khardon &
+    Wachman configs (named ``kw2007_table<N>...``, see :mod:`perceptron_lab.tables_kw`)."""
     written = []
     if cfg.dataset.name == "mnist" and cfg.kernel.type == "poly" and cfg.evaluation.mode == "holdout":
         from .tables import write_fs1999_tables
@@ -385,13 +675,20 @@ def write_paper_outputs(cfg: ExperimentConfig, out: Path, df: pd.DataFrame, n_tr
 
             written.append(plot_fs1999_figure2(df, out / "fs1999_figure2.png",
                                                title=f"{cfg.name}: test error vs epochs"))
+    if cfg.name.startswith("kw2007_table"):
+        from .tables_kw import write_kw2007_outputs
+
+        written += write_kw2007_outputs(cfg, out, df)
     return [Path(p) for p in written]
 
 
 def summarize(df: pd.DataFrame, main_only_epochs=None) -> pd.DataFrame:
     """Mean and std over permutations/folds of the multiclass test error and the counts, per
     (grid point, epoch, rule): the table printed at the end of a run."""
-    d = df[df["class"] == "all"].copy()
+    d = df[df["class"] == "all"]
+    if "inner_fold" in d.columns:  # nested CV: outer units only
+        d = d[(d["inner_fold"].astype(str) == "-1") & (d["search"].astype(str) == "")]
+    d = d.copy()
     d["value"] = d["value"].astype(float)
     d["epoch_f"] = d["epoch"].astype(float)
     if main_only_epochs is not None:

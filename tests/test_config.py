@@ -483,3 +483,50 @@ def test_any_mapping_either_loads_or_raises_config_error(mutations, replace_all,
     else:
         assert config_from_dict(cfg.to_dict(), dataset_names=NAMES) == cfg
         assert len(config_hash(cfg)) == C.CONFIG_HASH_LENGTH
+
+
+# --------------------------------------------------------------------------- nested CV: staged plans, outer loop
+
+_GRID = "grid: {algorithm.tau: [0, 1], algorithm.lambda: [0, 1], algorithm.alpha_bound: [inf, 5]}"
+
+
+def test_staged_search_plans_and_outer_loop(in_tmp):
+    write(in_tmp / "n.yaml", f"""
+        dataset: {{name: sonar}}
+        evaluation:
+          mode: nested
+          outer: holdout
+          {_GRID}
+          search: [[algorithm.tau], [[algorithm.tau], [algorithm.alpha_bound]], [[algorithm.tau, algorithm.lambda]]]
+        """)
+    cfg = load_config("n.yaml", dataset_names=NAMES)
+    assert cfg.evaluation.search == (("algorithm.tau",), (("algorithm.tau",), ("algorithm.alpha_bound",)),
+                                     (("algorithm.tau", "algorithm.lambda"),))
+    assert cfg.evaluation.outer == "holdout"
+    assert cfg.to_dict()["evaluation"]["outer"] == "holdout"
+    assert config_from_dict(cfg.to_dict(), dataset_names=NAMES) == cfg
+    # outside nested mode the key takes its neutral value and is not written out
+    kfold = config_from_dict({"dataset": {"name": "sonar"}, "evaluation": {"mode": "kfold"}}, dataset_names=NAMES)
+    assert kfold.evaluation.outer == "kfold" and "outer" not in kfold.to_dict()["evaluation"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("evaluation: {mode: kfold, outer: holdout}\n",
+     "configs/foo.yaml: evaluation.outer = 'holdout' with evaluation.mode = 'kfold': only nested cross-validation "
+     "has an outer loop to choose"),
+    (f"evaluation: {{mode: nested, outer: fixed, {_GRID}, search: [[algorithm.tau]]}}\n",
+     "configs/foo.yaml: evaluation.outer must be one of 'kfold', 'holdout', got 'fixed'"),
+    (f"evaluation: {{mode: nested, {_GRID}}}\n",
+     "configs/foo.yaml: evaluation.mode = 'nested' without evaluation.search: list the parameters the inner "
+     "folds choose, e.g. search: [[algorithm.tau]]"),
+    (f"evaluation: {{{_GRID}, search: [[[algorithm.tau], algorithm.lambda]]}}\n",
+     "configs/foo.yaml: evaluation.search[0] must be a non-empty list of parameter paths, or a list of such lists "
+     "(stages searched in turn), not a mix of both, got [['algorithm.tau'], 'algorithm.lambda']"),
+    (f"evaluation: {{{_GRID}, search: [[[algorithm.tau], [algorithm.tau]]]}}\n",
+     "configs/foo.yaml: evaluation.search[0] must list each parameter once, got [['algorithm.tau'], ['algorithm.tau']]"),
+    (f"evaluation: {{{_GRID}, search: [[[algorithm.tau], [algorithm.lamda]]]}}\n",
+     "configs/foo.yaml: evaluation.search[0][1][0] must be a parameter path listed in evaluation.grid, "
+     "got 'algorithm.lamda' (did you mean 'algorithm.lambda'?)"),
+])
+def test_search_plan_and_outer_problems(in_tmp, text, expected):
+    assert problems_of("dataset: {name: sonar}\n" + text) == [expected]

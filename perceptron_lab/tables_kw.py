@@ -1,0 +1,551 @@
+"""Our results next to Khardon & Wachman (2007), Tables 2-7, and their Figure 4.
+
+Input is a run folder of a ``configs/kw2007/table<N>*.yaml`` config: the long results
+(``results.csv``) and the config. Each table has a comparison (one row per printed cell: the
+paper's value, ours, the difference, the tolerance and whether ours is within it) and a layout
+(the printed arrangement, each cell ``ours (paper)``), written as CSV and Markdown:
+
+* Table 2 -- dominance counts of voted (V), classical (C) and longest survivor (LS) over the
+  artificial data sets, per noise rate (mean 10-fold CV accuracies, no variant).
+* Tables 3 and 4 -- parameter search: the best mean accuracy per column, the column's inactive
+  values excluded (:func:`perceptron_lab.evaluation.search_summary`).
+* Table 5 -- Adult: accuracy and standard deviation by training-set size and tau.
+* Tables 6 and 7 -- parameter optimization by nested cross-validation, mean ± the 95% T-interval
+  (:func:`perceptron_lab.evaluation.nested_summary`); Table 6 adds the SVM L1 / L2 soft-margin
+  baselines (:mod:`perceptron_lab.svm`, best of the paper's grids on the same outer folds).
+
+Tolerance: an accuracy is *within* when it lies in the paper's 95% interval where the paper
+prints one (Table 6), otherwise when it is within :data:`ACC_TOL_PP` percentage points of the
+paper. Standard deviations (Table 5) and dominance counts (Table 2) are shown next to the paper's
+but have no tolerance (``within`` is empty): the paper gives no interval for them.
+
+Several configs fill one paper table (e.g. Table 3: the UCI block, USPS and MNIST); each run writes
+its own rows, and :func:`combine_kw2007` (``python -m perceptron_lab.tables_kw results/kw2007``)
+merges every run folder below a directory into whole tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .evaluation import TIE_TOL_PP, Grid, final_epoch, nested_summary, search_summary, t_interval
+from .experiment import atomic_write_text
+from .paper import reference_table
+
+#: Tolerance (percentage points) for accuracies the paper prints without an interval.
+ACC_TOL_PP = 2.0
+_EPS = 1e-9
+
+RULE_NAMES = {"last": "Last", "longest": "Longest", "vote": "Voted"}
+RULE_ORDER = ("Last", "Longest", "Voted")
+#: Plan labels (:class:`perceptron_lab.evaluation.SearchPlan`) -> the paper's column headers.
+COLUMN_NAMES = {"nothing": "Nothing", "tau": "tau", "lambda": "lambda", "alpha": "alpha",
+                "tau x lambda": "tau x lambda", "tau x alpha": "tau x alpha",
+                "tau->alpha": "tau->alpha", "tau->lambda": "tau->lambda"}
+COLUMNS = {
+    3: ("Baseline", "Nothing", "tau", "lambda", "alpha", "tau x lambda", "tau x alpha"),
+    4: ("Nothing", "tau", "lambda", "alpha", "tau x lambda", "tau x alpha"),
+    6: ("Nothing", "tau", "lambda", "alpha", "tau x alpha", "tau x lambda", "tau->alpha", "tau->lambda",
+        "SVM L1", "SVM L2"),
+    7: ("Nothing", "tau", "lambda", "tau x lambda", "tau->lambda"),
+}
+TABLE2_COMPARISONS = ("V > C", "V > LS", "LS > C", "LS > V", "C > LS", "C > V", "V = LS = C")
+TABLE_TITLES = {
+    2: "Table 2: noise vs dominance over the artificial data (V = voted, C = classical, LS = longest survivor)",
+    3: "Table 3: parameter search on UCI and other data sets (best 10-fold CV accuracy, %)",
+    4: "Table 4: parameter search on artificial data, f = 50, M = 0.05 (best 10-fold CV accuracy, %)",
+    5: "Table 5: Adult, accuracy and standard deviation by training-set size and tau (%)",
+    6: "Table 6: parameter optimization (nested 10-fold CV), mean accuracy ± 95% T-interval (%)",
+    7: "Table 7: parameter optimization on the large data sets (fixed test split), accuracy (%)",
+}
+
+COMPARISON_COLUMNS = ["table", "dataset", "block", "row", "column", "paper", "paper_ci", "ours", "ours_sd",
+                      "ours_ci", "n", "diff", "tolerance", "within", "detail"]
+
+
+def table_number(cfg) -> int | None:
+    """The paper table a config fills, from its name ``kw2007_table<N>...``."""
+    m = re.match(r"kw2007_table(\d+)", cfg.name)
+    return int(m.group(1)) if m else None
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _dataset_key(cfg, values: dict) -> str:
+    """The reference tables' data-set key of a grid point (its setting values over the config)."""
+    name = values.get("dataset.name", cfg.dataset.name)
+    if name == "kw_artificial":
+        p = dict(cfg.dataset.params or {})
+        for k, v in values.items():
+            if k.startswith("dataset.params."):
+                p[k.split(".", 2)[2]] = v
+        return f"artificial_f{p.get('f'):g}_N{p.get('noise'):g}_M{p.get('margin'):g}"
+    return str(name)
+
+
+def _kernel_key(cfg) -> str:
+    return f"poly_degree{cfg.kernel.degree}" if cfg.kernel.type == "poly" else cfg.kernel.type
+
+
+def _num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _within(ours, paper, tol):
+    if any(x is None or (isinstance(x, float) and math.isnan(x)) for x in (ours, paper, tol)):
+        return pd.NA
+    return bool(abs(ours - paper) <= tol + _EPS)
+
+
+def _cmp_row(table, dataset, block, row, column, paper, paper_ci, ours, ours_sd=math.nan, ours_ci=math.nan,
+             n=0, tolerance=None, detail=""):
+    if tolerance is None:
+        tolerance = paper_ci if not math.isnan(_num(paper_ci)) else ACC_TOL_PP
+    diff = ours - paper if not (math.isnan(_num(ours)) or math.isnan(_num(paper))) else math.nan
+    return {"table": table, "dataset": dataset, "block": block, "row": row, "column": column,
+            "paper": paper, "paper_ci": paper_ci, "ours": ours, "ours_sd": ours_sd, "ours_ci": ours_ci,
+            "n": n, "diff": diff, "tolerance": tolerance, "within": _within(ours, paper, tolerance),
+            "detail": detail}
+
+
+def _finish(rows) -> pd.DataFrame:
+    df = pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+    df["within"] = df["within"].astype("boolean")
+    for c in ("paper", "paper_ci", "ours", "ours_sd", "ours_ci", "diff", "tolerance"):
+        df[c] = df[c].astype(float)
+    df["n"] = df["n"].astype(int)
+    return df
+
+
+def _paper_lookup(table: int) -> dict:
+    ref = reference_table(f"kw2007_table{table}")
+    out = {}
+    for r in ref.to_dict("records"):
+        ci = _num(r.get("ci")) if "ci" in r else math.nan
+        if table == 3:
+            key = (r["dataset"], r["algorithm"] if isinstance(r["algorithm"], str) else "",
+                   r["variant_column"])
+        elif table == 4:
+            key = (f"{r['noise']:g}", r["algorithm"], r["variant_column"])
+        elif table == 6:
+            key = (r["dataset"], r["algorithm"], r["variant_column"])
+        elif table == 7:
+            key = (r["dataset"], r["kernel"], r["algorithm"], r["variant_column"])
+        elif table == 5:
+            key = (f"{r['tau']:g}", int(r["n_examples"]), r["algorithm"], r["metric"])
+        elif table == 2:
+            key = (f"{r['noise']:g}", r["comparison"])
+        else:
+            continue
+        out[key] = (float(r["value"]), ci)
+    return out
+
+
+def _point_frame(df: pd.DataFrame, epoch: str) -> pd.DataFrame:
+    """Mean accuracy per (grid point, rule) over runs, and the per-run accuracies."""
+    m = (df["metric"] == "test_error_pct") & (df["class"] == "all") & (df["epoch"] == epoch) \
+        & (df["normalized"] == "false")
+    if "inner_fold" in df.columns:
+        m &= (df["inner_fold"] == "-1") & (df["search"] == "")
+    d = df.loc[m, ["grid_point", "fold", "permutation", "rule", "value"]].copy()
+    d["acc"] = 100.0 - d["value"].astype(float)
+    d["grid_point"] = d["grid_point"].astype(int)
+    d = d.sort_values(["grid_point", "rule", "fold", "permutation"], kind="stable")
+    return d
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+def table2_comparison(cfg, df: pd.DataFrame) -> pd.DataFrame:
+    """Dominance counts per noise rate: for every data set (grid point), compare the mean CV
+    accuracies of voted, classical and longest survivor (ties within TIE_TOL_PP)."""
+    grid = Grid.from_config(cfg)
+    d = _point_frame(df, final_epoch(cfg))
+    acc = d.groupby(["grid_point", "rule"])["acc"].mean().to_dict()
+    counts: dict = {}
+    n_sets: dict = {}
+    for g, values in enumerate(grid.points):
+        noise = values.get("dataset.params.noise", (cfg.dataset.params or {}).get("noise"))
+        key = f"{float(noise):g}"
+        try:
+            V, C, LS = acc[(g, "vote")], acc[(g, "last")], acc[(g, "longest")]
+        except KeyError:
+            continue
+        gt = lambda a, b: a > b + TIE_TOL_PP  # noqa: E731
+        eq = lambda a, b: abs(a - b) <= TIE_TOL_PP  # noqa: E731
+        res = {"V > C": gt(V, C), "V > LS": gt(V, LS), "LS > C": gt(LS, C), "LS > V": gt(LS, V),
+               "C > LS": gt(C, LS), "C > V": gt(C, V), "V = LS = C": eq(V, LS) and eq(LS, C)}
+        n_sets[key] = n_sets.get(key, 0) + 1
+        for c, hit in res.items():
+            counts[(key, c)] = counts.get((key, c), 0) + int(hit)
+    paper = _paper_lookup(2)
+    rows = []
+    for key in sorted(n_sets, key=float):
+        for c in TABLE2_COMPARISONS:
+            p, _ = paper.get((key, c), (math.nan, math.nan))
+            rows.append(_cmp_row(2, "artificial_all_f_M", f"noise={key}", c, "n_datasets", p, math.nan,
+                                 float(counts.get((key, c), 0)), n=n_sets[key], tolerance=math.nan,
+                                 detail=f"{n_sets[key]} data sets"))
+    return _finish(rows)
+
+
+def table34_comparison(cfg, df: pd.DataFrame, table: int, data_dir=None) -> pd.DataFrame:
+    """Parameter search cells (Table 3 by data set, Table 4 by noise rate)."""
+    grid = Grid.from_config(cfg)
+    summ = search_summary(df, grid, cfg)
+    summ = summ[summ["normalized"] == "false"]
+    paper = _paper_lookup(table)
+    rows = []
+    for r in summ.to_dict("records"):
+        values = _typed_values({k: r[k] for k in grid.setting_keys})
+        alg = RULE_NAMES.get(r["rule"])
+        col = COLUMN_NAMES.get(r["search"])
+        if alg is None or col is None:
+            continue
+        if table == 3:
+            ds = _dataset_key(cfg, values)
+            block, key = ds, (ds, alg, col)
+        else:
+            noise = values.get("dataset.params.noise", (cfg.dataset.params or {}).get("noise"))
+            ds = "artificial_f50_M0.05"
+            block, key = f"N={float(noise):g}", (f"{float(noise):g}", alg, col)
+        p, _ = paper.get(key, (math.nan, math.nan))
+        rows.append(_cmp_row(table, ds, block, alg, col, p, math.nan, r["accuracy_pct"], r["sd_pct"],
+                             r["ci_pct"], r["n_runs"], detail=r["chosen"]))
+    if table == 3:
+        for ds in dict.fromkeys(x["dataset"] for x in rows):
+            p, _ = paper.get((ds, "", "Baseline"), (math.nan, math.nan))
+            ours = _baseline(cfg, ds, data_dir)
+            if math.isnan(p) and math.isnan(ours):
+                continue
+            rows.append(_cmp_row(3, ds, ds, "Last", "Baseline", p, math.nan, ours, detail="majority class"))
+    return _finish(rows)
+
+
+def _baseline(cfg, name: str, data_dir=None) -> float:
+    """Percentage of the majority class (Table 1's Baseline) of a registry data set."""
+    from .config import with_overrides
+    from .experiment import load_data
+
+    try:
+        ds = load_data(with_overrides(cfg, {"dataset.name": name}), data_dir)
+    except Exception:  # noqa: BLE001 - a missing data set leaves the cell empty
+        return math.nan
+    if ds.n_classes > 2:
+        return math.nan
+    y = np.asarray(ds.y_train)
+    return 100.0 * float(np.max(np.unique(y, return_counts=True)[1])) / len(y)
+
+
+def table5_comparison(cfg, df: pd.DataFrame) -> pd.DataFrame:
+    """Adult by training-set size and tau: accuracy (2 pp tolerance) and the standard deviation
+    over runs (shown, not compared)."""
+    grid = Grid.from_config(cfg)
+    d = _point_frame(df, final_epoch(cfg))
+    paper = _paper_lookup(5)
+    rows = []
+    for (g, rule), part in d.groupby(["grid_point", "rule"], sort=True):
+        alg = RULE_NAMES.get(rule)
+        if alg is None:
+            continue
+        v = grid.points[g]
+        tau = f"{float(v.get('algorithm.tau', cfg.algorithm.tau)):g}"
+        n = int(v.get("dataset.train_size", cfg.dataset.train_size or 0))
+        mean, sd, _ = t_interval(part["acc"].to_numpy(), cfg.evaluation.confidence)
+        pa, _ = paper.get((tau, n, alg, "accuracy_pct"), (math.nan, math.nan))
+        ps, _ = paper.get((tau, n, alg, "std_dev"), (math.nan, math.nan))
+        block = f"tau={tau}"
+        rows.append(_cmp_row(5, "adult", block, alg, f"n={n} accuracy", pa, math.nan, mean, sd, n=len(part)))
+        rows.append(_cmp_row(5, "adult", block, alg, f"n={n} std", ps, math.nan, sd, n=len(part),
+                             tolerance=math.nan))
+    return _finish(rows)
+
+
+def table67_comparison(cfg, df: pd.DataFrame, table: int, svm: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Parameter optimization cells (Table 6 with the paper's intervals, Table 7 without)."""
+    grid = Grid.from_config(cfg)
+    summ = nested_summary(df, grid, cfg)
+    summ = summ[summ["normalized"] == "false"]
+    paper = _paper_lookup(table)
+    kernel = _kernel_key(cfg)
+    rows = []
+    for r in summ.to_dict("records"):
+        values = _typed_values({k: r[k] for k in grid.setting_keys})
+        alg = RULE_NAMES.get(r["rule"])
+        col = COLUMN_NAMES.get(r["search"])
+        if alg is None or col is None:
+            continue
+        ds = _dataset_key(cfg, values)
+        if table == 6:
+            key, block = (ds, alg, col), ds
+        else:
+            key, block = (ds, kernel, alg, col), f"{ds}, {kernel}"
+        p, pci = paper.get(key, (math.nan, math.nan))
+        rows.append(_cmp_row(table, ds, block, alg, col, p, pci, r["accuracy_pct"], r["sd_pct"], r["ci_pct"],
+                             r["n_folds"], detail=r["choices"]))
+    if table == 6 and svm is not None:
+        for s in svm.itertuples(index=False):
+            col = "SVM L1" if s.kind == "l1" else "SVM L2"
+            p, pci = paper.get((s.dataset, "SVM", col), (math.nan, math.nan))
+            what = "C" if s.kind == "l1" else "lambda"
+            rows.append(_cmp_row(6, s.dataset, s.dataset, "SVM", col, p, pci, s.accuracy_pct, s.sd_pct, s.ci_pct,
+                                 s.n_folds, detail=f"best {what}={s.value:g}; {s.n_capped} grid value(s) "
+                                 "not converged" if s.n_capped else f"best {what}={s.value:g}"))
+    return _finish(rows)
+
+
+def _typed_values(text_values: dict) -> dict:
+    """Setting values back from their text form (generator arguments as numbers)."""
+    out = {}
+    for k, v in text_values.items():
+        try:
+            out[k] = float(v) if k.startswith("dataset.params.") else v
+        except (TypeError, ValueError):
+            out[k] = v
+    return out
+
+
+def svm_baselines(cfg, data_dir=None, out: Path | None = None) -> pd.DataFrame:
+    """Best-of-grid SVM L1 and L2 accuracies on the config's outer folds, per data set; cached
+    as ``svm_folds.csv`` (every grid value and fold) in ``out``."""
+    from .config import with_overrides
+    from .evaluation import kfold_indices
+    from .experiment import load_data
+    from .svm import best_of_grid, svm_fold_errors
+
+    grid = Grid.from_config(cfg)
+    cache = out / "svm_folds.csv" if out is not None else None
+    folds_df = pd.read_csv(cache) if cache is not None and cache.exists() else None
+    frames, rows = [], []
+    for s in grid.settings():
+        values = dict(zip(grid.setting_keys, s))
+        ucfg = with_overrides(cfg, values) if values else cfg
+        name = _dataset_key(cfg, values)
+        for kind in ("l1", "l2"):
+            if folds_df is not None and ((folds_df["dataset"] == name) & (folds_df["kind"] == kind)).any():
+                e = folds_df[(folds_df["dataset"] == name) & (folds_df["kind"] == kind)]
+            else:
+                ds = load_data(ucfg, data_dir)
+                folds = kfold_indices(len(ds.y_train), cfg.evaluation.folds, cfg.evaluation.fold_seed)
+                e = svm_fold_errors(ds.X_train, ds.y_train, folds, kind)
+                e = e.assign(dataset=name, kind=kind)
+            frames.append(e)
+            rows.append({"dataset": name, "kind": kind, **best_of_grid(e, cfg.evaluation.confidence)})
+    if cache is not None and frames:
+        allf = pd.concat(frames, ignore_index=True)[["dataset", "kind", "value", "fold", "error_pct", "n_iter"]]
+        atomic_write_text(cache, allf.to_csv(index=False, lineterminator="\n", float_format="%.10g"))
+    return pd.DataFrame(rows, columns=["dataset", "kind", "value", "accuracy_pct", "sd_pct", "ci_pct",
+                                       "n_folds", "n_capped"])
+
+
+# ----------------------------------------------------------------------------- layout
+
+
+def _fmt(x, digits=1) -> str:
+    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def format_cell(r) -> str:
+    """``ours (paper)``, with ``± ci`` on both sides where an interval exists; counts as integers."""
+    digits = 0 if r.column == "n_datasets" else 1
+    ours = _fmt(r.ours, digits) or "n/a"
+    if not math.isnan(r.ours_ci) and r.table == 6:
+        ours += f" ± {_fmt(r.ours_ci)}"
+    paper = _fmt(r.paper, digits) or "n/a"
+    if not math.isnan(r.paper_ci):
+        paper += f" ± {_fmt(r.paper_ci)}"
+    return f"{ours} ({paper})"
+
+
+def kw2007_layout(cmp: pd.DataFrame) -> pd.DataFrame:
+    """The printed arrangement: one row per (block, row), one column per printed column."""
+    if cmp.empty:
+        return pd.DataFrame(columns=["block", "row"])
+    table = int(cmp["table"].iloc[0])
+    c = cmp.copy()
+    c["cell"] = [format_cell(r) for r in c.itertuples(index=False)]
+    if table == 2:
+        cols = list(TABLE2_COMPARISONS)
+        c["_col"], c["_row"] = c["row"], c["block"]
+        c["row"] = ""
+    else:
+        cols = list(COLUMNS.get(table, ())) or list(dict.fromkeys(c["column"]))
+        c["_col"], c["_row"] = c["column"], c["row"]
+    extra = [x for x in dict.fromkeys(c["_col"]) if x not in cols]
+    cols = [x for x in cols if x in set(c["_col"])] + extra
+    blocks = list(dict.fromkeys(c["block"]))
+    row_order = {r: i for i, r in enumerate(RULE_ORDER + ("SVM",))}
+    out = []
+    for b in blocks:
+        part = c[c["block"] == b]
+        keys = sorted(dict.fromkeys(part["row"] if table != 2 else [""]), key=lambda x: row_order.get(x, 9))
+        for rname in keys:
+            sub = part[part["row"] == rname] if table != 2 else part
+            cells = dict(zip(sub["_col"], sub["cell"]))
+            if table == 6 and rname == "Longest":  # the SVM cells are printed on the Longest row
+                svm = c[(c["block"] == b) & (c["row"] == "SVM")]
+                cells.update(dict(zip(svm["_col"], svm["cell"])))
+            if table == 6 and rname == "SVM":
+                continue
+            out.append([b, rname] + [cells.get(col, "") for col in cols])
+    return pd.DataFrame(out, columns=["block", "row"] + cols)
+
+
+def layout_markdown(layout: pd.DataFrame, cmp: pd.DataFrame, title: str) -> str:
+    """Markdown of a layout; cells outside the tolerance are marked ✗."""
+    flagged = set()
+    table = int(cmp["table"].iloc[0]) if len(cmp) else 0
+    for r in cmp.itertuples(index=False):
+        if not pd.isna(r.within) and not r.within:
+            row = "Longest" if (table == 6 and r.row == "SVM") else r.row
+            flagged.add((r.block, row if table != 2 else "", r.column if table != 2 else r.row))
+    scoped = cmp[cmp["within"].notna()]
+    n_ok = int(scoped["within"].astype(bool).sum())
+    lines = [f"# Khardon & Wachman (2007) {title}", "",
+             "Cells: ours (paper). Table 6: mean ± half-width of the 95% T-interval over the outer folds "
+             "(footnote 5). ✗ marks a cell outside the tolerance: the paper's 95% interval where it prints "
+             f"one, else {ACC_TOL_PP:g} percentage points. Counts and standard deviations are not compared.",
+             "", f"Within tolerance: {n_ok} of {len(scoped)} compared cells.", ""]
+    cols = list(layout.columns)
+    lines.append("| " + " | ".join(["", ""] + cols[2:]) + " |")
+    lines.append("|" + "|".join(["---", "---"] + ["---:"] * (len(cols) - 2)) + "|")
+    prev = None
+    for r in layout.itertuples(index=False):
+        vals = list(r)
+        block, row = vals[0], vals[1]
+        cells = [f"{v} ✗" if (block, row, col) in flagged and v else v for col, v in zip(cols[2:], vals[2:])]
+        lines.append("| " + " | ".join([block if block != prev else "", row] + cells) + " |")
+        prev = block
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- files
+
+
+def kw2007_comparison(cfg, df: pd.DataFrame, out: Path | None = None, data_dir=None) -> pd.DataFrame | None:
+    """The comparison a run can fill, by the table its config names (None for other configs)."""
+    table = table_number(cfg)
+    if table == 2:
+        return table2_comparison(cfg, df)
+    if table in (3, 4):
+        return table34_comparison(cfg, df, table, data_dir)
+    if table == 5:
+        return table5_comparison(cfg, df)
+    if table in (6, 7):
+        svm = svm_baselines(cfg, data_dir, out) if (table == 6 and cfg.evaluation.outer == "kfold"
+                                                   and _svm_wanted(cfg)) else None
+        return table67_comparison(cfg, df, table, svm)
+    return None
+
+
+def _svm_wanted(cfg) -> bool:
+    """Table 6 prints SVM baselines for the UCI data sets only (not for the artificial block)."""
+    return cfg.dataset.name != "kw_artificial"
+
+
+def write_table(cmp: pd.DataFrame, out: Path, stem: str, title: str) -> list[Path]:
+    layout = kw2007_layout(cmp)
+    paths = [out / f"{stem}.csv", out / f"{stem}_comparison.csv", out / f"{stem}.md"]
+    atomic_write_text(paths[0], layout.to_csv(index=False, lineterminator="\n"))
+    atomic_write_text(paths[1], cmp.to_csv(index=False, lineterminator="\n", float_format="%.10g"))
+    atomic_write_text(paths[2], layout_markdown(layout, cmp, title))
+    return paths
+
+
+def write_kw2007_outputs(cfg, out, df: pd.DataFrame, data_dir=None) -> list[Path]:
+    """Write the run's part of its paper table (``kw2007_table<N>.{csv,md}`` and
+    ``..._comparison.csv``) and, for parameter searches, Figure 4 (``kw2007_figure4.png``)."""
+    out = Path(out)
+    table = table_number(cfg)
+    if table is None:
+        return []
+    cmp = kw2007_comparison(cfg, df, out, data_dir)
+    written = []
+    if cmp is not None and len(cmp):
+        written += write_table(cmp, out, f"kw2007_table{table}", TABLE_TITLES[table] + f" -- {cfg.name}")
+    if cfg.output.figures and cfg.evaluation.search and cfg.evaluation.mode != "nested":
+        from .figures import plot_kw2007_figure4
+
+        curves = parameter_curves(cfg, df)
+        if len(curves):
+            written.append(plot_kw2007_figure4(curves, out / "kw2007_figure4.png",
+                                               title=f"{cfg.name}: accuracy vs parameter value"))
+    return written
+
+
+def parameter_curves(cfg, df: pd.DataFrame) -> pd.DataFrame:
+    """Figure 4 data: for each setting and single parameter, the mean accuracy at each of its
+    grid values with every other searched parameter inactive. Columns ``setting``, ``parameter``,
+    ``value`` (text), ``position`` (index in the grid's list), ``rule``, ``accuracy_pct``."""
+    from .evaluation import _text, short_name
+
+    grid = Grid.from_config(cfg)
+    d = _point_frame(df, final_epoch(cfg))
+    acc = d.groupby(["grid_point", "rule"])["acc"].mean().to_dict()
+    rules = [r for r in ("last", "longest", "vote") if r in set(d["rule"])]
+    rows = []
+    for s in grid.settings():
+        label = ", ".join(_text(v, k) if k == "dataset.name" else f"{short_name(k)}={_text(v, k)}"
+                          for k, v in zip(grid.setting_keys, s)) or cfg.dataset.name
+        for key in grid.searched_keys:
+            for pos, v in enumerate(cfg.evaluation.grid[key]):
+                cur = dict(grid.base)
+                cur[key] = v
+                g = grid.find(s, cur)
+                if g is None:
+                    continue
+                for r in rules:
+                    if (g, r) in acc:
+                        rows.append({"setting": label, "parameter": short_name(key), "value": _text(v, key),
+                                     "position": pos, "rule": RULE_NAMES[r], "accuracy_pct": acc[(g, r)]})
+    return pd.DataFrame(rows, columns=["setting", "parameter", "value", "position", "rule", "accuracy_pct"])
+
+
+def combine_kw2007(root, out_dir=None) -> list[Path]:
+    """Merge the ``kw2007_table<N>_comparison.csv`` of every run folder below ``root`` into whole
+    tables ``<out_dir>/kw2007_table<N>.{csv,md}`` (out_dir defaults to root) and a summary
+    ``kw2007_summary.md`` of the cells within tolerance per table."""
+    root = Path(root)
+    out = Path(out_dir) if out_dir else root
+    found: dict[int, list[pd.DataFrame]] = {}
+    for p in sorted(root.glob("*/kw2007_table*_comparison.csv")):
+        m = re.match(r"kw2007_table(\d+)_comparison", p.stem)
+        if m:
+            found.setdefault(int(m.group(1)), []).append(pd.read_csv(p))
+    written, summary = [], ["# Khardon & Wachman (2007): reproduced cells within tolerance", "",
+                            "| table | compared cells | within tolerance |", "|---|---:|---:|"]
+    for t in sorted(found):
+        cmp = pd.concat(found[t], ignore_index=True)
+        cmp["within"] = cmp["within"].astype("boolean")
+        written += write_table(cmp, out, f"kw2007_table{t}", TABLE_TITLES[t])
+        scoped = cmp[cmp["within"].notna()]
+        summary.append(f"| {t} | {len(scoped)} | {int(scoped['within'].astype(bool).sum())} |")
+    if found:
+        atomic_write_text(out / "kw2007_summary.md", "\n".join(summary) + "\n")
+        written.append(out / "kw2007_summary.md")
+    return written
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Merge the Khardon & Wachman table parts of run folders.")
+    ap.add_argument("root", nargs="?", default="results/kw2007")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    for p in combine_kw2007(args.root, args.out):
+        print(p)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,361 @@
+"""Khardon & Wachman (2007) protocols: parameter search, nested cross-validation, T-intervals,
+parallel and resumed runs, SVM baselines and the paper-layout tables."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from perceptron_lab import evaluation as ev
+from perceptron_lab import experiment as ex
+from perceptron_lab.cli import main
+from perceptron_lab.config import config_from_dict, load_config
+from perceptron_lab.datasets.synthetic import kw_artificial
+from perceptron_lab.tables_kw import (
+    COLUMNS,
+    format_cell,
+    kw2007_layout,
+    layout_markdown,
+    table2_comparison,
+)
+
+PAPER_GRID = {"algorithm.tau": [0, 0.125, 0.25, 0.5, 1, 2, 4],
+              "algorithm.alpha_bound": ["inf", 80, 60, 40, 20, 10, 5],
+              "algorithm.lambda": [0, 0.125, 0.25, 0.5, 1, 2, 4]}
+PAPER_PLANS = [["algorithm.tau"], ["algorithm.lambda"], ["algorithm.alpha_bound"],
+               ["algorithm.tau", "algorithm.lambda"], ["algorithm.tau", "algorithm.alpha_bound"]]
+
+
+def cfg_of(evaluation, **sections):
+    d = {"dataset": {"name": "sonar"},
+         "algorithm": {"eta": 0.1, "theta_init": "avg_sq_norm", "C": "theta_init"},
+         "training": {"epochs": 2},
+         "prediction": {"rules": ["last", "longest", "vote"], "vote_weight": "correct"},
+         "evaluation": evaluation}
+    d.update(sections)
+    return config_from_dict(d)
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+# ----------------------------------------------------------------------------- confidence interval
+
+
+def test_t_interval_is_0754_sd_for_ten_folds_as_in_footnote_5():
+    rng = np.random.default_rng(0)
+    y = rng.normal(80, 5, size=10)
+    mean, sd, half = ev.t_interval(y, 0.95)
+    assert mean == pytest.approx(y.mean())
+    assert sd == pytest.approx(np.std(y, ddof=0))  # the maximum-likelihood estimate s
+    # footnote 5: t_{9, 0.975} = 2.262 and the interval is 0.754 of the standard deviation
+    assert half / sd == pytest.approx(2.262 / 3, abs=2e-4)
+    assert round(half / sd, 3) == 0.754
+    # the same thing written as the paper's formula
+    k = y.size
+    assert half == pytest.approx(ev.t_quantile(0.975, 9) * math.sqrt(np.sum((y - mean) ** 2) / (k * (k - 1))))
+    assert math.isnan(ev.t_interval([70.0])[2])
+
+
+# ----------------------------------------------------------------------------- grid and plans
+
+
+def test_paper_grid_has_91_points_and_never_combines_lambda_with_alpha():
+    cfg = cfg_of({"mode": "kfold", "grid": PAPER_GRID, "search": PAPER_PLANS})
+    grid = ev.Grid.from_config(cfg)
+    assert len(grid.points) == 7 * 7 + 7 * 7 - 7  # tau x lambda and tau x alpha share the 7 tau-only points
+    assert grid.points[0] == {"algorithm.tau": 0.0, "algorithm.alpha_bound": None, "algorithm.lambda": 0.0}
+    assert not any(p["algorithm.lambda"] != 0 and p["algorithm.alpha_bound"] is not None for p in grid.points)
+    assert [p.label for p in grid.plans] == ["nothing", "tau", "lambda", "alpha", "tau x lambda", "tau x alpha"]
+    # with a setting key every setting gets its own copy of the plan points
+    cfg2 = cfg_of({"mode": "kfold", "grid": {**PAPER_GRID, "dataset.name": ["sonar", "ionosphere"]},
+                   "search": PAPER_PLANS})
+    g2 = ev.Grid.from_config(cfg2)
+    assert g2.setting_keys == ["dataset.name"] and len(g2.points) == 2 * 91
+    assert ex.plan_parts(cfg2, ex.plan(cfg2, False))[0].key == "g000"
+    # without plans a grid is the cartesian product, as before
+    cfg3 = cfg_of({"mode": "kfold", "grid": PAPER_GRID})
+    assert len(ex.grid_points(cfg3)) == 7 ** 3
+
+
+def _fake_results(cfg, err, folds, inner=None, nested=False):
+    """A results frame (strings, like parts) with test errors err(g, fold, inner_fold, rule)."""
+    grid = ev.Grid.from_config(cfg)
+    rows = []
+    inner = inner if inner is not None else [-1]
+    for g in range(len(grid.points)):
+        for k in folds:
+            for j in ([-1] + list(inner) if nested else [-1]):
+                for r in ("last", "longest", "vote"):
+                    row = ["d", "linear", "1", "perceptron", f"p{g}", str(g), str(k), "0", "2", r, "false", "all",
+                           "test_error_pct", "%.6g" % err(g, k, j, r)]
+                    rows.append(row + ([str(j), ""] if nested else []))
+    cols = ex.NESTED_COLUMNS if nested else ex.RESULT_COLUMNS
+    return grid, pd.DataFrame(rows, columns=cols)
+
+
+def test_search_columns_exclude_the_inactive_value():
+    cfg = cfg_of({"mode": "kfold", "folds": 2, "grid": {"algorithm.tau": [0, 1, 2], "algorithm.lambda": [0, 1]},
+                  "search": [["algorithm.tau"], ["algorithm.lambda"], ["algorithm.tau", "algorithm.lambda"]]})
+    grid = ev.Grid.from_config(cfg)
+    best = {"nothing": (0.0, 0.0), "tau": (2.0, 0.0), "lambda": (0.0, 1.0), "tau x lambda": (1.0, 1.0)}
+
+    def err(g, k, j, r):
+        p = grid.points[g]
+        t, lam = p["algorithm.tau"], p["algorithm.lambda"]
+        if (t, lam) == (0.0, 0.0):
+            return 5.0  # the inactive point is the best overall: no column may report it
+        if (t, lam) == (2.0, 1.0):
+            return 10.0  # best of tau x lambda
+        if lam == 0.0:
+            return 20.0 if t == 2.0 else 30.0  # tau column: tau = 2 best
+        return 25.0  # lambda = 1 with tau in {0, 1}
+
+    grid, df = _fake_results(cfg, err, folds=[0, 1])
+    s = ev.search_summary(df, grid, cfg)
+    got = {(r.search, r.rule): r for r in s.itertuples()}
+    assert got[("nothing", "vote")].accuracy_pct == 95.0
+    assert got[("tau", "vote")].accuracy_pct == 80.0 and got[("tau", "vote")].chosen.startswith("tau=2;")
+    assert got[("lambda", "vote")].accuracy_pct == 75.0
+    assert got[("tau x lambda", "vote")].accuracy_pct == 90.0
+    assert got[("tau x lambda", "vote")].n_candidates == 2  # tau in {1, 2} x lambda in {1}: both active
+    assert set(s["n_runs"]) == {2}
+
+
+def test_nested_selection_uses_inner_folds_only_and_sequential_stages():
+    cfg = cfg_of({"mode": "nested", "folds": 2, "inner_folds": 2,
+                  "grid": {"algorithm.tau": [0, 1, 2], "algorithm.lambda": [0, 1]},
+                  "search": [["algorithm.tau"], [["algorithm.tau"], ["algorithm.lambda"]],
+                             ["algorithm.tau", "algorithm.lambda"]]})
+    grid = ev.Grid.from_config(cfg)
+
+    def err(g, k, j, r):
+        p = grid.points[g]
+        t, lam = p["algorithm.tau"], p["algorithm.lambda"]
+        if j < 0:  # outer test folds prefer tau = 2, lambda = 1 strongly
+            return 1.0 if (t, lam) == (2.0, 1.0) else 40.0
+        # inner folds: tau = 1 best with lambda = 0; the joint optimum is tau = 0, lambda = 1
+        return {(0.0, 0.0): 30, (1.0, 0.0): 10, (2.0, 0.0): 20,
+                (0.0, 1.0): 5, (1.0, 1.0): 8, (2.0, 1.0): 35}[(t, lam)]
+
+    grid, df = _fake_results(cfg, err, folds=[0, 1], inner=[0, 1], nested=True)
+    sels = {(s.plan, s.fold, s.rule): grid.points[s.grid_point] for s in ev.select_nested(df, grid, cfg)}
+    pick = lambda plan: (sels[(plan, 0, "vote")]["algorithm.tau"], sels[(plan, 0, "vote")]["algorithm.lambda"])
+    assert pick("nothing") == (0.0, 0.0)
+    assert pick("tau") == (1.0, 0.0)
+    assert pick("tau->lambda") == (1.0, 1.0)  # tau chosen first (lambda inactive), then lambda with tau = 1
+    assert pick("tau x lambda") == (0.0, 1.0)
+    rows = ev.selection_rows(df, ev.select_nested(df, grid, cfg), list(df.columns), "%.6g", "2")
+    out = pd.DataFrame(rows, columns=df.columns)
+    sel = out[(out.search == "tau x lambda") & (out.metric == "test_error_pct") & (out.fold == "0")]
+    assert set(sel["value"]) == {"40"}  # reported on the outer fold, though the outer fold preferred another point
+    inner = out[(out.search == "tau x lambda") & (out.metric == "inner_cv_error_pct")]
+    assert set(inner["value"]) == {"5"}
+
+
+def _run_in_process(cfg, ds, monkeypatch):
+    """Every part of a nested config on a given dataset, with the selection rows appended."""
+    monkeypatch.setattr(ex, "load_data", lambda c, data_dir=None: ds)
+    frames = []
+    for part in ex.plan_parts(cfg, ex.plan(cfg, False)):
+        text, _ = ex.run_part(cfg, part)
+        frames.append(pd.read_csv(pd.io.common.StringIO(text), dtype=str, keep_default_na=False))
+    df = pd.concat(frames, ignore_index=True)
+    grid = ev.Grid.from_config(cfg)
+    return grid, ex._with_selections(cfg, df, grid)
+
+
+def test_nested_cv_never_looks_at_the_outer_test_fold(monkeypatch):
+    cfg = cfg_of({"mode": "nested", "folds": 3, "inner_folds": 3,
+                  "grid": {"algorithm.tau": [0, 0.5, 2], "algorithm.lambda": [0, 1]},
+                  "search": [["algorithm.tau"], ["algorithm.tau", "algorithm.lambda"],
+                             [["algorithm.tau"], ["algorithm.lambda"]]]},
+                 dataset={"name": "kw_artificial", "params": {"f": 5, "margin": 0.05, "noise": 0.2, "n": 90}})
+    ds = kw_artificial(f=5, margin=0.05, noise=0.2, n=90, seed=0)
+    n = len(ds.y_train)
+    outer = ev.kfold_indices(n, 3, cfg.evaluation.fold_seed)
+    # structurally: inner folds partition the outer training part and never touch its test fold
+    for k, (tr, te) in enumerate(outer):
+        inner = ev.inner_kfold_indices(tr, 3, cfg.evaluation.fold_seed, k)
+        assert np.array_equal(np.sort(np.concatenate([t for _, t in inner])), tr)
+        for itr, ite in inner:
+            assert not set(itr) & set(te) and not set(ite) & set(te)
+    # behaviourally: change the outer test fold 0's labels; fold 0's choices must not move
+    _, df_a = _run_in_process(cfg, ds, monkeypatch)
+    y = ds.y_train.copy()
+    y[outer[0][1]] = 1 - y[outer[0][1]]
+    ds_b = type(ds)(ds.name, ds.X_train, y, None, None, ds.classes, dict(ds.meta))
+    _, df_b = _run_in_process(cfg, ds_b, monkeypatch)
+
+    def choices(df, fold):
+        s = df[(df.search != "") & (df.fold == str(fold)) & (df.metric == "test_error_pct")]
+        return s[["search", "rule", "grid_point"]].values.tolist()
+
+    assert choices(df_a, 0) == choices(df_b, 0)
+    outer0 = lambda df: df[(df.search != "") & (df.fold == "0") & (df.metric == "test_error_pct")]["value"].tolist()
+    assert outer0(df_a) != outer0(df_b)  # ... while what is measured on that fold did change
+    assert len(choices(df_a, 0)) == 4 * 3  # nothing, tau, tau x lambda, tau->lambda for 3 rules
+
+
+# ----------------------------------------------------------------------------- parallel and resume
+
+NESTED = """
+name: kw2007_table6_tiny
+dataset: {name: sonar}
+algorithm: {eta: 0.1, theta_init: avg_sq_norm, C: theta_init}
+training: {epochs: 2}
+prediction: {rules: [last, longest, vote], vote_weight: correct}
+evaluation:
+  mode: nested
+  folds: 3
+  inner_folds: 2
+  grid:
+    algorithm.tau: [0, 1]
+    algorithm.alpha_bound: [inf, 3]
+  search: [[algorithm.tau], [[algorithm.tau], [algorithm.alpha_bound]]]
+output: {figures: false}
+"""
+
+
+def test_jobs_2_is_byte_identical_to_jobs_1_and_resume_after_deleting_a_part(tmp_path, monkeypatch):
+    import perceptron_lab.tables_kw as tk
+
+    monkeypatch.setattr(tk, "_svm_wanted", lambda cfg: False)  # the SVM baselines have their own test
+    cfg = tmp_path / "n.yaml"
+    cfg.write_text(NESTED)
+    r1 = invoke("run", cfg, "--out", tmp_path / "a", "-q")
+    assert r1.exit_code == 0, r1.output
+    r2 = invoke("run", cfg, "--out", tmp_path / "b", "-q", "--jobs", "2")
+    assert r2.exit_code == 0, r2.output
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert (a / "results.csv").read_bytes() == (b / "results.csv").read_bytes()
+    assert (a / "nested.csv").read_bytes() == (b / "nested.csv").read_bytes()
+    parts = sorted((b / "parts").glob("*.csv"))
+    assert [p.name for p in parts] == ["g000.csv", "g001.csv", "g002.csv", "g003.csv"]  # one per grid point
+    df = pd.read_csv(a / "results.csv", dtype=str, keep_default_na=False)
+    assert list(df.columns) == ex.NESTED_COLUMNS
+    assert set(df["search"]) == {"", "nothing", "tau", "tau->alpha"}
+    assert set(df["inner_fold"]) == {"-1", "0", "1"}
+    assert (a / "kw2007_table6.md").exists()
+    # resume: a killed run leaves some parts; the rerun computes only the missing ones
+    parts[1].unlink()
+    (b / "results.csv").unlink()
+    r3 = invoke("run", cfg, "--out", b, "-q", "--jobs", "2")
+    assert "9 run(s) computed, 27 reused" in r3.output  # 3 outer x (1 + 2 inner) units per grid point
+    assert (b / "results.csv").read_bytes() == (a / "results.csv").read_bytes()
+
+
+def test_kfold_grid_parts_and_search_summary_through_the_cli(tmp_path):
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text(NESTED.replace("mode: nested", "mode: kfold").replace("kw2007_table6_tiny", "tiny_search"))
+    r = invoke("run", cfg, "--out", tmp_path / "s", "-q")
+    assert r.exit_code == 0, r.output
+    df = pd.read_csv(tmp_path / "s" / "results.csv")
+    assert list(df.columns) == ex.RESULT_COLUMNS  # the contract is unchanged outside nested runs
+    s = pd.read_csv(tmp_path / "s" / "search.csv")
+    assert set(s["search"]) == {"nothing", "tau", "tau->alpha"}
+    g = pd.read_csv(tmp_path / "s" / "grid.csv")
+    assert list(g.columns) == ["grid_point", "algorithm.tau", "algorithm.alpha_bound"]
+
+
+# ----------------------------------------------------------------------------- SVM
+
+
+def test_svm_l2_route_equals_the_explicit_primal():
+    from scipy.optimize import minimize
+
+    from perceptron_lab.svm import fit_l1, fit_l2, linear_kernel
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(24, 2))
+    y = np.where(X[:, 0] + 0.5 * X[:, 1] + rng.normal(scale=0.6, size=24) > 0, 1, -1)
+    Xt = rng.normal(size=(10, 2))
+    for lam in (0.1, 1.0):
+        C = 1.0 / lam
+        # min 1/2 |w|^2 + C/2 sum xi^2  s.t.  y_i (w . x_i + b) >= 1 - xi_i  (variables w, b, xi)
+        n = len(y)
+        obj = lambda z: 0.5 * z[:2] @ z[:2] + 0.5 * C * z[3:] @ z[3:]
+        cons = {"type": "ineq", "fun": lambda z: y * (X @ z[:2] + z[2]) - 1 + z[3:]}
+        res = minimize(obj, np.zeros(3 + n), constraints=[cons], method="SLSQP",
+                       options={"ftol": 1e-12, "maxiter": 500})
+        assert res.success
+        explicit = Xt @ res.x[:2] + res.x[2]
+        svc = fit_l2(linear_kernel(X, X), y, lam)
+        ours = svc.decision_function(linear_kernel(Xt, X))
+        assert np.allclose(ours, explicit, atol=2e-3), (ours, explicit)
+    # and the L1 route is plain C-SVC: its decision values match scikit-learn's linear SVC
+    from sklearn.svm import SVC
+
+    ref = SVC(kernel="linear", C=0.5).fit(X, y).decision_function(Xt)
+    assert np.allclose(fit_l1(linear_kernel(X, X), y, 0.5).decision_function(linear_kernel(Xt, X)), ref, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+def _cmp(table, rows):
+    from perceptron_lab.tables_kw import _cmp_row, _finish
+
+    return _finish([_cmp_row(table, *r) for r in rows])
+
+
+def test_table3_and_table6_layouts_on_a_made_up_frame():
+    nan = math.nan
+    t3 = _cmp(3, [("sonar", "sonar", "Last", "Nothing", 71.9, nan, 72.5),
+                  ("sonar", "sonar", "Voted", "tau", 77.2, nan, 74.0),
+                  ("sonar", "sonar", "Last", "Baseline", 53.4, nan, 53.4),
+                  ("bupa", "bupa", "Longest", "tau x alpha", 61.2, nan, 61.0)])
+    lay = kw2007_layout(t3)
+    assert list(lay.columns) == ["block", "row", "Baseline", "Nothing", "tau", "tau x alpha"]
+    assert lay[["block", "row"]].values.tolist() == [["sonar", "Last"], ["sonar", "Voted"], ["bupa", "Longest"]]
+    assert lay.loc[0, "Nothing"] == "72.5 (71.9)" and lay.loc[1, "tau"] == "74.0 (77.2)"
+    md = layout_markdown(lay, t3, "Table 3")
+    assert "74.0 (77.2) ✗" in md and "72.5 (71.9) ✗" not in md and "3 of 4 compared cells" in md
+    assert set(COLUMNS[3]) >= set(lay.columns[2:])
+    # Table 6: the paper's interval is the tolerance; SVM cells sit on the Longest row
+    t6 = _cmp(6, [("wdbc", "wdbc", "Last", "tau", 93.0, 2.7, 91.0, 1.0, 2.0, 10),
+                  ("wdbc", "wdbc", "Longest", "tau", 91.7, 2.5, 95.0, 1.0, 2.0, 10),
+                  ("wdbc", "wdbc", "SVM", "SVM L1", 92.8, 4.4, 93.0, 1.0, 2.0, 10)])
+    assert t6["within"].tolist() == [True, False, True]
+    lay6 = kw2007_layout(t6)
+    assert lay6["row"].tolist() == ["Last", "Longest"]
+    assert lay6.loc[1, "SVM L1"] == "93.0 ± 2.0 (92.8 ± 4.4)"
+    assert format_cell(next(t6.itertuples(index=False))) == "91.0 ± 2.0 (93.0 ± 2.7)"
+
+
+def test_table2_dominance_counts_on_a_made_up_frame():
+    cfg = cfg_of({"mode": "kfold", "folds": 2, "grid": {"dataset.params.noise": [0, 0.1], "dataset.params.seed": [1, 2]}},
+                 dataset={"name": "kw_artificial", "params": {"f": 5, "margin": 0.1, "noise": 0, "n": 60}})
+    acc = {0: {"last": 90, "longest": 90, "vote": 90},   # noise 0: all tie
+           1: {"last": 90, "longest": 90, "vote": 90},
+           2: {"last": 80, "longest": 85, "vote": 88},   # noise 0.1: V > LS > C
+           3: {"last": 84, "longest": 80, "vote": 84}}   # C = V > LS
+    _, df = _fake_results(cfg, lambda g, k, j, r: 100 - acc[g][r], folds=[0, 1])
+    c = table2_comparison(cfg, df).set_index(["block", "row"])["ours"]
+    assert c[("noise=0", "V = LS = C")] == 2 and c[("noise=0", "V > C")] == 0
+    assert c[("noise=0.1", "V > C")] == 1 and c[("noise=0.1", "LS > C")] == 1 and c[("noise=0.1", "C > LS")] == 1
+    assert c[("noise=0.1", "V > LS")] == 2 and c[("noise=0.1", "V = LS = C")] == 0
+
+
+def test_every_kw2007_config_loads_and_names_its_table():
+    from pathlib import Path
+
+    from perceptron_lab.tables_kw import table_number
+
+    root = Path(__file__).resolve().parents[1] / "configs" / "kw2007"
+    tables = {}
+    for p in sorted(root.glob("table*.yaml")):
+        c = load_config(p)
+        tables[p.stem] = table_number(c)
+        assert str(c.output.dir).startswith("results/kw2007/")
+    assert set(tables.values()) == {2, 3, 4, 5, 6, 7}
+    t2 = load_config(root / "table2.yaml")
+    assert len(ex.grid_points(t2)) == 150
+    t6 = load_config(root / "table6_uci.yaml")
+    assert [p.label for p in ev.search_plans(t6)] == ["nothing", "tau", "lambda", "alpha", "tau x alpha",
+                                                      "tau x lambda", "tau->alpha", "tau->lambda"]
