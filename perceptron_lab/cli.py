@@ -75,8 +75,14 @@ def _load(config):
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
               help="Worker processes; results are identical for any number of jobs.")
+@click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="Where runs are computed: this machine (--jobs processes) or a Dask cluster (--scheduler); "
+                   "results are identical. dask needs the extra: pip install 'perceptron_lab[dask]'.")
+@click.option("--scheduler", metavar="ADDRESS",
+              help="Dask scheduler address for --executor dask, e.g. tcp://head-node:8786. Workers load the "
+                   "datasets themselves: --data-dir / PLAB_DATA must be a valid path on every worker.")
 @friendly_errors
-def run(config, out_dir, data_dir, force, quiet, jobs):
+def run(config, out_dir, data_dir, force, quiet, jobs, executor, scheduler):
     """Run the experiment described by CONFIG (a YAML file).
 
     Without CONFIG, runs the packaged quickstart: the voted perceptron on the UCI sonar data
@@ -89,11 +95,15 @@ def run(config, out_dir, data_dir, force, quiet, jobs):
       plab run configs/mnist_d4.yaml --out results/fs1999/table1_d4
       plab run my.yaml --data-dir ~/datasets --force
       plab run configs/kw2007/table3_uci.yaml --jobs 2
+      plab run configs/kw2007/table3_uci.yaml --executor dask --scheduler tcp://head-node:8786
     """
+    from .executors import check_executor
     from .experiment import run_experiment, summarize
 
+    check_executor(executor, scheduler, jobs)
     cfg = _load(config)
-    res = run_experiment(cfg, out_dir=out_dir, data_dir=data_dir, force=force, progress=not quiet, jobs=jobs)
+    res = run_experiment(cfg, out_dir=out_dir, data_dir=data_dir, force=force, progress=not quiet, jobs=jobs,
+                         executor=executor, scheduler=scheduler)
     main_epochs = sorted(set(cfg.training.checkpoints) | {cfg.training.epochs})
     table = summarize(res.results, main_only_epochs=main_epochs)
     click.echo(format_summary(cfg, res, table))

@@ -460,13 +460,19 @@ class RunResult:
     timings: list = field(default_factory=list)
 
 
-def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=False, progress=True, jobs=1):
+def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=False, progress=True, jobs=1,
+                   executor="local", scheduler=None):
     """Run every part of a config (skipping finished ones unless ``force``) and write the results.
 
-    ``jobs`` > 1 runs parts in that many worker processes (one BLAS and numba thread each); the
-    results are byte-identical to a serial run.
+    ``jobs`` > 1 runs parts in that many worker processes (one BLAS and numba thread each);
+    ``executor="dask"`` sends them to the Dask scheduler at ``scheduler`` instead (see
+    :mod:`perceptron_lab.executors`). The results are byte-identical to a serial run.
     """
     from tqdm.auto import tqdm
+
+    from .executors import check_executor
+
+    check_executor(executor, scheduler, jobs)
 
     out = Path(out_dir) if out_dir else Path(cfg.run_dir)
     check_writable(out)
@@ -501,7 +507,8 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
                     "n_test": None if ds.y_test is None else int(len(ds.y_test)),
                     "n_features": ds.n_features, "n_classes": ds.n_classes,
                     "source": {k: str(v) for k, v in ds.meta.items() if k in ("source", "source_files")}},
-        "units": len(units), "parts": len(parts), "jobs": int(jobs),
+        "units": len(units), "parts": len(parts), "jobs": int(jobs), "executor": executor,
+        **({"scheduler": scheduler} if executor == "dask" else {}),
         "started": started.isoformat(timespec="seconds"), "status": "running",
     }
     atomic_write_text(info_path, json.dumps(info, indent=2, default=str) + "\n")
@@ -518,7 +525,11 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
             atomic_write_text(parts_dir / f"{part.key}.csv", text)
             flush.add(tms)
 
-        if jobs > 1 and len(todo) > 1:
+        if executor == "dask" and todo:
+            from .executors import run_dask
+
+            run_dask(cfg, todo, data_dir, scheduler, finished, bar if progress else None)
+        elif jobs > 1 and len(todo) > 1:
             _run_pool(cfg, todo, data_dir, jobs, finished, bar if progress else None)
         else:
             for part in todo:
