@@ -32,8 +32,8 @@ test-full: install ## All tests, including the slow full-data reproductions (mar
 check-configs: install ## Validate every config under configs/
 	$(BIN)/plab config check configs/*.yaml configs/*/*.yaml
 
-reproduce: install ## Regenerate every paper table under results/ (Freund & Schapire so far)
-	$(BIN)/python -m perceptron_lab.reproduce
+reproduce: install ## Regenerate the paper tables under results/ and the report (SET=full adds the MNIST/USPS searches)
+	$(BIN)/python -m perceptron_lab.reproduce --set $(or $(SET),core) --jobs $(or $(JOBS),1)
 
 bench: install ## Speed benchmarks against scikit-learn and River, written to results/bench/
 	$(BIN)/pip install -q -e '.[bench]'
