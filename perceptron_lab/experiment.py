@@ -518,7 +518,8 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
             pds = load_data(part_config(cfg, p), data_dir) if p.grid_values else ds
             total += sum(unit_steps(cfg, pds, u) for u in p.units)
     bar = tqdm(total=total, disable=not progress, unit="step", unit_scale=True,
-               desc=f"{cfg.name} ({n_todo}/{len(units)} runs)", dynamic_ncols=True)
+               desc=f"{cfg.name} ({n_todo}/{len(units)} runs)", dynamic_ncols=True,
+               mininterval=0.1 if sys.stderr.isatty() else 30.0)  # a log file gets a line per 30 s
     flush = _TimingsWriter(timings_path, timings)
     try:
         def finished(part, text, tms):
@@ -677,7 +678,10 @@ def write_paper_outputs(cfg: ExperimentConfig, out: Path, df: pd.DataFrame, n_tr
     a paper reports: Freund & Schapire's MNIST runs with a polynomial kernel, and the Khardon &
     Wachman configs (named ``kw2007_table<N>...``, see :mod:`perceptron_lab.tables_kw`)."""
     written = []
-    if cfg.dataset.name == "mnist" and cfg.kernel.type == "poly" and cfg.evaluation.mode == "holdout":
+    fs_run = (cfg.dataset.name == "mnist" and cfg.kernel.type == "poly" and cfg.algorithm.name == "perceptron"
+              and cfg.evaluation.mode == "holdout" and not cfg.evaluation.grid
+              and not cfg.name.startswith("gentile2001"))
+    if fs_run:
         from .tables import write_fs1999_tables
 
         written += write_fs1999_tables(out / "results.csv", out, n_train=n_train)
@@ -686,6 +690,10 @@ def write_paper_outputs(cfg: ExperimentConfig, out: Path, df: pd.DataFrame, n_tr
 
             written.append(plot_fs1999_figure2(df, out / "fs1999_figure2.png",
                                                title=f"{cfg.name}: test error vs epochs"))
+    if cfg.name.startswith("gentile2001"):
+        from .tables_gentile import write_gentile_tables
+
+        written += write_gentile_tables(out / "results.csv", out)
     if cfg.name.startswith("kw2007_table"):
         from .tables_kw import write_kw2007_outputs
 
