@@ -81,3 +81,7 @@ DEFAULT_EXPERIMENT_NAME = "experiment"
 PACKAGE_CONFIG_PREFIX = "package:"
 #: Number of hex digits of the sha256 kept by :func:`perceptron_lab.config.config_hash`.
 CONFIG_HASH_LENGTH = 12
+
+#: ``plab run`` refuses to start when the output folder's disk has less free space than this: a
+#: part of the largest runs (a full MNIST permutation) takes about 1 MB, results.csv as much again.
+MIN_FREE_DISK_MB = 16

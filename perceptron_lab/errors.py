@@ -23,3 +23,15 @@ class DatasetError(PlabError):
     """A dataset is missing, corrupt or fails its checksum; the message says how to fix it."""
 
     exit_code = 3
+
+
+class NumericError(PlabError):
+    """Kernel values or scores would overflow (or did overflow) the chosen float type."""
+
+    exit_code = 4
+
+
+class OutputError(PlabError):
+    """The output folder cannot be written: not writable, or the disk is full."""
+
+    exit_code = 1

@@ -79,6 +79,39 @@ def inner_kfold_indices(train_idx: np.ndarray, folds: int, seed: int, outer: int
             for k in range(folds)]
 
 
+def training_folds(cfg, y):
+    """The training parts of a config's cross-validation that might hold a single class, lazily.
+
+    Yields ``(description, row indices)`` for :func:`perceptron_lab.datasets.base.validate_dataset`.
+    A training part lacks every class but one only when all examples of the other classes sit in
+    its test fold, so nothing is computed (or yielded) when the examples outside the largest class
+    outnumber the largest possible test fold, which is the case for every real dataset.
+    """
+    ev = cfg.evaluation
+    if ev.mode == "holdout":
+        return
+    y = np.asarray(y)
+    n = y.size
+    if n == 0:
+        return
+    others = n - int(np.bincount(y).max())
+    outer_kfold = ev.mode == "kfold" or ev.outer == "kfold"
+    max_outer = -(-n // ev.folds) if outer_kfold else 0
+    check_inner = ev.mode == "nested" and others <= max_outer + -(-n // ev.inner_folds)
+    if not (outer_kfold and others <= max_outer) and not check_inner:
+        return
+    outer = [tr for tr, _ in kfold_indices(n, ev.folds, ev.fold_seed)] if outer_kfold else []
+    if others <= max_outer:
+        for k, tr in enumerate(outer):
+            yield f"fold {k + 1} of {ev.folds} (evaluation.folds)", tr
+    if not check_inner:
+        return
+    for k, tr in (enumerate(outer) if outer_kfold else [(-1, np.arange(n))]):
+        for j, (itr, _) in enumerate(inner_kfold_indices(tr, ev.inner_folds, ev.fold_seed, k)):
+            of = f" of outer fold {k + 1}" if k >= 0 else ""
+            yield f"inner fold {j + 1} of {ev.inner_folds}{of} (evaluation.inner_folds)", itr
+
+
 # ----------------------------------------------------------------------------- confidence
 
 

@@ -30,11 +30,13 @@ report, per outer fold, the selected point's outer test error and its inner-CV e
 
 from __future__ import annotations
 
+import errno
 import io
 import itertools
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -47,11 +49,12 @@ import pandas as pd
 
 from . import __version__
 from .config import ExperimentConfig, with_overrides
-from .constants import EPOCH_TOL
-from .datasets.base import Dataset
+from .constants import EPOCH_TOL, MIN_FREE_DISK_MB
+from .datasets.base import Dataset, validate_dataset
 from .engine import label_matrix, train_from_config
-from .errors import PlabError
-from .evaluation import Grid, inner_kfold_indices, kfold_indices  # noqa: F401  (kfold_indices re-exported)
+from .errors import OutputError, PlabError
+from .evaluation import (Grid, inner_kfold_indices, kfold_indices,  # noqa: F401  (kfold_indices re-exported)
+                         training_folds)
 from .kernels import Kernel
 from .predict import RULES, counts_at_checkpoints, evaluate
 
@@ -112,7 +115,10 @@ def load_data(cfg: ExperimentConfig, data_dir=None) -> Dataset:
         Xtr, ytr = Xtr[:cfg.dataset.train_size], ytr[:cfg.dataset.train_size]
     if cfg.dataset.test_size is not None and Xte is not None:
         Xte, yte = Xte[:cfg.dataset.test_size], yte[:cfg.dataset.test_size]
-    return Dataset(ds.name, Xtr, ytr, Xte, yte, ds.classes, dict(ds.meta))
+    out = Dataset(ds.name, Xtr, ytr, Xte, yte, ds.classes, dict(ds.meta))
+    validate_dataset(out, f"{cfg.source}: dataset {name!r}", folds=training_folds(cfg, ytr),
+                     subset=cfg.dataset.train_size is not None)
+    return out
 
 
 def preprocess(kind: str, Xtr, Xte):
@@ -313,7 +319,7 @@ def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None, ucfg
     cp_of = {s: i for i, s in enumerate(log.checkpoint_steps.tolist())}
     t1 = time.perf_counter()
     err_m, err_b = evaluate(log, kernel, Xtr, Xte, yte, binary, vote_weight=ucfg.prediction.vote_weight,
-                            seed=rule_seed, dtype=dtype)
+                            seed=rule_seed, dtype=dtype, rules=ucfg.prediction.rules)
     eval_s = time.perf_counter() - t1
     counts = counts_at_checkpoints(log)
 
@@ -387,14 +393,35 @@ def run_part(cfg: ExperimentConfig, part: Part, data_dir=None, progress=None, un
 
 
 def atomic_write_text(path: Path, text: str):
+    """Write ``text`` to a temporary file and move it into place. On any failure the temporary file
+    is removed; an OSError (disk full, no permission) becomes an :class:`OutputError` saying what to do."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:  # disk full, no permission, Ctrl-C: leave no temporary file behind
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise write_error(path, exc) from None
+        raise
+
+
+def write_error(path: Path, exc: OSError) -> OutputError:
+    """The one-line error for a failed write: a full disk says the run resumes, others name --out."""
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return OutputError(f"no space left on the disk while writing {path} ({exc.strerror or exc}); "
+                           "nothing finished is lost (finished runs stay in the output folder's parts/): "
+                           "free some disk space, or choose another folder with --out, and run the same "
+                           "command again to resume")
+    return OutputError(f"cannot write {path}: {exc.strerror or exc}; choose another output folder with --out")
 
 
 def rows_to_csv(rows, columns=RESULT_COLUMNS) -> str:
@@ -440,14 +467,22 @@ def results_hash(cfg: ExperimentConfig) -> str:
 
 
 def check_writable(out: Path):
+    """Fail early when ``out`` cannot be written or its disk has less than MIN_FREE_DISK_MB free."""
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / f".write-test.{os.getpid()}"
         probe.write_text("ok")
         probe.unlink()
+        free = shutil.disk_usage(out).free
     except OSError as exc:
-        raise PlabError(f"cannot write to output folder {out}: {exc.strerror or exc}; "
-                        "choose another with --out") from None
+        if exc.errno == errno.ENOSPC:
+            raise write_error(out, exc) from None
+        raise OutputError(f"cannot write to output folder {out}: {exc.strerror or exc}; "
+                          "choose another with --out") from None
+    if free < MIN_FREE_DISK_MB * 2**20:
+        raise OutputError(f"only {free / 2**20:.1f} MB free on the disk of output folder {out}; a run needs "
+                          f"at least {MIN_FREE_DISK_MB} MB for its results: free some disk space or choose "
+                          "another folder with --out")
 
 
 @dataclass

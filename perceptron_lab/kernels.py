@@ -16,10 +16,13 @@ expensive part runs at GEMM speed on all cores.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numba as nb
 import numpy as np
+
+from .errors import NumericError
 
 LINEAR, POLY, GAUSSIAN, POLY_GAUSSIAN = 0, 1, 2, 3
 PARALLEL_MIN_ELEMENTS = 4_000_000  # kernel blocks smaller than this are transformed on one thread
@@ -63,11 +66,68 @@ class Kernel:
         Scores then scale by the same factor for every label and every hypothesis, so mistakes,
         votes and argmax predictions do not change; thresholds given as numbers are rescaled by
         :meth:`value_factor`.
+
+        Every other case is checked and left unchanged, or refused with a :class:`NumericError`
+        that says what to change: the largest kernel value on the training rows (c^d for poly,
+        2^d for poly_gaussian, max |x|^2 for linear), times n^2 for sums over up to n updates
+        and the averaged rules' sums over steps, must stay below the largest ``dtype`` number;
+        so must the squared norms (the Gram matrix is computed in ``dtype``) and the Gaussian
+        factor 1 / (2 sigma^2).
         """
-        if self.code != POLY or np.dtype(dtype) != np.float32 or len(X) == 0:
+        if len(X) == 0:
             return self
-        c = float(np.max(1.0 + np.einsum("ij,ij->i", X, X, dtype=np.float64) / self.scale))
-        return Kernel(self.name, self.degree, self.scale, self.sigma, max(c, 1.0))
+        dt = np.dtype(dtype)
+        fmax = float(np.finfo(dt).max)
+        log_max = math.log10(fmax)
+        headroom = 2.0 * math.log10(max(len(X), 2))  # sums over up to n updates, then over n steps
+        with np.errstate(over="ignore", invalid="ignore"):
+            sq = float(np.max(np.einsum("ij,ij->i", X, X, dtype=np.float64)))
+        what = f"{self.describe()} kernel in {dt.name}"
+        more = "training.dtype: float64, or " if dt != np.float64 else ""
+        if not math.isfinite(sq) or sq > fmax / 4:
+            raise NumericError(
+                f"{what}: squared feature norms reach {sq:.3g}, beyond the {dt.name} range "
+                f"({fmax:.3g}); kernel values would overflow. Fix: set {more}dataset.preprocess: "
+                "standardize (or minmax, unit_norm)")
+        if self.code == LINEAR:
+            if math.log10(max(sq, 1.0)) + headroom > log_max:
+                raise NumericError(
+                    f"{what}: |x|^2 reaches {sq:.3g}; scores summed over {len(X)} examples could exceed "
+                    f"{fmax:.3g}. Fix: set {more}dataset.preprocess: standardize (or minmax, unit_norm)")
+            return self
+        if self.code in (GAUSSIAN, POLY_GAUSSIAN):
+            two_s2 = 2.0 * self.sigma * self.sigma  # a huge sigma gives K = 1 everywhere: useless, not wrong
+            if two_s2 == 0.0 or 1.0 / two_s2 > fmax:
+                raise NumericError(
+                    f"{what}: kernel.sigma = {self.sigma:g} is too small, 1/(2 sigma^2) overflows {dt.name} "
+                    f"and K(x, x) would be NaN. Fix: set {more}a larger kernel.sigma (about the distance "
+                    "between examples)")
+            if self.code == POLY_GAUSSIAN and self.degree * math.log10(2.0) + headroom > log_max:
+                top = int((log_max - headroom) / math.log10(2.0))
+                raise NumericError(
+                    f"{what}: values reach 2^{self.degree} = 1e{self.degree * math.log10(2.0):.0f}, so scores "
+                    f"overflow {dt.name} (largest {fmax:.3g}). Fix: set {more}kernel.degree <= {top}")
+            return self
+        c = 1.0 + sq / self.scale
+        if not math.isfinite(c):
+            raise NumericError(
+                f"{what}: 1 + |x|^2/scale = inf. Fix: set kernel.scale to at least {sq:.3g}, or "
+                "dataset.preprocess: standardize")
+        if dt == np.float32:
+            return Kernel(self.name, self.degree, self.scale, self.sigma, max(c, 1.0))
+        log_k = self.degree * math.log10(c)
+        if log_k + headroom > log_max:
+            top = max(int((log_max - headroom) / math.log10(c)), 1)
+            # the smallest scale s with (1 + sq/s)^d * n^2 within range
+            room = 10.0 ** ((log_max - headroom) / self.degree) - 1.0
+            s_min = sq / room if room > 0 else math.inf
+            scale = f"{_ceil_1digit(s_min):g}" if math.isfinite(s_min) else "a larger value"
+            raise NumericError(
+                f"{what}: K(x, x) = (1 + |x|^2/{self.scale:g})^{self.degree} reaches 1e{log_k:.0f} on the "
+                f"training rows, so scores overflow {dt.name} (largest {fmax:.3g}). Fix: set kernel.scale: "
+                f"{scale} or larger, lower kernel.degree to {top} or less, or "
+                "preprocess the features (dataset.preprocess: unit_norm)")
+        return self
 
     @property
     def value_factor(self) -> float:
@@ -82,6 +142,12 @@ class Kernel:
         if self.name == "gaussian":
             return f"gaussian(sigma={self.sigma:g})"
         return f"poly_gaussian(d={self.degree}, sigma={self.sigma:g})"
+
+
+def _ceil_1digit(x: float) -> float:
+    """``x`` rounded up to one significant digit (1.47 -> 2, 172 -> 200)."""
+    p = 10.0 ** math.floor(math.log10(x)) if x > 0 else 1.0
+    return math.ceil(x / p - 1e-9) * p
 
 
 @nb.njit(cache=True, inline="always")

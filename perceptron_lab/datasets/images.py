@@ -106,7 +106,9 @@ def _load_idx_set(folder: Path, name: str) -> tuple[np.ndarray, np.ndarray, np.n
     for key, filename in IDX_FILES.items():
         arrays[key] = read_idx(folder / filename, 3 if key.endswith("images") else 1, name)
 
-    for split, n_expected in (("train", _N_TRAIN), ("test", _N_TEST)):
+    # Consistency first (it names the precise fault), then the expected sizes of the real files.
+    splits = (("train", _N_TRAIN), ("test", _N_TEST))
+    for split, _ in splits:
         images, labels = arrays[f"{split}_images"], arrays[f"{split}_labels"]
         img_file = folder / IDX_FILES[f"{split}_images"]
         lbl_file = folder / IDX_FILES[f"{split}_labels"]
@@ -118,10 +120,16 @@ def _load_idx_set(folder: Path, name: str) -> tuple[np.ndarray, np.ndarray, np.n
                 f"{images.shape[0]} images but {labels.shape[0]} labels in {lbl_file.name}",
                 name,
             )
+        if labels.size and labels.max() > 9:
+            bad = int(np.argmax(labels > 9))
+            raise corrupt_file_error(
+                lbl_file, f"label {int(labels[bad])} (item {bad + 1}) outside the classes 0..9", name
+            )
+    for split, n_expected in splits:
+        images = arrays[f"{split}_images"]
+        img_file = folder / IDX_FILES[f"{split}_images"]
         if images.shape[0] != n_expected:
             raise corrupt_file_error(img_file, f"{images.shape[0]} images, expected {n_expected}", name)
-        if labels.size and labels.max() > 9:
-            raise corrupt_file_error(lbl_file, f"label {int(labels.max())} outside 0..9", name)
 
     def x(a: np.ndarray) -> np.ndarray:
         return a.reshape(a.shape[0], -1).astype(np.float64)

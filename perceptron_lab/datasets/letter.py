@@ -36,8 +36,6 @@ def load_letter(folder: str | Path) -> Dataset:
         raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from None
 
     lines = [line for line in text.splitlines() if line.strip()]
-    if len(lines) != N_TRAIN + N_TEST:
-        raise corrupt_file_error(path, f"{len(lines)} rows, expected {N_TRAIN + N_TEST}", "letter")
     y = np.empty(len(lines), dtype=np.int64)
     X = np.empty((len(lines), _N_FEATURES), dtype=np.float64)
     for i, line in enumerate(lines):
@@ -53,6 +51,9 @@ def load_letter(folder: str | Path) -> Dataset:
                 path, f"line {i + 1} has a non-integer feature: {line[:60]!r}", "letter"
             ) from None
         y[i] = ord(fields[0]) - ord("A")
+    if len(lines) != N_TRAIN + N_TEST:
+        short = " (the file is cut short)" if len(lines) < N_TRAIN + N_TEST else ""
+        raise corrupt_file_error(path, f"{len(lines)} rows, expected {N_TRAIN + N_TEST}{short}", "letter")
 
     return Dataset(
         "letter",

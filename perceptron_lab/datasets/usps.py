@@ -35,8 +35,6 @@ def _read_zip_text(path: Path, n_expected: int) -> tuple[np.ndarray, np.ndarray]
     except OSError as exc:
         raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from None
 
-    if len(lines) != n_expected:
-        raise corrupt_file_error(path, f"{len(lines)} rows, expected {n_expected}", "usps")
     tokens = [line.split() for line in lines]
     for i, row in enumerate(tokens):
         if len(row) != _N_PIXELS + 1:
@@ -47,13 +45,28 @@ def _read_zip_text(path: Path, n_expected: int) -> tuple[np.ndarray, np.ndarray]
         data = np.array(tokens, dtype=np.float64)
     except ValueError as exc:
         raise corrupt_file_error(path, f"non-numeric value ({exc})", "usps") from None
+    data = data.reshape(len(tokens), _N_PIXELS + 1)
 
     labels = data[:, 0]
     X = np.ascontiguousarray(data[:, 1:])
-    if not np.all((labels == np.round(labels)) & (labels >= 0) & (labels <= 9)):
-        raise corrupt_file_error(path, "labels must be the integers 0..9", "usps")
-    if not np.isfinite(X).all() or X.min() < -1.0 or X.max() > 1.0:
-        raise corrupt_file_error(path, "pixel values outside [-1, 1]", "usps")
+    bad = ~((labels == np.round(labels)) & (labels >= 0) & (labels <= 9))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise corrupt_file_error(
+            path, f"line {i + 1} has label {tokens[i][0]!r}; labels must be the integers 0..9", "usps"
+        )
+    finite = np.isfinite(X)
+    if not finite.all():
+        i, j = (int(v[0]) for v in np.nonzero(~finite))
+        raise corrupt_file_error(
+            path, f"line {i + 1}, pixel {j + 1} is {tokens[i][j + 1]!r}, not a finite number", "usps"
+        )
+    if X.size and (X.min() < -1.0 or X.max() > 1.0):
+        i = int(np.argmax(((X < -1.0) | (X > 1.0)).any(axis=1)))
+        raise corrupt_file_error(path, f"line {i + 1} has pixel values outside [-1, 1]", "usps")
+    if len(lines) != n_expected:
+        short = " (the file is cut short)" if len(lines) < n_expected else ""
+        raise corrupt_file_error(path, f"{len(lines)} rows, expected {n_expected}{short}", "usps")
     return X, labels.astype(np.int64)
 
 

@@ -1,0 +1,462 @@
+"""Bad input fails clearly: every fault below is driven through ``plab run`` on tiny hand-made files
+in a temporary data folder, and must end with one ``plab: error:`` line that names the file (or the
+setting) and the fix, the documented exit status and no traceback.
+
+Exit statuses: 3 data (DatasetError), 4 numerics (NumericError), 1 output folder (OutputError).
+"""
+
+from __future__ import annotations
+
+import errno
+import gzip
+import os
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from perceptron_lab import experiment
+from perceptron_lab.cli import main
+from perceptron_lab.datasets.base import Dataset, validate_dataset
+from perceptron_lab.errors import DatasetError
+
+KFOLD = """
+name: fault
+dataset:
+  name: {name}
+{extra}
+evaluation:
+  mode: kfold
+  folds: 2
+"""
+
+HOLDOUT = """
+name: fault
+dataset:
+  name: {name}
+{extra}
+"""
+
+
+def run_plab(tmp_path, name, extra="", data=None, template=KFOLD, expect=None, warnings_ok=False):
+    """``plab run`` of a small config on dataset ``name`` read from ``data`` (default: tmp_path/data).
+
+    Returns (exit code, the error line). Asserts that the output is one error line, without a
+    traceback (``warnings_ok``: Python warnings may precede it).
+    """
+    cfg = tmp_path / "fault.yaml"
+    cfg.write_text(template.format(name=name, extra=extra))
+    args = ["run", str(cfg), "--out", str(tmp_path / "out"), "-q"]
+    if data is not False:
+        args += ["--data-dir", str(data or tmp_path / "data")]
+    r = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert "Traceback" not in r.output
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("plab: error: ")]
+    if warnings_ok:
+        lines = [lines[-1]]
+    assert errors and len(errors) == len(lines) == 1 and lines[0] == errors[0], r.output
+    if expect is not None:
+        assert r.exit_code == expect, r.output
+    return r.exit_code, errors[0]
+
+
+def assert_says(line: str, *parts: str):
+    for p in parts:
+        assert p in line, f"{p!r} not in {line!r}"
+
+
+# --------------------------------------------------------------------------- UCI (CSV) files
+
+SONAR_COLS = 60
+
+
+def sonar_row(label="M", value=0.5, n=SONAR_COLS):
+    return ",".join([f"{value}"] * n + [label])
+
+
+def write_sonar(tmp_path, rows) -> Path:
+    folder = tmp_path / "data" / "uci"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "sonar.all-data"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+GOOD = [sonar_row("M", 0.1), sonar_row("R", 0.2), sonar_row("M", 0.3), sonar_row("R", 0.4)]
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "-Infinity"])
+def test_nan_or_infinite_feature_in_csv(tmp_path, bad):
+    rows = GOOD[:1] + [sonar_row("R").replace("0.5", bad, 1)] + GOOD[2:]
+    path = write_sonar(tmp_path, rows)
+    code, line = run_plab(tmp_path, "sonar", expect=3)
+    assert_says(line, str(path), "line 2", "not a finite number", "plab data fetch sonar")
+
+
+def test_non_numeric_value_in_csv(tmp_path):
+    path = write_sonar(tmp_path, GOOD[:2] + [sonar_row("M").replace("0.5", "abc", 1)])
+    code, line = run_plab(tmp_path, "sonar", expect=3)
+    assert_says(line, str(path), "line 3", "'abc' is not a finite number", "plab data fetch sonar")
+
+
+def test_ragged_row_in_csv(tmp_path):
+    path = write_sonar(tmp_path, GOOD[:3] + [sonar_row("M", n=SONAR_COLS - 1)])
+    code, line = run_plab(tmp_path, "sonar", expect=3)
+    assert_says(line, str(path), "line 4", "expected 61 comma-separated fields, found 60", "plab data fetch sonar")
+
+
+def test_empty_csv(tmp_path):
+    path = write_sonar(tmp_path, ["", "| a comment line, no data"])
+    code, line = run_plab(tmp_path, "sonar", expect=3)
+    assert_says(line, str(path), "no data rows", "plab data fetch sonar")
+
+
+def test_label_outside_the_classes_in_csv(tmp_path):
+    path = write_sonar(tmp_path, GOOD + [sonar_row("X")])
+    code, line = run_plab(tmp_path, "sonar", expect=3)
+    assert_says(line, str(path), "line 5", "class label 'X' is not 'R' or 'M'", "plab data fetch sonar")
+
+
+def test_single_class_training_set(tmp_path):
+    path = write_sonar(tmp_path, [sonar_row("M", v) for v in (0.1, 0.2, 0.3, 0.4)])
+    code, line = run_plab(tmp_path, "sonar", expect=3)
+    assert_says(line, str(path), "all 4 training rows have class 'M'", "at least two classes",
+                "plab data verify sonar", "plab data fetch sonar")
+
+
+def test_single_class_in_the_first_train_size_rows(tmp_path):
+    # The packaged sonar file lists its 97 rocks before its 111 mines.
+    code, line = run_plab(tmp_path, "sonar", extra="  train_size: 20", data=False, expect=3)
+    assert_says(line, "fault.yaml", "sonar.all-data", "all 20 training rows have class 'R'",
+                "raise dataset.train_size")
+
+
+def test_single_class_in_a_training_fold(tmp_path):
+    path = write_sonar(tmp_path, [sonar_row("M", v / 10) for v in range(1, 7)] + [sonar_row("R", 0.9)])
+    code, line = run_plab(tmp_path, "sonar", expect=3)
+    assert_says(line, str(path), "of 2 (evaluation.folds) holds only class 'M'", "'R': 1",
+                "use fewer folds")
+
+
+@pytest.mark.parametrize("fault, says", [
+    ("nan", "the training features contain NaN or infinite values: row 2, feature 3 is nan"),
+    ("no_features", "the training split has 0 features"),
+    ("no_rows", "the training split holds no rows"),
+    ("label", "training row 1 has label index 5, outside the 2 expected classes"),
+    ("test_inf", "the test features contain NaN or infinite values: row 1, feature 1 is inf"),
+])
+def test_any_loader_output_is_validated(tmp_path, monkeypatch, fault, says):
+    """The checks of load_data hold whatever a loader returns (here a stand-in for load_uci)."""
+    X = np.ones((4, 3))
+    y = np.array([0, 1, 0, 1])
+    Xte, yte = None, None
+    if fault == "nan":
+        X[1, 2] = np.nan
+    elif fault == "no_features":
+        X = X[:, :0]
+    elif fault == "no_rows":
+        X, y = X[:0], y[:0]
+    elif fault == "label":
+        y = np.array([5, 1, 0, 1])
+    elif fault == "test_inf":
+        Xte, yte = np.full((1, 3), np.inf), np.array([0])
+
+    def fake_load_uci(name, folder):
+        return Dataset(name, X, y, Xte, yte, classes=["R", "M"],
+                       meta={"source_files": [str(Path(folder) / "sonar.all-data")]})
+
+    monkeypatch.setattr("perceptron_lab.datasets.uci.load_uci", fake_load_uci)
+    write_sonar(tmp_path, GOOD)
+    code, line = run_plab(tmp_path, "sonar", expect=3)
+    assert_says(line, "fault.yaml", "dataset 'sonar'", "sonar.all-data", says, "Fix:")
+
+
+def test_validate_dataset_accepts_good_data():
+    ds = Dataset("t", np.ones((4, 2)), np.array([0, 1, 0, 1]), np.zeros((2, 2)), np.array([1, 0]), [0, 1])
+    validate_dataset(ds, "t")
+    with pytest.raises(DatasetError, match="test row 2 has label index -1"):
+        validate_dataset(Dataset("t", ds.X_train, ds.y_train, ds.X_test, np.array([0, -1]), [0, 1]), "t")
+
+
+# --------------------------------------------------------------------------- IDX (MNIST, Fashion-MNIST)
+
+IDX = {"train_images": "train-images-idx3-ubyte.gz", "train_labels": "train-labels-idx1-ubyte.gz",
+       "test_images": "t10k-images-idx3-ubyte.gz", "test_labels": "t10k-labels-idx1-ubyte.gz"}
+
+
+def idx_bytes(arr: np.ndarray, magic: bytes | None = None) -> bytes:
+    arr = np.asarray(arr, dtype=np.uint8)
+    head = magic if magic is not None else bytes([0, 0, 8, arr.ndim])
+    return head + struct.pack(f">{arr.ndim}I", *arr.shape) + arr.tobytes()
+
+
+def write_idx_set(tmp_path, subfolder="mnist", n_train=3, n_test=2, **override) -> Path:
+    """Four small, consistent IDX files; ``override`` replaces a file's bytes (already gzipped or not)."""
+    folder = tmp_path / "data" / subfolder
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    content = {
+        "train_images": idx_bytes(rng.integers(0, 256, (n_train, 28, 28))),
+        "train_labels": idx_bytes(np.arange(n_train) % 10),
+        "test_images": idx_bytes(rng.integers(0, 256, (n_test, 28, 28))),
+        "test_labels": idx_bytes(np.arange(n_test) % 10),
+    }
+    for key, name in IDX.items():
+        raw = override.get(key)
+        (folder / name).write_bytes(raw if raw is not None else gzip.compress(content[key]))
+    return folder
+
+
+MNIST_HOLDOUT = "kernel: {type: poly, degree: 2}"
+
+
+def test_idx_with_wrong_magic_number(tmp_path):
+    folder = write_idx_set(tmp_path, train_images=gzip.compress(
+        idx_bytes(np.zeros((3, 28, 28)), magic=b"\x00\x00\x08\x01")))
+    code, line = run_plab(tmp_path, "mnist", MNIST_HOLDOUT, template=HOLDOUT, expect=3)
+    assert_says(line, str(folder / IDX["train_images"]), "bad IDX magic number 0x00000801",
+                "plab data verify mnist", "plab data fetch mnist")
+
+
+def test_idx_with_wrong_size(tmp_path):
+    raw = idx_bytes(np.zeros((3, 28, 28)))[:-100]  # header says 3 images, the payload is shorter
+    folder = write_idx_set(tmp_path, test_images=gzip.compress(raw))
+    code, line = run_plab(tmp_path, "mnist", MNIST_HOLDOUT, template=HOLDOUT, expect=3)
+    assert_says(line, str(folder / IDX["test_images"]), "declares dimensions (3, 28, 28) (2352 values) but "
+                "the file holds 2252", "plab data fetch mnist")
+
+
+@pytest.mark.parametrize("name", ["mnist", "fashion-mnist"])
+def test_idx_image_and_label_counts_differ(tmp_path, name):
+    folder = write_idx_set(tmp_path, name, train_labels=gzip.compress(idx_bytes(np.zeros(2))))
+    code, line = run_plab(tmp_path, name, MNIST_HOLDOUT, template=HOLDOUT, expect=3)
+    assert_says(line, str(folder / IDX["train_images"]), "3 images but 2 labels in train-labels-idx1-ubyte.gz",
+                f"plab data fetch {name}")
+
+
+def test_idx_gz_that_is_not_gzip(tmp_path):
+    folder = write_idx_set(tmp_path, train_labels=b"<html>404 not found</html>")
+    code, line = run_plab(tmp_path, "mnist", MNIST_HOLDOUT, template=HOLDOUT, expect=3)
+    assert_says(line, str(folder / IDX["train_labels"]), "gzip error", "plab data fetch mnist")
+
+
+def test_idx_gz_cut_short(tmp_path):
+    whole = gzip.compress(idx_bytes(np.random.default_rng(1).integers(0, 256, (3, 28, 28))))
+    folder = write_idx_set(tmp_path, train_images=whole[: len(whole) // 2])
+    code, line = run_plab(tmp_path, "mnist", MNIST_HOLDOUT, template=HOLDOUT, expect=3)
+    assert_says(line, str(folder / IDX["train_images"]), "gzip error", "truncated or corrupt",
+                "plab data fetch mnist")
+
+
+def test_idx_label_outside_0_to_9(tmp_path):
+    folder = write_idx_set(tmp_path, test_labels=gzip.compress(idx_bytes(np.array([1, 12]))))
+    code, line = run_plab(tmp_path, "mnist", MNIST_HOLDOUT, template=HOLDOUT, expect=3)
+    assert_says(line, str(folder / IDX["test_labels"]), "label 12 (item 2) outside the classes 0..9",
+                "plab data fetch mnist")
+
+
+def test_idx_files_with_too_few_images(tmp_path):
+    folder = write_idx_set(tmp_path)
+    code, line = run_plab(tmp_path, "mnist", MNIST_HOLDOUT, template=HOLDOUT, expect=3)
+    assert_says(line, str(folder / IDX["train_images"]), "3 images, expected 60000", "plab data fetch mnist")
+
+
+# --------------------------------------------------------------------------- USPS and Letter text files
+
+
+def usps_line(label=3, value="0.5"):
+    return " ".join([str(label)] + [value] * 256)
+
+
+def write_usps(tmp_path, train_lines, train_raw=None) -> Path:
+    folder = tmp_path / "data" / "usps"
+    folder.mkdir(parents=True, exist_ok=True)
+    data = gzip.compress(("\n".join(train_lines) + "\n").encode())
+    (folder / "zip.train.gz").write_bytes(train_raw if train_raw is not None else data)
+    (folder / "zip.test.gz").write_bytes(gzip.compress((usps_line(1) + "\n").encode()))
+    return folder / "zip.train.gz"
+
+
+USPS_CFG = "kernel: {type: poly, degree: 2}"
+
+
+def test_usps_cut_short(tmp_path):
+    path = write_usps(tmp_path, [usps_line(d % 10) for d in range(5)])
+    code, line = run_plab(tmp_path, "usps", USPS_CFG, template=HOLDOUT, expect=3)
+    assert_says(line, str(path), "5 rows, expected 7291 (the file is cut short)", "plab data fetch usps")
+
+
+def test_usps_gz_cut_short(tmp_path):
+    whole = gzip.compress(("\n".join(usps_line(d % 10, f"0.{d}") for d in range(50)) + "\n").encode())
+    path = write_usps(tmp_path, [], train_raw=whole[:-200])
+    code, line = run_plab(tmp_path, "usps", USPS_CFG, template=HOLDOUT, expect=3)
+    assert_says(line, str(path), "EOFError", "truncated or corrupt", "plab data fetch usps")
+
+
+def test_usps_nan_pixel(tmp_path):
+    bad = usps_line(4).split()
+    bad[5] = "nan"
+    path = write_usps(tmp_path, [usps_line(1), " ".join(bad)])
+    code, line = run_plab(tmp_path, "usps", USPS_CFG, template=HOLDOUT, expect=3)
+    assert_says(line, str(path), "line 2, pixel 5 is 'nan', not a finite number", "plab data fetch usps")
+
+
+def test_usps_label_outside_0_to_9(tmp_path):
+    path = write_usps(tmp_path, [usps_line(1), usps_line(10)])
+    code, line = run_plab(tmp_path, "usps", USPS_CFG, template=HOLDOUT, expect=3)
+    assert_says(line, str(path), "line 2 has label '10'; labels must be the integers 0..9", "plab data fetch usps")
+
+
+def write_letter(tmp_path, lines) -> Path:
+    folder = tmp_path / "data" / "letter"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "letter-recognition.data"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def letter_line(c="A", v=3):
+    return ",".join([c] + [str(v)] * 16)
+
+
+LETTER_CFG = "kernel: {type: poly, degree: 2}"
+
+
+def test_letter_cut_short(tmp_path):
+    path = write_letter(tmp_path, [letter_line(c) for c in "ABCAB"])
+    code, line = run_plab(tmp_path, "letter", LETTER_CFG, template=HOLDOUT, expect=3)
+    assert_says(line, str(path), "5 rows, expected 20000 (the file is cut short)", "plab data fetch letter")
+
+
+def test_letter_last_line_cut_in_the_middle(tmp_path):
+    path = write_letter(tmp_path, [letter_line("A"), letter_line("B"), "C,1,2,3"])
+    code, line = run_plab(tmp_path, "letter", LETTER_CFG, template=HOLDOUT, expect=3)
+    assert_says(line, str(path), "line 3 is not 'LETTER,16 integers'", "plab data fetch letter")
+
+
+def test_letter_non_integer_feature(tmp_path):
+    path = write_letter(tmp_path, [letter_line("A"), letter_line("B").replace(",3", ",x", 1)])
+    code, line = run_plab(tmp_path, "letter", LETTER_CFG, template=HOLDOUT, expect=3)
+    assert_says(line, str(path), "line 2 has a non-integer feature", "plab data fetch letter")
+
+
+# --------------------------------------------------------------------------- numerics
+
+
+def test_poly_kernel_that_overflows_float64_is_refused(tmp_path):
+    # Packaged sonar: |x|^2 <= 15.4, so K(x, x) = (1 + |x|^2)^300 reaches about 1e364.
+    extra = "kernel: {type: poly, degree: 300}\ntraining: {dtype: float64}"
+    code, line = run_plab(tmp_path, "sonar", extra, data=False, expect=4)
+    assert_says(line, "poly(d=300, s=1) kernel in float64", "reaches 1e3", "overflow float64", "Fix: set kernel.scale:",
+                "lower kernel.degree to", "dataset.preprocess")
+    assert not (tmp_path / "out" / "results.csv").exists()
+
+
+def test_poly_gaussian_that_overflows_float32_is_refused(tmp_path):
+    extra = "kernel: {type: poly_gaussian, degree: 200, sigma: 1}\ntraining: {dtype: float32}"
+    code, line = run_plab(tmp_path, "sonar", extra, data=False, expect=4)
+    assert_says(line, "2^200", "overflow float32", "training.dtype: float64", "kernel.degree <=")
+
+
+def test_gaussian_sigma_too_small_is_refused(tmp_path):
+    extra = "kernel: {type: gaussian, sigma: 1.0e-200}"
+    code, line = run_plab(tmp_path, "sonar", extra, data=False, expect=4)
+    assert_says(line, "kernel.sigma = 1e-200 is too small", "NaN", "a larger kernel.sigma")
+
+
+def test_features_too_large_for_float32_are_refused(tmp_path):
+    write_sonar(tmp_path, [sonar_row("M", 1e30), sonar_row("R", 0.2), sonar_row("M", 0.3), sonar_row("R", 0.4)])
+    code, line = run_plab(tmp_path, "sonar", "training: {dtype: float32}", expect=4)
+    assert_says(line, "squared feature norms reach 6e+61", "float32", "training.dtype: float64",
+                "dataset.preprocess: standardize")
+
+
+def test_scores_that_become_non_finite_during_a_run_stop_it(tmp_path, monkeypatch):
+    """If a kernel escapes the up-front check, the overflow is caught before any result is written.
+
+    (numpy's overflow warnings from the training engine may be printed before the error line.)
+    """
+    from perceptron_lab.kernels import Kernel
+
+    monkeypatch.setattr(Kernel, "range_safe", lambda self, X, dtype: self)
+    extra = "kernel: {type: poly, degree: 300}\ntraining: {dtype: float64}"
+    code, line = run_plab(tmp_path, "sonar", extra, data=False, expect=4, warnings_ok=True)
+    assert_says(line, "during training overflowed with the poly(d=300, s=1) kernel in float64", "no results were written",
+                "kernel.scale", "kernel.degree")
+    assert not list((tmp_path / "out").glob("parts/*.csv"))
+    assert not (tmp_path / "out" / "results.csv").exists()
+
+
+ADULT = ("39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, "
+         "2174, 0, 40, United-States, {label}")
+
+
+def test_test_scores_that_overflow_stop_the_run(tmp_path):
+    """A test row far larger than every training row overflows K(test, train) at prediction time."""
+    folder = tmp_path / "data" / "uci"
+    folder.mkdir(parents=True)
+    (folder / "adult.data").write_text("\n".join(ADULT.format(label=lab).replace("39,", f"{a},", 1)
+                                                 for a, lab in ((39, "<=50K"), (50, ">50K"), (28, "<=50K"),
+                                                                (61, ">50K"))) + "\n")
+    (folder / "adult.test").write_text("|1x3 Cross validator\n" + ADULT.format(label="<=50K.") + "\n"
+                                       + ADULT.format(label=">50K.").replace("39,", "1e200,", 1) + "\n")
+    extra = "kernel: {type: poly, degree: 2}"
+    code, line = run_plab(tmp_path, "adult", extra, template=HOLDOUT, expect=4)
+    assert_says(line, "kernel values between test and training examples overflowed", "poly(d=2, s=1)",
+                "no results were written", "Fix:")
+    assert not (tmp_path / "out" / "results.csv").exists()
+
+
+# --------------------------------------------------------------------------- output folder
+
+SMALL_RUN = "algorithm: {eta: 0.1}\ntraining: {epochs: 1}"
+
+
+def test_low_disk_space_fails_before_work(tmp_path, monkeypatch):
+    real = experiment.shutil.disk_usage
+
+    def tiny(path):
+        return real(path)._replace(free=3 * 2**20)
+
+    monkeypatch.setattr(experiment.shutil, "disk_usage", tiny)
+    code, line = run_plab(tmp_path, "sonar", SMALL_RUN, data=False, expect=1)
+    assert_says(line, "only 3.0 MB free", str(tmp_path / "out"), "free some disk space", "--out")
+    assert not (tmp_path / "out" / "run.json").exists()
+
+
+def test_disk_full_while_writing_keeps_finished_parts_and_resumes(tmp_path, monkeypatch):
+    real_replace = os.replace
+    written = []
+
+    def replace(src, dst):
+        if Path(dst).parent.name == "parts" and written:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_replace(src, dst)
+        if Path(dst).parent.name == "parts":
+            written.append(dst)
+
+    monkeypatch.setattr(experiment.os, "replace", replace)
+    code, line = run_plab(tmp_path, "sonar", SMALL_RUN, data=False, expect=1)
+    parts = tmp_path / "out" / "parts"
+    assert_says(line, "no space left on the disk while writing", str(parts), "nothing finished is lost",
+                "free some disk space", "run the same command again to resume")
+    assert [p.name for p in parts.iterdir()] == [Path(written[0]).name]  # no temporary file left behind
+    monkeypatch.setattr(experiment.os, "replace", real_replace)
+
+    cfg = tmp_path / "fault.yaml"
+    r = CliRunner().invoke(main, ["run", str(cfg), "--out", str(tmp_path / "out"), "-q"],
+                           catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    assert "1 run(s) computed, 1 reused" in r.output
+
+
+def test_unwritable_output_file_names_the_file_and_out(tmp_path, monkeypatch):
+    def replace(src, dst):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+
+    monkeypatch.setattr(experiment.os, "replace", replace)
+    code, line = run_plab(tmp_path, "sonar", SMALL_RUN, data=False, expect=1)
+    assert_says(line, "cannot write", "run.json", "Permission denied", "--out")
