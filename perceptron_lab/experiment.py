@@ -414,6 +414,39 @@ def atomic_write_text(path: Path, text: str):
         raise
 
 
+def remove_stale_temporaries(folder: Path) -> int:
+    """Delete temporary files (``.NAME.PID.tmp``) left in ``folder`` and ``folder/parts`` by a
+    process that was killed mid-write (SIGKILL, power loss): never a result, they would only
+    accumulate. Files of a process still running are kept. Returns how many were removed."""
+    removed = 0
+    for d in (folder, folder / "parts"):
+        if not d.is_dir():
+            continue
+        for p in d.glob(".*.tmp"):
+            try:
+                pid = int(p.name.rsplit(".", 2)[-2])
+            except (ValueError, IndexError):
+                continue
+            if pid != os.getpid() and _pid_alive(pid):
+                continue
+            try:
+                p.unlink()
+                removed += 1
+            except OSError:
+                pass
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
 def write_error(path: Path, exc: OSError) -> OutputError:
     """The one-line error for a failed write: a full disk says the run resumes, others name --out."""
     if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
@@ -511,6 +544,7 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
 
     out = Path(out_dir) if out_dir else Path(cfg.run_dir)
     check_writable(out)
+    remove_stale_temporaries(out)
     chash = results_hash(cfg)
     info_path = out / "run.json"
     parts_dir = out / "parts"
