@@ -231,10 +231,12 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
     Returns ``(errors_multi, errors_bin)``: arrays of shape (n_cp, n_rules) and
     (n_cp, n_rules, n_labels) counting wrong predictions; rule order is :data:`RULES`.
 
-    ``rules`` (default: all) names the rules needed. For explicit hypotheses (``log.hyp_w``) and
-    rules that are linear in the hypotheses or pick one of them (all but ``vote`` and the random
-    rules), each rule's classifier is formed first and the test set scored against it alone,
-    instead of against every hypothesis; the rules not computed are reported as -1.
+    ``rules`` (default: all) names the rules needed. For explicit hypotheses (``log.hyp_w``), or
+    kernel expansions with a kernel of the form ``k0 + k1 x.y`` (linear, polynomial of degree 1:
+    primal perceptron runs, ALMA_2 with the linear kernel), and rules that are linear in the
+    hypotheses or pick one of them (all but ``vote`` and the random rules), each rule's classifier
+    is formed first and the test set scored against it alone, instead of against every
+    hypothesis; the rules not computed are reported as -1.
     """
     if cp_index is None:
         cp_index = np.arange(log.checkpoint_steps.size)
@@ -254,6 +256,10 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
     if direct and rules is not None and not set(rules) & set(_PER_HYPOTHESIS_RULES):
         return _evaluate_combined(log, hyp, live, partial, longest, Xte, np.asarray(y_test, dtype=np.int64),
                                   binary, dtype)
+    if (not direct and rules is not None and not set(rules) & set(_PER_HYPOTHESIS_RULES)
+            and _has_affine_form(kernel)):
+        return _evaluate_combined_expansion(log, kernel, hyp, live, partial, longest, Xtr, Xte,
+                                            np.asarray(y_test, dtype=np.int64), binary, rules)
     if direct:
         # explicit hypotheses: one column per update (the hypothesis it created), scored as w . x
         Wh = np.ascontiguousarray(log.hyp_w, dtype=dtype)
@@ -336,8 +342,9 @@ def check_finite_training(log: TrainLog, hyp: Hypotheses | None, kernel: Kernel,
     if log.kernel_normalized:
         kmax = 1.0
     else:
-        with np.errstate(over="ignore", invalid="ignore"):
-            kmax = float(np.max(kernel_diag(kernel, np.asarray(X_train)[np.unique(log.upd_ex)])))
+        # K(x, x) of every updating example is in the log (gathering the support vectors' rows to
+        # recompute it cost up to 0.3 s on MNIST, more than the linear cases' whole test call)
+        kmax = float(np.max(log.upd_kxx))
     with np.errstate(over="ignore", invalid="ignore"):
         bound = kmax * _score_factor(log, hyp) + float(np.abs(hyp.theta).max())
     if not np.isfinite(bound) or bound > np.finfo(np.dtype(dtype)).max:
@@ -405,6 +412,197 @@ def _evaluate_combined(log, hyp, live, partial, longest, Xte, y_test, binary, dt
         err_m[:, cols] = wrong.sum(axis=0)
         truth = y_test[:, None] == np.arange(L)[None, :]
         err_b[:, cols, :] = ((S > 0) != truth[:, None, None, :]).sum(axis=0)
+    return err_m, err_b
+
+
+def _has_affine_form(kernel: Kernel) -> bool:
+    from .engine.linear import has_affine_form
+
+    return has_affine_form(kernel)
+
+
+#: Slots of the combined classifiers built by :func:`_expansion_vectors` (rule -> slot).
+_EXPANSION_RULES = ("last", "last_norm", "avg", "avg_norm", "longest")
+
+
+@nb.njit(cache=True, parallel=True)
+def _expansion_vectors(X, rscale, uex, coef, uoff, hoff, scale, theta, norm, wfull, live, partial, longest,
+                       slot, V, V0, b, D):
+    """Combined classifiers of kernel-expansion hypotheses for kernels ``K(x, y) = k0 + k1 x.y``.
+
+    Hypothesis k of label c is ``scale_k * sum_{j <= k} coef_j phi(x^_j) - theta_k`` with
+    ``x^_j = rscale[uex_j] x_{uex_j}`` (``rscale`` all ones unless the log's kernel is normalized).
+    Each rule at each checkpoint is one combination ``sum_k c_k (hypothesis k)``, written as the
+    vector ``V`` (of the ``x`` parts), the scalar ``V0`` (sum of the coefficients, the ``k0`` part)
+    and the threshold ``b``; the score is divided by ``D`` (the norm for ``last_norm``, so that its
+    score is the hypothesis' own score divided by its norm; 0: the score is 0). Running sums along
+    the label's updates cost one vector operation per update and rule: ``last`` (c = e_K),
+    ``last_norm`` (e_K / |v_K|), ``avg`` (the weights w_k and the live hypothesis' partial weight),
+    ``avg_norm`` (w_k / |v_k|), ``longest`` (e_longest).
+    ``slot[r]`` is the output slot of rule r of :data:`_EXPANSION_RULES` (-1: not wanted).
+    """
+    L = uoff.shape[0] - 1
+    ncp = live.shape[0]
+    nf = X.shape[1]
+    s_last, s_lnorm, s_avg, s_anorm, s_long = slot[0], slot[1], slot[2], slot[3], slot[4]
+    for c in nb.prange(L):
+        u = np.zeros(nf)
+        A = np.zeros(nf)
+        AN = np.zeros(nf)
+        u0s = 0.0
+        A0 = 0.0
+        AN0 = 0.0
+        thA = 0.0
+        thAN = 0.0
+        h0 = hoff[c]
+        q0 = uoff[c]
+        nh = hoff[c + 1] - h0
+        for k in range(nh):
+            if k > 0:
+                j = uex[q0 + k - 1]
+                a = coef[q0 + k - 1] * rscale[j]
+                xj = X[j]
+                for f in range(nf):
+                    u[f] += a * xj[f]
+                u0s += a
+            s = scale[h0 + k]
+            th = theta[h0 + k]
+            nk = norm[h0 + k]
+            inv = 1.0 / nk if nk > 0.0 else 0.0
+            for cp in range(ncp):
+                if live[cp, c] == k:
+                    pw = partial[cp, c]
+                    if s_last >= 0:
+                        for f in range(nf):
+                            V[cp, s_last, c, f] = s * u[f]
+                        V0[cp, s_last, c] = s * u0s
+                        b[cp, s_last, c] = th
+                    if s_lnorm >= 0:
+                        for f in range(nf):
+                            V[cp, s_lnorm, c, f] = s * u[f]
+                        V0[cp, s_lnorm, c] = s * u0s
+                        b[cp, s_lnorm, c] = th
+                        D[cp, s_lnorm, c] = nk if nk > 0.0 else 0.0
+                    if s_avg >= 0:
+                        for f in range(nf):
+                            V[cp, s_avg, c, f] = A[f] + pw * s * u[f]
+                        V0[cp, s_avg, c] = A0 + pw * s * u0s
+                        b[cp, s_avg, c] = thA + pw * th
+                    if s_anorm >= 0:
+                        for f in range(nf):
+                            V[cp, s_anorm, c, f] = AN[f] + pw * inv * s * u[f]
+                        V0[cp, s_anorm, c] = AN0 + pw * inv * s * u0s
+                        b[cp, s_anorm, c] = thAN + pw * inv * th
+                if s_long >= 0 and longest[cp, c] == k:
+                    for f in range(nf):
+                        V[cp, s_long, c, f] = s * u[f]
+                    V0[cp, s_long, c] = s * u0s
+                    b[cp, s_long, c] = th
+            w = wfull[h0 + k]
+            if w != 0.0 and k > 0:
+                if s_avg >= 0:
+                    ws = w * s
+                    for f in range(nf):
+                        A[f] += ws * u[f]
+                    A0 += ws * u0s
+                if s_anorm >= 0:
+                    ws = w * inv * s
+                    for f in range(nf):
+                        AN[f] += ws * u[f]
+                    AN0 += ws * u0s
+            if w != 0.0:
+                thA += w * th
+                thAN += w * inv * th
+
+
+@nb.njit(cache=True, parallel=True, fastmath={"reassoc", "nsz"})
+def _rows_dot(X, V, out):
+    """``out = X @ V.T`` row by row: faster than a BLAS call when V has only a few rows."""
+    for i in nb.prange(X.shape[0]):
+        x = X[i]
+        for j in range(V.shape[0]):
+            v = V[j]
+            acc = 0.0
+            for f in range(x.shape[0]):
+                acc += v[f] * x[f]
+            out[i, j] = acc
+
+
+#: Below this many combined vectors the test set is scored by :func:`_rows_dot`, else by GEMM.
+_ROWS_DOT_MAX = 16
+
+
+def _evaluate_combined_expansion(log, kernel, hyp, live, partial, longest, Xtr, Xte, y_test, binary, rules,
+                                 block_elems: int = 1 << 23):
+    """:func:`evaluate` for kernel-expansion logs (e.g. primal perceptron runs, ALMA_2) with a
+    kernel of the form ``K(x, y) = k0 + k1 x.y`` (linear, polynomial of degree 1) and rules of
+    :data:`_COMBINED_RULES`: each requested rule's classifier at each checkpoint is one vector
+    (:func:`_expansion_vectors`), and the test set is scored against those vectors only. Rules
+    not requested are reported as -1."""
+    from .engine.linear import affine_form
+
+    k0, k1 = affine_form(kernel)
+    ncp, L = live.shape
+    nf = Xtr.shape[1]
+    wanted = [r for r in _EXPANSION_RULES if r in set(rules)]
+    slot = np.array([wanted.index(r) if r in wanted else -1 for r in _EXPANSION_RULES], dtype=np.int64)
+    R = len(wanted)
+    V = np.zeros((ncp, R, L, nf))
+    V0 = np.zeros((ncp, R, L))
+    b = np.zeros((ncp, R, L))
+    D = np.ones((ncp, R, L))
+    if log.kernel_normalized:
+        rscale = np.ones(Xtr.shape[0])
+        sv = np.unique(hyp.uex)
+        rscale[sv] = normalizing_factors(kernel_diag(kernel, Xtr[sv]))
+    else:
+        rscale = np.ones(Xtr.shape[0])
+    if R:
+        _expansion_vectors(Xtr, rscale, hyp.uex.astype(np.int64), hyp.coef.astype(np.float64), hyp.uoff, hyp.hoff,
+                           hyp.scale, hyp.theta, hyp.norm, hyp.wfull, live, partial.astype(np.float64),
+                           longest, slot, V, V0, b, D)
+    Vr = np.ascontiguousarray(V.reshape(-1, nf))
+    Vt = np.ascontiguousarray(Vr.T.astype(Xte.dtype))
+    off = (k0 * V0).reshape(-1)
+    nt = Xte.shape[0]
+    cols = [RULE_INDEX[r] for r in wanted]
+    err_m = np.full((ncp, len(RULES)), -1, dtype=np.int64)
+    err_b = np.full((ncp, len(RULES), L), -1, dtype=np.int64)
+    if R:
+        err_m[:, cols] = 0
+        err_b[:, cols, :] = 0
+    step = max(1, block_elems // max(1, Vt.shape[1]))
+    classes = np.arange(L)
+    # a binary prediction is the sign of the score: without thresholds, the test point's positive
+    # normalizing factor (0 for a zero point, whose score is 0 either way) changes no prediction
+    sign_only = binary and not b.any()
+    for a in range(0, nt if R else 0, step):
+        e = min(nt, a + step)
+        if Vr.shape[0] <= _ROWS_DOT_MAX:
+            P = np.empty((e - a, Vr.shape[0]))
+            _rows_dot(Xte[a:e], Vr, P)
+        else:
+            P = (Xte[a:e] @ Vt).astype(np.float64)
+        if k1 != 1.0:
+            P *= k1
+        if k0 != 0.0:
+            P += off[None, :]
+        S = P.reshape(e - a, ncp, R, L)
+        if log.kernel_normalized and not sign_only:
+            S *= normalizing_factors(kernel_diag(kernel, Xte[a:e]))[:, None, None, None]
+        S -= b[None]
+        if slot[1] >= 0:
+            np.divide(S, D[None], out=S, where=D[None] > 0)
+            S[:, D <= 0] = 0.0
+        yt = y_test[a:e]
+        if binary:
+            wrong = (S[..., 0] > 0).astype(np.int64) != yt[:, None, None]
+            err_m[:, cols] += wrong.sum(axis=0)
+            err_b[:, cols, 0] += wrong.sum(axis=0)
+        else:
+            err_m[:, cols] += (np.argmax(S, axis=3) != yt[:, None, None]).sum(axis=0)
+            truth = yt[:, None] == classes[None, :]
+            err_b[:, cols, :] += ((S > 0) != truth[:, None, None, :]).sum(axis=0)
     return err_m, err_b
 
 

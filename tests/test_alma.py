@@ -469,3 +469,98 @@ def test_gentile_tables_any_B_compares_other_parameterizations():
     assert c.paper == 5.06 and c.n_runs == 3
     with pytest.raises(ValueError, match="more than one run"):
         gentile_comparison(r[r["algorithm"] == "alma"], 1, any_B=True)  # alpha 0.9 twice
+
+
+# ----------------------------------------------------------------------------- p = 2 per-example loop
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("integer", [True, False])
+def test_alma2_linear_loop_matches_naive_and_the_driver(n_classes, integer):
+    # train_alma's default for the linear kernel and p = 2: engine.linear's loop, logged as scaled
+    # expansions (no weight vector per update); every rule at every checkpoint against the naive
+    # reference (run_both), and the log against the chunked driver's in primal form
+    from perceptron_lab.engine.perceptron import train
+
+    for i, setting in enumerate(SETTINGS):
+        seed = 70 + 3 * i + n_classes
+        if integer:
+            log = run_both(Kernel("linear"), setting, n_classes, seed=seed, checkpoints=(0.1, 0.4, 1, 1.5, 2))
+        else:
+            log = _run_both_float(setting, n_classes, seed)
+        assert log.info.get("loop") == "linear" and log.hyp_w is None and log.kernel_normalized
+        X, y, _, _ = small_problem(seed, n_classes=n_classes, integer=integer)
+        order = np.random.default_rng(seed + 1).permutation(len(y))
+        cps = log.checkpoint_steps / len(y)
+        drv = train(X, label_matrix(y, n_classes), Kernel("linear"), AlmaParams(**setting), order, 2.0, cps,
+                    chunk_size=7, form="primal")
+        for name in ("upd_step", "upd_ex", "upd_cls", "upd_cum_correct", "cum_correct_cp", "upd_theta", "upd_kxx"):
+            np.testing.assert_array_equal(getattr(log, name), getattr(drv, name), err_msg=name)
+        for name in ("upd_coef", "upd_score", "upd_scale", "upd_norm"):
+            np.testing.assert_allclose(getattr(log, name), getattr(drv, name), rtol=1e-10, atol=1e-13, err_msg=name)
+
+
+def _run_both_float(setting, n_classes, seed):
+    """run_both on real-valued data (Gaussian features), through train_alma's default dispatch."""
+    X, y, Xt, yt = small_problem(seed, n_classes=n_classes, integer=False)
+    Y = label_matrix(y, n_classes)
+    order = np.random.default_rng(seed + 1).permutation(len(y))
+    cps = (0.1, 0.4, 1, 1.5, 2)
+    log = train_alma(X, Y, Kernel("linear"), AlmaParams(**setting), order, 2.0, cps)
+    err_m, err_b = evaluate(log, Kernel("linear"), X, Xt, yt, n_classes == 2, seed=seed)
+    for k, cp in enumerate(cps):
+        steps = epochs_to_steps(cp, len(y))
+        ref = NaiveAlma(X, Y, ("linear", 1, 1.0, 1.0), **setting).fit(order, steps)
+        sel = log.upd_step < steps
+        fast = [(int(s), int(e), int(c)) for s, e, c in zip(log.upd_step[sel], log.upd_ex[sel], log.upd_cls[sel])]
+        assert fast == ref.updates, f"correction sequence differs at checkpoint {cp}"
+        np.testing.assert_allclose(log.upd_norm[sel], ref.norms, rtol=1e-9, atol=1e-12)
+        rs = random_slices(seed, len(yt), log.checkpoint_steps)[k]
+        ref_err, ref_bin = naive_errors(ref, Xt, yt, n_classes == 2, rs)
+        for r, rule in enumerate(RULES):
+            assert err_m[k, r] == ref_err[rule], (rule, cp)
+            assert list(err_b[k, r]) == ref_bin[rule], (rule, cp)
+    return log
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_alma2_requested_rules_from_combined_classifiers(n_classes):
+    # last/avg (and the normalized and longest-survivor rules) from one combined vector each,
+    # on the normalized instances, give the per-hypothesis errors and the naive reference's
+    X, y, Xt, yt = small_problem(80, n=80, n_classes=n_classes, n_test=60)
+    Y = label_matrix(y, n_classes)
+    order = np.random.default_rng(81).permutation(80)
+    cps = (0.3, 1, 2.5)
+    log = train_alma(X, Y, Kernel("linear"), AlmaParams(alpha=0.7, B=1.3, C=0.9), order, 2.5, cps)
+    assert log.hyp_w is None
+    full_m, full_b = evaluate(log, Kernel("linear"), X, Xt, yt, n_classes == 2)
+    for rules in (["last"], ["avg"], ["last", "avg"], ["last", "last_norm", "avg", "avg_norm", "longest"]):
+        m, b = evaluate(log, Kernel("linear"), X, Xt, yt, n_classes == 2, rules=rules)
+        idx = [RULES.index(r) for r in rules]
+        np.testing.assert_array_equal(m[:, idx], full_m[:, idx])
+        np.testing.assert_array_equal(b[:, idx], full_b[:, idx])
+        rest = [i for i in range(len(RULES)) if i not in idx]
+        assert (m[:, rest] == -1).all()
+    for k, cp in enumerate(cps):
+        ref = NaiveAlma(X, Y, ("linear", 1, 1.0, 1.0), alpha=0.7, B=1.3, C=0.9).fit(order, epochs_to_steps(cp, 80))
+        ref_err, _ = naive_errors(ref, Xt, yt, n_classes == 2, np.zeros(len(yt), dtype=np.int64))
+        for rule in ("last", "avg", "longest"):
+            assert m[k, RULES.index(rule)] == ref_err[rule], (rule, cp)
+
+
+def test_alma2_zero_instances_and_margins_through_the_expansion_log():
+    # footnote 3 (a zero instance never causes a correction) and the Figure 3-5 margins of a
+    # p = 2 log without explicit hypotheses agree with the explicit-hypotheses loop's
+    X, y, _, _ = small_problem(90, n=50, n_classes=3, integer=False)
+    X[::7] = 0.0
+    Y = label_matrix(y, 3)
+    order = np.random.default_rng(91).permutation(50)
+    a = train_alma(X, Y, Kernel("linear"), AlmaParams(alpha=0.6), order, 3, [1, 3])
+    b = train_alma(X, Y, Kernel("linear"), AlmaParams(alpha=0.6), order, 3, [1, 3], form="primal")
+    assert a.hyp_w is None and b.hyp_w is not None
+    assert not np.isin(a.upd_ex, np.arange(0, 50, 7)).any()
+    np.testing.assert_array_equal(a.upd_ex, b.upd_ex)
+    np.testing.assert_array_equal(a.cum_correct_cp, b.cum_correct_cp)
+    for rule in ("last", "avg"):
+        np.testing.assert_allclose(training_margins(a, Kernel("linear"), X, y, False, rule),
+                                   training_margins(b, Kernel("linear"), X, y, False, rule), rtol=1e-9, atol=1e-12)

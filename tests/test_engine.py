@@ -173,3 +173,123 @@ def test_degree_one_polynomial_primal_matches_dual():
     b = run_both(k, {}, 3, seed=9, form="dual")
     np.testing.assert_array_equal(a.upd_ex, b.upd_ex)
     np.testing.assert_array_equal(a.upd_cls, b.upd_cls)
+
+
+# ----------------------------------------------------------------------------- primal loop (engine.linear)
+
+PRIMAL_KERNELS = [Kernel("linear"), Kernel("poly", degree=1, scale=4.0)]
+LOG_FIELDS = ("upd_step", "upd_ex", "upd_cls", "upd_coef", "upd_score", "upd_kxx", "upd_theta",
+              "upd_cum_correct", "cum_correct_cp", "checkpoint_steps")
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: ",".join(v) or "plain")
+@pytest.mark.parametrize("kernel", PRIMAL_KERNELS, ids=lambda k: k.describe())
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_primal_loop_matches_naive_and_the_chunked_driver(kernel, variant, n_classes):
+    # the per-example loop is what train() runs for primal perceptron runs; every rule at every
+    # checkpoint (fractional ones included) against the naive reference, and the whole log
+    # against the chunked driver's, field by field
+    log = run_both(kernel, variant, n_classes, seed=40 + n_classes, form="primal",
+                   vote_weight="correct" if n_classes == 2 else "survival")
+    assert log.info.get("loop") == "linear" and log.n_updates > 0
+    X, y, _, _ = small_problem(40 + n_classes, n_classes=n_classes)
+    order = np.random.default_rng(41 + n_classes).permutation(len(y))
+    old = train(X, label_matrix(y, n_classes), kernel, PerceptronParams(**variant), order, 2.5, (0.3, 1, 1.7, 2.5),
+                chunk_size=7, form="primal", primal_loop=False)
+    assert "loop" not in old.info
+    for name in LOG_FIELDS:
+        np.testing.assert_array_equal(getattr(log, name), getattr(old, name), err_msg=name)
+
+
+def test_primal_loop_segments_and_progress():
+    from perceptron_lab.engine.linear import train_perceptron_primal
+
+    X, y, _, _ = small_problem(8, n_classes=3)
+    Y = label_matrix(y, 3)
+    order = np.random.default_rng(9).permutation(len(y))
+    params = PerceptronParams(tau_abs=1.0, lam=0.5)
+    ref = train_perceptron_primal(X, Y, Kernel("linear"), params, order, 3.3, [0.05, 1, 3.3])
+    for seg in (1, 2, 13, 1000):
+        done = []
+        log = train_perceptron_primal(X, Y, Kernel("linear"), params, order, 3.3, [0.05, 1, 3.3], segment=seg,
+                                      progress=done.append)
+        assert sum(done) == log.total_steps == epochs_to_steps(3.3, len(y))
+        for name in LOG_FIELDS:
+            np.testing.assert_array_equal(getattr(log, name), getattr(ref, name), err_msg=name)
+    f32 = train_perceptron_primal(X, Y, Kernel("linear"), params, order, 3.3, [0.05, 1, 3.3], dtype=np.float32)
+    np.testing.assert_array_equal(f32.upd_ex, ref.upd_ex)  # small integers: exact in float32
+
+
+COMBINED_RULE_SETS = [["last"], ["avg"], ["last", "avg"], ["avg_norm", "last_norm"], ["longest", "avg", "last"],
+                      ["last", "last_norm", "avg", "avg_norm", "longest"]]
+
+
+@pytest.mark.parametrize("variant", [VARIANTS[0], VARIANTS[1], VARIANTS[5]], ids=["plain", "theta", "all"])
+@pytest.mark.parametrize("kernel", PRIMAL_KERNELS, ids=lambda k: k.describe())
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("form", ["primal", "dual"])
+def test_requested_rules_from_combined_classifiers_match_naive(kernel, variant, n_classes, form):
+    # evaluate(rules=...) without vote/random: one combined vector per rule and checkpoint
+    # (last, avg, normalized, longest survivor) instead of every hypothesis' score
+    seed = 50 + n_classes
+    X, y, Xt, yt = small_problem(seed, n_classes=n_classes)
+    Y = label_matrix(y, n_classes)
+    order = np.random.default_rng(seed + 1).permutation(len(y))
+    cps = (0.3, 1, 1.7, 2.5)
+    log = train(X, Y, kernel, PerceptronParams(**variant), order, 2.5, cps, chunk_size=7, form=form)
+    binary = n_classes == 2
+    kparams = (kernel.name, kernel.degree, kernel.scale, kernel.sigma)
+    for vw in ("survival", "correct"):
+        full_m, full_b = evaluate(log, kernel, X, Xt, yt, binary, vote_weight=vw, seed=seed)
+        refs = []
+        for k, cp in enumerate(cps):
+            ref = NaivePerceptron(X, Y, kparams, alpha_bound=variant.get("alpha_bound"),
+                                  **{k2: v for k2, v in variant.items() if k2 != "alpha_bound"}
+                                  ).fit(order, epochs_to_steps(cp, len(y)))
+            rs = random_slices(seed, len(yt), log.checkpoint_steps)[k]
+            refs.append(naive_errors(ref, Xt, yt, binary, rs, vw))
+        for rules in COMBINED_RULE_SETS:
+            err_m, err_b = evaluate(log, kernel, X, Xt, yt, binary, vote_weight=vw, seed=seed, rules=rules)
+            for r, rule in enumerate(RULES):
+                if rule not in rules:
+                    assert (err_m[:, r] == -1).all() and (err_b[:, r] == -1).all(), rule
+                    continue
+                np.testing.assert_array_equal(err_m[:, r], full_m[:, r], err_msg=rule)
+                np.testing.assert_array_equal(err_b[:, r], full_b[:, r], err_msg=rule)
+                for k, (ref_err, ref_bin) in enumerate(refs):
+                    assert err_m[k, r] == ref_err[rule], (rule, cps[k], vw)
+                    assert list(err_b[k, r]) == ref_bin[rule], (rule, cps[k], vw)
+
+
+def test_combined_classifiers_score_the_test_set_in_blocks():
+    from perceptron_lab.predict import Hypotheses, _evaluate_combined_expansion
+
+    X, y, Xt, yt = small_problem(60, n=60, n_classes=3)
+    Y = label_matrix(y, 3)
+    log = train(X, Y, Kernel("linear"), PerceptronParams(), np.arange(60), 2, [0.5, 2])
+    hyp = Hypotheses(log)
+    live, partial, longest = hyp.at_checkpoints(np.arange(2))
+    rules = ["last", "avg", "longest"]
+    one = _evaluate_combined_expansion(log, Kernel("linear"), hyp, live, partial, longest, X, Xt, yt, False, rules)
+    for blk in (1, 7, 50):
+        many = _evaluate_combined_expansion(log, Kernel("linear"), hyp, live, partial, longest, X, Xt, yt, False,
+                                            rules, block_elems=blk)
+        np.testing.assert_array_equal(one[0], many[0])
+        np.testing.assert_array_equal(one[1], many[1])
+
+
+@pytest.mark.parametrize("variant", [VARIANTS[0], VARIANTS[3], VARIANTS[5]], ids=["plain", "lambda", "all"])
+def test_primal_loop_label_groups_give_the_same_log(variant):
+    # the labels run in parallel groups (label c in group c mod G); the merged log is the same
+    from perceptron_lab.engine.linear import train_perceptron_primal
+
+    X, y, _, _ = small_problem(13, n=50, n_classes=5)
+    Y = label_matrix(y, 5)
+    order = np.random.default_rng(14).permutation(len(y))
+    args = (X, Y, Kernel("poly", degree=1, scale=4.0), PerceptronParams(**variant), order, 3.5, [0.2, 1, 3.5])
+    ref = train_perceptron_primal(*args, threads=1, segment=17)
+    assert ref.n_updates > 0
+    for threads in (2, 3, 5, 8):
+        log = train_perceptron_primal(*args, threads=threads, segment=17)
+        for name in LOG_FIELDS:
+            np.testing.assert_array_equal(getattr(log, name), getattr(ref, name), err_msg=(name, threads))

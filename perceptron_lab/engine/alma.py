@@ -24,7 +24,10 @@ Two forms, both returning a :class:`~perceptron_lab.engine.perceptron.TrainLog`:
   ``w = s u`` with ``u = sum_j a_j x^_j``: an update adds ``a = eta_k y / s`` to ``u``, updates
   ``|u|^2`` incrementally (Remark 5) and the projection only rescales ``s``. The log records each
   update's coefficient ``a`` and the scale after it, so hypothesis k scores ``s_k * prefix_k``.
-* **linear kernel, any p (primal, the default for the linear kernel)**: :func:`_primal_chunk`
+* **linear kernel, p = 2 (the default for the linear kernel)**: the per-example loop of
+  :func:`perceptron_lab.engine.linear.train_alma2_primal`, which logs in the dual form's format
+  (coefficients and scales, no weight vector per update).
+* **linear kernel, any p (primal; the default for p > 2, or ``form = "primal"``)**: :func:`_primal_chunk`
   keeps ``theta = f(w)`` per label (the projection divides it by the same factor as ``w``, f
   being homogeneous of degree 1, and ``|w'|_q = |theta'|_p`` by Lemma 2) and records every
   hypothesis ``w_k`` explicitly (``TrainLog.hyp_w``, n_updates x n_features floats; 24 MB for
@@ -299,12 +302,21 @@ def train_alma(X, Y, kernel: Kernel, params: AlmaParams, order, epochs: float, c
                progress=None, flush_at: int = 256) -> TrainLog:
     """Train one-vs-rest ALMA_p on the sequence ``order`` repeated for ``epochs`` passes.
 
-    With the linear kernel (``form`` auto or primal) the explicit primal loop runs, for any p: an
-    update costs O(n_features) and every hypothesis is recorded (``TrainLog.hyp_w``, n_updates x
-    n_features floats). Otherwise (a non-linear kernel, or ``form = "dual"``) p must be 2 and the
-    kernel perceptron's chunked dual driver runs on the normalized kernel. Arguments as
+    With the linear kernel and p = 2 (``form`` auto) the per-example loop of
+    :func:`perceptron_lab.engine.linear.train_alma2_primal` runs and logs the hypotheses as scaled
+    expansions (no weight vector per update). With the linear kernel and p > 2, or ``form =
+    "primal"``, the explicit primal loop runs, for any p: an update costs O(n_features) and every
+    hypothesis is recorded (``TrainLog.hyp_w``, n_updates x n_features floats). Otherwise (a
+    non-linear kernel, or ``form = "dual"``) p must be 2 and the kernel perceptron's chunked dual
+    driver runs on the normalized kernel. Arguments as
     :func:`perceptron_lab.engine.perceptron.train`.
     """
+    if kernel.name == "linear" and form == "auto" and float(params.p) == 2.0:
+        # p = 2: the per-example loop of engine.linear, logging hypotheses as scaled expansions
+        # (no weight vector per update); form = "primal" keeps the explicit hypotheses below
+        from .linear import train_alma2_primal
+
+        return train_alma2_primal(X, Y, params, order, epochs, checkpoints, progress=progress)
     if kernel.name == "linear" and form in ("auto", "primal"):
         return train_primal(X, Y, params, order, epochs, checkpoints, chunk_size=chunk_size, progress=progress)
     if form == "primal":

@@ -241,8 +241,12 @@ def epochs_to_steps(epochs: float, n: int) -> int:
 
 def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, checkpoints,
           chunk_size: int = 512, dtype=np.float64, form: str = "auto", cache_limit_gb: float = 8.0,
-          progress=None, flush_at: int = 256) -> TrainLog:
+          progress=None, flush_at: int = 256, primal_loop: bool = True) -> TrainLog:
     """Train one-vs-rest perceptrons on the sequence ``order`` repeated for ``epochs`` passes.
+
+    Primal runs of the perceptron (the linear kernel or poly of degree 1, ``form`` auto or primal)
+    go to the per-example loop of :mod:`perceptron_lab.engine.linear`, which records the same log;
+    ``primal_loop=False`` keeps them on this chunked driver (``chunk_size`` matters only there).
 
     X: (n, f) features; Y: (n, L) int8 in {-1, +1}; order: permutation of range(n) (the training
     sequence of one epoch; every epoch repeats it); checkpoints: epochs (fractions allowed) at which
@@ -262,6 +266,11 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
     if form == "primal" and not has_primal:
         raise EngineError(f"primal form needs the linear kernel (or poly of degree 1), got {kernel.describe()}")
     rule = RULE_CODES[getattr(params, "rule", "perceptron")]
+    if form == "primal" and rule == RULE_PERCEPTRON and primal_loop:
+        from .linear import train_perceptron_primal
+
+        return train_perceptron_primal(X, Y, kernel, params, order, epochs, checkpoints, dtype=dtype,
+                                       progress=progress)
     if rule == RULE_ALMA2:
         if float(params.p) != 2.0:
             raise EngineError(f"this driver runs ALMA_p with p = 2 only, got p = {params.p:g}; "

@@ -1,0 +1,357 @@
+"""Dedicated primal training loops for kernels with a small explicit feature map.
+
+The chunked driver of :mod:`perceptron_lab.engine.perceptron` serves every kernel: in primal
+form it still works in chunks, scoring a chunk by GEMM and adding the chunk's own updates through
+an in-chunk kernel block, whose cost grows with the chunk. For the linear kernel (and the
+polynomial kernel of degree 1, Freund & Schapire's d = 1) a plain per-example loop is simpler and
+faster: keep each label's weight vector, score the example, update on a mistake. The one-vs-rest
+labels are independent given the order, so the loop visits one example at a time and scores every
+label against it while the example's row is in cache; the perceptron's labels are split into
+groups (one per thread) that run through the sequence in parallel, and their updates are merged
+into the driver's order (by step, then label) afterwards.
+
+Both loops record the same :class:`~perceptron_lab.engine.perceptron.TrainLog` as the driver
+(same updates in the same order, same counters at every checkpoint), so every prediction rule and
+checkpoint works unchanged:
+
+* :func:`train_perceptron_primal`: Freund & Schapire (1999) Figure 1 with every Khardon &
+  Wachman (2007) Figure 2 option (eta, threshold theta/C, margin tau, lambda-trick, alpha-bound),
+  i.e. the parameters of :class:`~perceptron_lab.engine.perceptron.PerceptronParams`.
+* :func:`train_alma2_primal`: ALMA_2 (Gentile 2001, Figure 1 with p = 2) for the linear kernel.
+  The weight vector is kept explicitly (``w = f(w)`` for p = 2), but the log records it as the
+  driver does, as a scaled expansion ``w_k = s_k sum_{j <= k} a_j x^_j`` over the normalized
+  instances (``a_j = eta_j y_j / s_j``, ``s_{k+1} = s_k / max(1, |w'_k|)``): no weight vector is
+  stored per update, and every rule is computed from the log.
+
+Polynomial kernels of degree 1 are handled in their affine form
+``K(x, y) = k0 + k1 x.y`` (``k0 = 1/c``, ``k1 = 1/(s c)``): a label's score is
+``k0 b + k1 w.x`` with ``b`` the sum of its coefficients, which is the inner product with the
+feature map ``(sqrt(k0), sqrt(k1) x)`` without building it.
+
+Arithmetic: scores are float64 sums; a dot product's order of summation is left to the compiler
+(vectorized), so on non-integer data the last bits of a score can differ from the driver's (GEMM)
+ones. On integer data with dyadic parameters (raw pixels, eta = 1) every score is exact and the
+logs agree bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numba as nb
+import numpy as np
+
+from ..kernels import Kernel
+from .perceptron import EngineError, PerceptronParams, TrainLog, chunk_bounds, epochs_to_steps
+
+#: Steps per call of a jitted loop (progress is reported between calls).
+SEGMENT_STEPS = 8192
+
+
+def affine_form(kernel: Kernel) -> tuple[float, float]:
+    """``(k0, k1)`` with ``K(x, y) = k0 + k1 x.y``: (0, 1) for the linear kernel and
+    ``(1/c, 1/(s c))`` for the polynomial kernel ``(1 + x.y/s) / c`` of degree 1."""
+    if kernel.name == "linear":
+        return 0.0, 1.0
+    if kernel.name == "poly" and kernel.degree == 1:
+        c = float(kernel.base_div)
+        return 1.0 / c, 1.0 / (float(kernel.scale) * c)
+    raise EngineError(f"no primal loop for {kernel.describe()} (linear or poly of degree 1 only)")
+
+
+def has_affine_form(kernel: Kernel) -> bool:
+    """True for the kernels :func:`affine_form` covers."""
+    return kernel.name == "linear" or (kernel.name == "poly" and kernel.degree == 1)
+
+
+@nb.njit(cache=True, fastmath={"reassoc", "nsz"})
+def _dot(a, b):
+    """Inner product of two vectors (the order of the sum is left to the compiler)."""
+    acc = 0.0
+    for f in range(a.shape[0]):
+        acc += a[f] * b[f]
+    return acc
+
+
+@nb.njit(cache=True, fastmath={"reassoc", "nsz"})
+def _axpy(a, x, y):
+    """``y += a x`` in place."""
+    for f in range(x.shape[0]):
+        y[f] += a * x[f]
+
+
+@nb.njit(cache=True, fastmath={"reassoc", "nsz"})
+def _axpy_sq(a, x, y):
+    """``y += a x`` in place; returns ``|y|^2`` after the update."""
+    acc = 0.0
+    for f in range(x.shape[0]):
+        v = y[f] + a * x[f]
+        y[f] = v
+        acc += v * v
+    return acc
+
+
+@nb.njit(cache=True, parallel=True)
+def _perceptron_steps(X, Y, order, a, b, W, bias, theta, mcount, cum_correct, kx, k0, k1, affine,
+                      eta, C, tau_abs, lam, alpha_bound, o_step, o_ex, o_cls, o_coef, o_score, o_theta, o_cum,
+                      o_kxx, n_out):
+    """Steps ``a .. b-1`` of the sequence (example ``order[t % n]`` at step t), every label.
+
+    The labels are split into ``G = o_step.shape[0]`` groups (label c in group c mod G) that run in
+    parallel, each over the whole sequence; group g writes its updates, in order, to row g of the
+    ``o_*`` buffers and their number to ``n_out[g]``.
+
+    Label c's score of x is ``W[c].x`` (linear) or ``k0 bias[c] + k1 W[c].x`` (affine). The update
+    condition and the bookkeeping are those of the chunked driver (``_run_chunk`` with
+    RULE_PERCEPTRON): a mistake when ``y (s + [lambda term] - theta) <= tau``, no update (and no
+    count) when the example has reached the alpha-bound. ``kx[g, i]`` is K(x_i, x_i), computed at
+    the example's first update in the group (-1 before): the lambda term needs it only for
+    examples that already caused an update of the label."""
+    n = order.shape[0]
+    L = Y.shape[1]
+    G = o_step.shape[0]
+    for g in nb.prange(G):
+        # the group's counters in thread-local copies (labels of different groups share cache lines)
+        nl = (L - g + G - 1) // G
+        cc = np.empty(nl, dtype=np.int64)
+        th = np.empty(nl)
+        bs = np.empty(nl)
+        for q in range(nl):
+            cc[q] = cum_correct[g + q * G]
+            th[q] = theta[g + q * G]
+            bs[q] = bias[g + q * G]
+        m = 0
+        for t in range(a, b):
+            i = order[t % n]
+            x = X[i]
+            for q in range(nl):
+                c = g + q * G
+                y = Y[i, c]
+                s = _dot(W[c], x)
+                if affine:
+                    s = k0 * bs[q] + k1 * s
+                s_train = s
+                if lam != 0.0 and mcount[i, c] != 0:
+                    s_train += y * lam * kx[g, i]
+                if y * (s_train - th[q]) > tau_abs:
+                    cc[q] += 1
+                    continue
+                if mcount[i, c] >= alpha_bound:
+                    continue
+                coef = eta * y
+                th[q] -= eta * y * C
+                if kx[g, i] < 0.0:
+                    kx[g, i] = k0 + k1 * _dot(x, x) if affine else _dot(x, x)
+                o_kxx[g, m] = kx[g, i]
+                o_step[g, m] = t
+                o_ex[g, m] = i
+                o_cls[g, m] = c
+                o_coef[g, m] = coef
+                o_score[g, m] = s
+                o_cum[g, m] = cc[q]
+                o_theta[g, m] = th[q]
+                mcount[i, c] += 1
+                m += 1
+                _axpy(coef, x, W[c])
+                bs[q] += coef
+        for q in range(nl):
+            cum_correct[g + q * G] = cc[q]
+            theta[g + q * G] = th[q]
+            bias[g + q * G] = bs[q]
+        n_out[g] = m
+
+
+def _check_sequence(X, Y, order, epochs, checkpoints):
+    n = Y.shape[0]
+    if X.shape[0] != n:
+        raise EngineError(f"X has {X.shape[0]} rows but Y has {n}")
+    total = epochs_to_steps(epochs, n)
+    cp_steps = np.array(sorted({epochs_to_steps(c, n) for c in checkpoints}), dtype=np.int64)
+    if total < 1 or cp_steps.size == 0 or cp_steps[0] < 1 or cp_steps[-1] > total:
+        raise EngineError(f"checkpoints {list(checkpoints)} must lie in (0, {epochs}] and cover >= 1 step")
+    return total, cp_steps
+
+
+def _concat(parts, dtype):
+    return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
+
+def train_perceptron_primal(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, checkpoints,
+                            dtype=np.float64, progress=None, segment: int = SEGMENT_STEPS,
+                            threads: int | None = None) -> TrainLog:
+    """One-vs-rest perceptrons (any :class:`PerceptronParams`) in primal form, one example at a time.
+
+    Arguments and result as :func:`perceptron_lab.engine.perceptron.train` (which calls this for
+    primal runs of the perceptron); the kernel must be linear or polynomial of degree 1. ``X`` is
+    used in ``dtype`` (no copy when it already is); scores and weights are float64. The labels run
+    in ``threads`` groups in parallel (default: numba's thread count, at most one group per label).
+    """
+    t0 = time.perf_counter()
+    k0, k1 = affine_form(kernel)
+    n, L = Y.shape
+    total, cp_steps = _check_sequence(X, Y, order, epochs, checkpoints)
+    Xd = np.ascontiguousarray(X, dtype=dtype)
+    Y = np.ascontiguousarray(Y, dtype=np.int8)
+    order = np.ascontiguousarray(order, dtype=np.int64)
+    lam = float(params.lam)
+    G = max(1, min(L, int(threads) if threads else nb.get_num_threads()))
+    kx = np.full((G, n), -1.0)
+    W = np.zeros((L, Xd.shape[1]), dtype=np.float64)
+    bias = np.zeros(L, dtype=np.float64)
+    theta = np.full(L, float(params.theta_init), dtype=np.float64)
+    mcount = np.zeros((n, L), dtype=np.int32)
+    cum_correct = np.zeros(L, dtype=np.int64)
+    bounds = chunk_bounds(n, total, cp_steps, max(1, int(segment)))
+    maxb = int(np.max(np.diff(bounds)))
+    per_group = maxb * ((L + G - 1) // G)
+    bufs = {k: np.empty((G, per_group), dtype=t) for k, t in (
+        ("step", np.int64), ("ex", np.int64), ("cls", np.int32), ("coef", np.float64),
+        ("score", np.float64), ("theta", np.float64), ("cum", np.int64), ("kxx", np.float64))}
+    n_out = np.zeros(G, dtype=np.int64)
+    logs = {k: [] for k in bufs}
+    cum_cp = np.zeros((cp_steps.size, L), dtype=np.int64)
+    cp_ptr = 0
+    affine = k0 != 0.0 or k1 != 1.0
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        _perceptron_steps(Xd, Y, order, a, b, W, bias, theta, mcount, cum_correct, kx, k0, k1, affine,
+                          float(params.eta), float(params.C), float(params.tau_abs), lam,
+                          int(params.alpha_bound), bufs["step"], bufs["ex"], bufs["cls"], bufs["coef"],
+                          bufs["score"], bufs["theta"], bufs["cum"], bufs["kxx"], n_out)
+        if n_out.any():
+            # the groups' updates in the driver's order: by step, then label
+            parts = {k: np.concatenate([v[g, :n_out[g]] for g in range(G)]) for k, v in bufs.items()}
+            if G > 1:
+                key = parts["step"] * L + parts["cls"]
+                perm = np.argsort(key, kind="stable")
+                parts = {k: v[perm] for k, v in parts.items()}
+            for k in bufs:
+                logs[k].append(parts[k])
+        while cp_ptr < cp_steps.size and cp_steps[cp_ptr] == b:
+            cum_cp[cp_ptr] = cum_correct
+            cp_ptr += 1
+        if progress is not None:
+            progress(b - a)
+    cat = {k: _concat(v, bufs[k].dtype) for k, v in logs.items()}
+    return TrainLog(
+        n_train=n, n_labels=L, total_steps=total, order=order, checkpoint_steps=cp_steps,
+        theta_init=float(params.theta_init), upd_step=cat["step"], upd_ex=cat["ex"], upd_cls=cat["cls"],
+        upd_coef=cat["coef"], upd_score=cat["score"], upd_kxx=cat["kxx"], upd_theta=cat["theta"],
+        upd_cum_correct=cat["cum"], cum_correct_cp=cum_cp, seconds=time.perf_counter() - t0,
+        info={"form": "primal", "dtype": np.dtype(dtype).name, "chunks": int(bounds.size - 1),
+              "loop": "linear"},
+    )
+
+
+# ----------------------------------------------------------------------------- ALMA_2
+
+
+@nb.njit(cache=True)
+def _alma2_steps(X, Y, order, a, b, W, scale, ncorr, cum_correct, alpha, B, C,
+                 o_step, o_ex, o_cls, o_coef, o_score, o_scale, o_norm, o_cum):
+    """Gentile (2001) Figure 1 with p = 2 on steps ``a .. b-1``, every label; returns the number
+    of corrections written to the ``o_*`` buffers.
+
+    ``W[c]`` is label c's hypothesis ``w`` (explicit; f is the identity for p = 2) and
+    ``scale[c]`` the scale s of its expansion ``w = s u`` (see :func:`train_alma2_primal`). The
+    instance is normalized on the fly (x^ = x / |x|); a zero instance causes no correction
+    (footnote 3)."""
+    n = order.shape[0]
+    L = Y.shape[1]
+    n_out = 0
+    for t in range(a, b):
+        i = order[t % n]
+        x = X[i]
+        sq = _dot(x, x)
+        if sq <= 0.0:
+            for c in range(L):
+                cum_correct[c] += 1
+            continue
+        r = 1.0 / math.sqrt(sq)
+        for c in range(L):
+            y = Y[i, c]
+            m = _dot(W[c], x) * r  # w_k . x^
+            sqk = math.sqrt(ncorr[c] + 1.0)
+            # a correction when y w_k . x^ <= (1 - alpha) gamma_k, gamma_k = B / sqrt(k)
+            if y * m > (1.0 - alpha) * B / sqk:
+                cum_correct[c] += 1
+                continue
+            eta = C / sqk
+            s = scale[c]
+            o_coef[n_out] = eta * y / s  # a_k: w' = s (u + a_k x^)
+            o_score[n_out] = m / s       # u's score, as the chunked driver records it
+            nrm = math.sqrt(_axpy_sq(eta * y * r, x, W[c]))
+            if nrm > 1.0:
+                # projection onto the unit ball: w = w' / |w'|, i.e. the scale shrinks
+                inv = 1.0 / nrm
+                wc = W[c]
+                for f in range(wc.shape[0]):
+                    wc[f] *= inv
+                scale[c] = s / nrm
+                nrm = 1.0
+            ncorr[c] += 1
+            o_step[n_out] = t
+            o_ex[n_out] = i
+            o_cls[n_out] = c
+            o_scale[n_out] = scale[c]
+            o_norm[n_out] = nrm
+            o_cum[n_out] = cum_correct[c]
+            n_out += 1
+    return n_out
+
+
+def train_alma2_primal(X, Y, params, order, epochs: float, checkpoints, progress=None,
+                       segment: int = SEGMENT_STEPS) -> TrainLog:
+    """One-vs-rest ALMA_2(alpha; B, C) with the linear kernel, one example at a time.
+
+    ``params`` is an :class:`~perceptron_lab.engine.alma.AlmaParams` with ``p = 2``. The log has
+    the chunked driver's format for ALMA_2 (``kernel_normalized``, ``upd_scale``, ``upd_norm``;
+    no ``hyp_w``): hypothesis k of a label scores ``upd_scale[k] * sum_{j <= k} upd_coef[j] x^_j . x^``.
+    """
+    t0 = time.perf_counter()
+    if float(params.p) != 2.0:
+        raise EngineError(f"this loop runs ALMA_p with p = 2 only, got p = {params.p:g}")
+    n, L = Y.shape
+    total, cp_steps = _check_sequence(X, Y, order, epochs, checkpoints)
+    Xd = np.ascontiguousarray(X, dtype=np.float64)
+    Y = np.ascontiguousarray(Y, dtype=np.int8)
+    order = np.ascontiguousarray(order, dtype=np.int64)
+    W = np.zeros((L, Xd.shape[1]), dtype=np.float64)
+    scale = np.ones(L, dtype=np.float64)
+    ncorr = np.zeros(L, dtype=np.int64)
+    cum_correct = np.zeros(L, dtype=np.int64)
+    bounds = chunk_bounds(n, total, cp_steps, max(1, int(segment)))
+    maxb = int(np.max(np.diff(bounds)))
+    bufs = {k: np.empty(maxb * L, dtype=t) for k, t in (
+        ("step", np.int64), ("ex", np.int64), ("cls", np.int32), ("coef", np.float64),
+        ("score", np.float64), ("scale", np.float64), ("norm", np.float64), ("cum", np.int64))}
+    logs = {k: [] for k in bufs}
+    cum_cp = np.zeros((cp_steps.size, L), dtype=np.int64)
+    cp_ptr = 0
+    alpha, B, C = float(params.alpha), float(params.B), float(params.C)
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        m = _alma2_steps(Xd, Y, order, a, b, W, scale, ncorr, cum_correct, alpha, B, C,
+                         bufs["step"], bufs["ex"], bufs["cls"], bufs["coef"], bufs["score"], bufs["scale"],
+                         bufs["norm"], bufs["cum"])
+        if m:
+            for k in bufs:
+                logs[k].append(bufs[k][:m].copy())
+        while cp_ptr < cp_steps.size and cp_steps[cp_ptr] == b:
+            cum_cp[cp_ptr] = cum_correct
+            cp_ptr += 1
+        if progress is not None:
+            progress(b - a)
+    cat = {k: _concat(v, bufs[k].dtype) for k, v in logs.items()}
+    nu = cat["step"].size
+    return TrainLog(
+        n_train=n, n_labels=L, total_steps=total, order=order, checkpoint_steps=cp_steps, theta_init=0.0,
+        upd_step=cat["step"], upd_ex=cat["ex"], upd_cls=cat["cls"], upd_coef=cat["coef"],
+        upd_score=cat["score"], upd_kxx=np.ones(nu), upd_theta=np.zeros(nu),
+        upd_cum_correct=cat["cum"], cum_correct_cp=cum_cp, seconds=time.perf_counter() - t0,
+        info={"form": "primal", "dtype": "float64", "chunks": int(bounds.size - 1), "loop": "linear",
+              "algorithm": "alma", "p": 2.0, "alpha": alpha, "B": B, "C": C},
+        upd_scale=cat["scale"], upd_norm=cat["norm"], kernel_normalized=True,
+    )
+
+
+__all__ = ["SEGMENT_STEPS", "affine_form", "has_affine_form", "train_perceptron_primal", "train_alma2_primal"]
