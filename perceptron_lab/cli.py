@@ -113,6 +113,8 @@ def format_summary(cfg, res, table) -> str:
     lines = [f"{cfg.name}: {res.ran} run(s) computed, {res.skipped} reused; results in {res.out_dir}/results.csv"]
     if table.empty:
         return "\n".join(lines)
+    if table["grid_point"].nunique() > COMPACT_GRID_POINTS:
+        return "\n".join(lines + _compact_grid_summary(res, table))
     for (g, params), part in table.groupby(["grid_point", "params"], sort=True):
         if table["grid_point"].nunique() > 1:
             lines.append(f"grid point {g}: {params}")
@@ -132,6 +134,40 @@ def format_summary(cfg, res, table) -> str:
                     cells.append(f"{m:9.2f} ± {0.0 if s != s else s:4.2f}")
             lines.append(f"{rule:16s}" + "".join(f"{c:>16s}" for c in cells))
     return "\n".join(lines)
+
+
+#: More grid points than this are summarized one line per point (final epoch only).
+COMPACT_GRID_POINTS = 6
+
+
+def _compact_grid_summary(res, table) -> list[str]:
+    """One line per grid point: the dataset/parameter values that vary and the test error of
+    every rule at the last epoch (mean ± std over runs)."""
+    last = table["epoch"].max()
+    t = table[(table["epoch"] == last) & ~table["rule"].isin(["mistakes", "support_vectors"])]
+    rules = list(dict.fromkeys(t["rule"]))
+    grid = res.out_dir / "grid.csv"
+    labels = {}
+    if grid.exists():
+        import pandas as pd
+
+        g = pd.read_csv(grid, dtype=str, keep_default_na=False)
+        cols = [c for c in g.columns if c != "grid_point" and g[c].nunique() > 1]
+        labels = {int(r["grid_point"]): " ".join(f"{c.split('.')[-1]}={r[c]}" for c in cols) for _, r in g.iterrows()}
+    width = max([len(v) for v in labels.values()] + [10]) + 6
+    out = [f"test error % at T={last:g} (mean ± std over runs), one line per grid point",
+           f"{'':{width}s}" + "".join(f"{r:>16s}" for r in rules)]
+    t = t.assign(gp=t["grid_point"].astype(int))
+    for g, part in t.groupby("gp", sort=True):
+        name = f"{int(g):4d} " + labels.get(int(g), "")
+        vals = part.set_index("rule")
+        cells = [f"{vals.loc[r, 'mean']:9.2f} ± {0.0 if vals.loc[r, 'std'] != vals.loc[r, 'std'] else vals.loc[r, 'std']:4.2f}"
+                 if r in vals.index else "" for r in rules]
+        out.append(f"{name:{width}s}" + "".join(f"{c:>16s}" for c in cells))
+    for extra in ("search.csv", "nested.csv"):
+        if (res.out_dir / extra).exists():
+            out.append(f"parameter selection summary: {res.out_dir / extra}")
+    return out
 
 
 @main.group()

@@ -762,7 +762,11 @@ def write_paper_outputs(cfg: ExperimentConfig, out: Path, df: pd.DataFrame, n_tr
     if cfg.name.startswith("gentile2001"):
         from .tables_gentile import write_gentile_tables
 
-        written += write_gentile_tables(out / "results.csv", out)
+        # a run with an explicit B (not the shorthand 1/alpha) is compared with the paper's
+        # ALMA_p(alpha) rows as well, in tables of its own (suffix _B)
+        explicit_B = getattr(cfg.algorithm, "B", None) is not None
+        written += write_gentile_tables(out / "results.csv", out, any_B=explicit_B,
+                                        suffix="_B" if explicit_B else "")
     if cfg.name.startswith("kw2007_table"):
         from .tables_kw import write_kw2007_outputs
 

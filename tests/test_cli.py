@@ -160,3 +160,20 @@ def test_packaged_configs_and_repo_configs_validate():
     assert paths
     for p in paths:
         load_config(p)
+
+
+def test_large_grid_summary_is_one_line_per_point(tmp_path):
+    taus = [0, 0.125, 0.25, 0.5, 1, 2, 4]
+    cfg = write(tmp_path, SMALL.replace("  folds: 3", f"  folds: 2\n  grid:\n    algorithm.tau: {taus}"))
+    r = invoke("run", cfg, "--out", tmp_path / "g", "-q")
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert "one line per grid point" in lines[1]
+    points = [ln for ln in lines if ln.strip().split(" ")[0].isdigit()]
+    assert [ln.split()[1] for ln in points] == [f"tau={t:g}" for t in taus]
+    df = pd.read_csv(tmp_path / "g" / "results.csv")
+    e = df[(df.metric == "test_error_pct") & (df.rule == "vote") & (df["class"] == "all") & (df.epoch == 3)]
+    means = e.groupby("grid_point")["value"].mean()
+    for ln, (g, m) in zip(points, means.items()):
+        assert int(ln.split()[0]) == g
+        assert f"{m:.2f}" in ln
