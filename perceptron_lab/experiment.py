@@ -30,6 +30,7 @@ report, per outer fold, the selected point's outer test error and its inner-CV e
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import itertools
@@ -49,7 +50,7 @@ import pandas as pd
 
 from . import __version__
 from .config import ExperimentConfig, with_overrides
-from .constants import EPOCH_TOL, MIN_FREE_DISK_MB
+from .constants import EPOCH_TOL, MIN_FREE_DISK_MB, SINGLE_THREAD_MAX_ENTRIES
 from .datasets.base import Dataset, validate_dataset
 from .engine import label_matrix, train_from_config
 from .errors import OutputError, PlabError
@@ -296,6 +297,33 @@ def unit_seed(cfg: ExperimentConfig, unit: Unit) -> np.random.SeedSequence:
     return np.random.SeedSequence(key)
 
 
+@contextlib.contextmanager
+def threads_for(entries: int):
+    """Run the body on one numba and BLAS thread when the training set is small.
+
+    Small problems (at most ``SINGLE_THREAD_MAX_ENTRIES`` examples x features) lose more to the
+    thread team's start-up on every jitted call than they gain from a second core; results are
+    the same on any number of threads.
+    """
+    if entries > SINGLE_THREAD_MAX_ENTRIES:
+        yield
+        return
+    import numba
+
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+            yield
+        else:
+            with threadpool_limits(1):
+                yield
+    finally:
+        numba.set_num_threads(before)
+
+
 def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None, ucfg=None, splits=None):
     """Train and evaluate one unit; returns (rows, timings).
 
@@ -313,14 +341,15 @@ def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None, ucfg
     order_seed, rule_seed = unit_seed(ucfg, unit).spawn(2)
     order = np.random.default_rng(order_seed).permutation(len(ytr))
     epochs_all, main = eval_epochs(ucfg)
-    log = train_from_config(ucfg, Xtr, Y, kernel, order, epochs_all, dtype, progress=progress)
+    with threads_for(Xtr.size):
+        log = train_from_config(ucfg, Xtr, Y, kernel, order, epochs_all, dtype, progress=progress)
+        t1 = time.perf_counter()
+        err_m, err_b = evaluate(log, kernel, Xtr, Xte, yte, binary, vote_weight=ucfg.prediction.vote_weight,
+                                seed=rule_seed, dtype=dtype, rules=ucfg.prediction.rules)
+        eval_s = time.perf_counter() - t1
     # checkpoints that round to the same step count are evaluated once
     steps = [int(round(e * len(ytr))) for e in epochs_all]
     cp_of = {s: i for i, s in enumerate(log.checkpoint_steps.tolist())}
-    t1 = time.perf_counter()
-    err_m, err_b = evaluate(log, kernel, Xtr, Xte, yte, binary, vote_weight=ucfg.prediction.vote_weight,
-                            seed=rule_seed, dtype=dtype, rules=ucfg.prediction.rules)
-    eval_s = time.perf_counter() - t1
     counts = counts_at_checkpoints(log)
 
     ff = cfg.output.float_format
