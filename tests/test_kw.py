@@ -250,6 +250,28 @@ def test_jobs_2_is_byte_identical_to_jobs_1_and_resume_after_deleting_a_part(tmp
     assert (b / "results.csv").read_bytes() == (a / "results.csv").read_bytes()
 
 
+def test_small_problems_run_on_one_thread_with_the_same_results(tmp_path, monkeypatch):
+    import numba
+
+    import perceptron_lab.tables_kw as tk
+
+    monkeypatch.setattr(tk, "_svm_wanted", lambda cfg: False)
+    before = numba.get_num_threads()
+    with ex.threads_for(ex.SINGLE_THREAD_MAX_ENTRIES):
+        assert numba.get_num_threads() == 1
+    assert numba.get_num_threads() == before
+    with ex.threads_for(ex.SINGLE_THREAD_MAX_ENTRIES + 1):
+        assert numba.get_num_threads() == before
+    cfg = tmp_path / "n.yaml"
+    cfg.write_text(NESTED)
+    r1 = invoke("run", cfg, "--out", tmp_path / "one", "-q")
+    assert r1.exit_code == 0, r1.output
+    monkeypatch.setattr(ex, "SINGLE_THREAD_MAX_ENTRIES", -1)  # every unit on all threads
+    r2 = invoke("run", cfg, "--out", tmp_path / "all", "-q")
+    assert r2.exit_code == 0, r2.output
+    assert (tmp_path / "one" / "results.csv").read_bytes() == (tmp_path / "all" / "results.csv").read_bytes()
+
+
 def test_kfold_grid_parts_and_search_summary_through_the_cli(tmp_path):
     cfg = tmp_path / "s.yaml"
     cfg.write_text(NESTED.replace("mode: nested", "mode: kfold").replace("kw2007_table6_tiny", "tiny_search"))
