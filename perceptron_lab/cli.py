@@ -339,6 +339,26 @@ def report(results_dirs, out_dir):
 
 
 @main.command()
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--figures", is_flag=True, help="Redraw the run's figures too.")
+@friendly_errors
+def tables(run_dirs, figures):
+    """Rewrite the paper tables of finished runs from their results.csv, without training.
+
+    For after a change to the table code: reads the config recorded in each RUN_DIR/run.json and
+    rewrites the <paper>_table*.{csv,md} and *_comparison.csv files next to the results. Data
+    sets a table needs (the Khardon-Wachman Baseline column) are read from $PLAB_DATA.
+
+    Example: plab tables results/kw2007/table3_uci results/fs1999/d4
+    """
+    from .experiment import rewrite_paper_outputs
+
+    for d in run_dirs:
+        for p in rewrite_paper_outputs(d, figures=figures):
+            click.echo(str(p))
+
+
+@main.command()
 @click.argument("results_dir", type=click.Path(exists=True, file_okay=False))
 @friendly_errors
 def compare(results_dir):

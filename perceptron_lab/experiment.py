@@ -803,6 +803,30 @@ def write_paper_outputs(cfg: ExperimentConfig, out: Path, df: pd.DataFrame, n_tr
     return [Path(p) for p in written]
 
 
+def rewrite_paper_outputs(run_dir, figures: bool = False) -> list[Path]:
+    """Rewrite a finished run's paper tables from its ``results.csv`` and the config recorded in
+    its ``run.json``, without training (after a change to the table code). Figures are redrawn
+    only with ``figures``. Data sets are read from ``$PLAB_DATA`` where a table needs them (the
+    Khardon-Wachman Baseline column); cached SVM baselines (``svm_folds.csv``) are reused."""
+    from .config import config_from_dict
+
+    run_dir = Path(run_dir)
+    info_path, res_path = run_dir / "run.json", run_dir / "results.csv"
+    if not info_path.exists() or not res_path.exists():
+        raise PlabError(f"{run_dir}: not a finished run folder (needs run.json and results.csv)")
+    info = json.loads(info_path.read_text())
+    if info.get("status") != "complete":
+        raise PlabError(f"{run_dir}: the run is not complete (status {info.get('status')!r})")
+    cfg = config_from_dict(info["config"], source=str(info.get("config_file") or info_path))
+    if results_hash(cfg) != info.get("config_hash"):
+        raise PlabError(f"{run_dir}: the config in run.json no longer validates to the same settings "
+                        f"(hash {results_hash(cfg)}, recorded {info.get('config_hash')}); rerun the config instead")
+    if not figures:
+        cfg = with_overrides(cfg, {"output.figures": False})
+    df = pd.read_csv(res_path, dtype=str, keep_default_na=False)
+    return write_paper_outputs(cfg, run_dir, df, (info.get("dataset") or {}).get("n_train"))
+
+
 def summarize(df: pd.DataFrame, main_only_epochs=None) -> pd.DataFrame:
     """Mean and std over permutations/folds of the multiclass test error and the counts, per
     (grid point, epoch, rule): the table printed at the end of a run."""

@@ -41,6 +41,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
+from .comparison import CORE_COLUMNS
 from .experiment import atomic_write_text
 from .paper import reference_table
 
@@ -70,8 +71,9 @@ FS1999_T = (0.1, 1.0, 2.0, 3.0, 4.0, 10.0, 30.0)
 FS1999_TABLE2_DEGREE = 4
 FS1999_TABLE3_LABEL = "9"
 
-COMPARISON_COLUMNS = ["table", "block", "d", "label", "row", "metric", "T", "paper", "ours_mean",
-                      "ours_std", "n_runs", "diff", "tolerance", "within", "in_scope"]
+#: The shared schema (:mod:`perceptron_lab.comparison`; ``column`` is ``T=<epochs>``) plus the
+#: degree, the label of the binary problem (Tables 2-3) and T as a number.
+COMPARISON_COLUMNS = CORE_COLUMNS + ["d", "label", "T"]
 
 
 @dataclass(frozen=True)
@@ -361,7 +363,7 @@ def _comparison(df: pd.DataFrame, table: int, degree, label, n_train: int) -> pd
                     "table": table,
                     "block": f"d={d}" if table in (1, 3) else f"label={cls}",
                     "d": d, "label": "" if table == 1 else cls,
-                    "row": spec.name, "metric": spec.metric, "T": T,
+                    "row": spec.name, "column": f"T={_fmt_T(T)}", "metric": spec.metric, "T": T,
                     "paper": p, "ours_mean": mean, "ours_std": std, "n_runs": n,
                     "diff": diff, "tolerance": tol, "within": within, "in_scope": _in_scope(d, T),
                 })

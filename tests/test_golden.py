@@ -39,6 +39,14 @@ def test_guard_catches_a_perturbed_engine(monkeypatch):
     assert all("moved from" in p and "kw2007_sonar: cell [" in p for p in problems)
 
 
+def test_every_case_has_a_config_and_a_golden_file():
+    assert set(golden.CASES) >= {"fs1999_d4_10k", "kw2007_sonar", "kw2007_ionosphere", "gentile2001_usps_alma"}
+    assert {p.stem for p in golden.GOLDEN_DIR.glob("*.csv")} == set(golden.CASES)
+    for case, cfg in golden.CASES.items():
+        assert (golden.ROOT / cfg).exists(), cfg
+        assert set(_golden(case)["metric"]) <= set(golden.TOLERANCE), case
+
+
 def test_compare_names_cell_old_and_new_value():
     g = pd.DataFrame({"grid_point": [0], "epoch": ["1"], "rule": ["vote"], "normalized": ["false"],
                       "metric": ["test_error_pct"], "value": [2.2]})

@@ -242,6 +242,12 @@ def test_jobs_2_is_byte_identical_to_jobs_1_and_resume_after_deleting_a_part(tmp
     assert set(df["search"]) == {"", "nothing", "tau", "tau->alpha"}
     assert set(df["inner_fold"]) == {"-1", "0", "1"}
     assert (a / "kw2007_table6.md").exists()
+    # the tables can be rewritten from results.csv and run.json alone
+    written = (a / "kw2007_table6_comparison.csv").read_bytes()
+    (a / "kw2007_table6_comparison.csv").unlink()
+    r = invoke("tables", a)
+    assert r.exit_code == 0 and "kw2007_table6_comparison.csv" in r.output
+    assert (a / "kw2007_table6_comparison.csv").read_bytes() == written
     # resume: a killed run leaves some parts; the rerun computes only the missing ones
     parts[1].unlink()
     (b / "results.csv").unlink()
@@ -358,10 +364,17 @@ def test_table2_dominance_counts_on_a_made_up_frame():
            2: {"last": 80, "longest": 85, "vote": 88},   # noise 0.1: V > LS > C
            3: {"last": 84, "longest": 80, "vote": 84}}   # C = V > LS
     _, df = _fake_results(cfg, lambda g, k, j, r: 100 - acc[g][r], folds=[0, 1])
-    c = table2_comparison(cfg, df).set_index(["block", "row"])["ours"]
+    cmp = table2_comparison(cfg, df)
+    c = cmp.set_index(["block", "row"])["ours_mean"]
     assert c[("noise=0", "V = LS = C")] == 2 and c[("noise=0", "V > C")] == 0
     assert c[("noise=0.1", "V > C")] == 1 and c[("noise=0.1", "LS > C")] == 1 and c[("noise=0.1", "C > LS")] == 1
     assert c[("noise=0.1", "V > LS")] == 2 and c[("noise=0.1", "V = LS = C")] == 0
+    # dominance counts are shown next to the paper's but not scored
+    assert set(cmp["metric"]) == {"n_datasets"} and not cmp["in_scope"].any() and cmp["tolerance"].isna().all()
+    from perceptron_lab.tables_kw import table2_claims
+
+    (claim,) = table2_claims(cmp)  # the paper's sums over noise 0 and 0.1: V > C 0 + 15, C > V 0 + 3
+    assert "on 15 of 60 data sets (ours: 1 of 4)" in claim and "on 57 of 60 (ours: 4 of 4)" in claim
 
 
 def test_every_kw2007_config_loads_and_names_its_table():

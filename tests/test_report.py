@@ -19,6 +19,7 @@ def make_run(tmp_path):
                                             "versions": {"numpy": "1"}, "git_revision": "abc"}))
     comp = pd.DataFrame({
         "table": 1, "block": "d=9", "row": ["Vote", "Vote", "Last", "SupVec"], "T": [0.1, 1, 1, 1],
+        "metric": ["test_error_pct"] * 3 + ["support_vectors"],
         "paper": [5.0, 2.0, 3.0, None], "ours_mean": [5.1, 2.1, 3.9, 100.0], "ours_std": 0.1,
         "n_runs": 2, "diff": [0.1, 0.1, 0.9, None], "tolerance": [0.5, 0.3, 0.3, None],
         "within": [True, True, False, None], "in_scope": [False, True, True, True]})
@@ -37,7 +38,8 @@ def test_counts_only_in_scope_cells_with_both_values(tmp_path):
     text = md.read_text()
     assert "**1/2** in-scope cells within tolerance" in text
     assert "Overall: 1/2" in text
-    assert "In-scope cells outside tolerance" in text and "| fs1999_table1_d9 | d=9 | Last |" in text
+    assert "In-scope cells outside tolerance" in text
+    assert f"| fs1999_table1_d9 | {d} | d=9 | Last | T=1 | test_error_pct | 3 | 3.9 | 0.1 | 0.9 | 0.3 |" in text
     assert "2.10 ± 0.10 (2.0)" in text
     assert "../results/fs1999/d9/fs1999_figure2.png" in text
     h = page.read_text()
@@ -50,3 +52,50 @@ def test_cli_report_and_compare(tmp_path):
     assert r.exit_code == 0 and (tmp_path / "rep" / "report.html").exists()
     r = CliRunner().invoke(main, ["compare", str(d)])
     assert r.exit_code == 0 and "1/2 in-scope cells within tolerance" in r.output and "Last" in r.output
+
+
+def test_every_writer_schema_and_later_tables(tmp_path):
+    """One folder per kind of comparison file: Khardon-Wachman as written before the shared schema
+    (ours / ours_sd / n) for a table no committed run has (7), a Khardon-Wachman Table 2 (dominance
+    counts, not scored) and a Gentile table (col, no block / in_scope) from a later MNIST run. Each
+    appears, outside-tolerance rows carry ours, the paper, diff and tolerance, and the tables still
+    missing are listed."""
+    root = tmp_path / "results"
+
+    def run(sub, name, comp):
+        d = root / sub
+        d.mkdir(parents=True)
+        (d / "run.json").write_text(json.dumps({"name": sub, "status": "complete"}))
+        comp.to_csv(d / f"{name}_comparison.csv", index=False)
+        return d
+
+    run("kw2007/table7_usps", "kw2007_table7", pd.DataFrame({
+        "table": 7, "dataset": "usps", "block": "usps, poly_degree4", "row": ["Last", "Voted"],
+        "column": ["tau", "Nothing"], "paper": [95.0, 96.0], "paper_ci": None, "ours": [91.5, 96.5],
+        "ours_sd": [0.4, 0.3], "ours_ci": None, "n": 1, "diff": [-3.5, 0.5], "tolerance": 2.0,
+        "within": [False, True], "detail": ""}))
+    run("kw2007/table2", "kw2007_table2", pd.DataFrame({
+        "table": 2, "block": "noise=0.1", "row": ["V > C", "C > V"], "column": "n_datasets",
+        "metric": "n_datasets", "paper": [15.0, 3.0], "ours_mean": [21.0, 2.0], "ours_std": None,
+        "n_runs": 30, "diff": [6.0, -1.0], "tolerance": None, "within": None, "in_scope": False}))
+    run("gentile2001/mnist_d5", "gentile2001_table3", pd.DataFrame({
+        "table": 3, "row": "ALMA2(0.9) avg", "col": ["1 Epoch TestErr", "1 Epoch Correct"],
+        "metric": ["test_error_pct", "corrections"], "paper": [1.6, 8000.0], "ours_mean": [1.7, 9500.0],
+        "ours_std": [0.05, 40.0], "n_runs": 2, "diff": [0.1, 1500.0], "tolerance": [0.2, 800.0],
+        "within": [True, False]}))
+
+    rep = collect([root])
+    assert {(t.name, t.counts) for t in rep.tables} == {
+        ("kw2007_table7", (1, 2, 2)), ("kw2007_table2", (0, 0, 2)), ("gentile2001_table3", (1, 2, 2))}
+    md, _ = write_report([root], tmp_path / "report")
+    text = md.read_text()
+    assert "Overall: 2/4 in-scope cells within tolerance** (6 cells compared)" in text
+    assert (f"| kw2007_table7 | {root / 'kw2007/table7_usps'} | usps, poly_degree4 | Last | tau | | 95 | 91.5 | 0.4 "
+            "| -3.5 | 2 |").replace("| |", "|  |") in text
+    assert (f"| gentile2001_table3 | {root / 'gentile2001/mnist_d5'} |  | ALMA2(0.9) avg | 1 Epoch Correct | "
+            "corrections | 8000 | 9500 | 40 | 1500 | 800 |") in text
+    assert "None" not in text and "| nan |" not in text
+    assert "Table 2 is not scored" in text and "voted strictly better than classical on 15 of 30" in text
+    assert "Freund & Schapire Tables 1, 2, 3: no results yet" in text and "Gentile Tables 1, 2, 4, 5, 6" in text
+    r = CliRunner().invoke(main, ["compare", str(root / "kw2007")])
+    assert r.exit_code == 0 and "kw2007_table7" in r.output and "kw2007_table2" in r.output and "91.5" in r.output

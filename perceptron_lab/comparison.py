@@ -1,0 +1,113 @@
+"""One schema for the long paper-vs-ours comparisons (``<paper>_table<N>..._comparison.csv``).
+
+Every table writer (:mod:`perceptron_lab.tables` for Freund & Schapire,
+:mod:`perceptron_lab.tables_kw` for Khardon & Wachman, :mod:`perceptron_lab.tables_gentile` for
+Gentile) writes one row per printed cell. The core columns, in this order, are
+:data:`CORE_COLUMNS`:
+
+=========== ==================================================================================
+table       the paper's table number
+block       the printed block holding the cell (FS: ``d=4`` or ``label=3``; KW: the data set or
+            ``N=0.1``; empty when the table has a single block)
+row         the printed row (prediction rule or algorithm)
+column      the printed column (FS: ``T=1``; KW: the searched variant, e.g. ``tau x alpha``;
+            Gentile: ``1 Epoch TestErr``, a digit, ``eps=0, s=3``)
+metric      what the cell holds: ``test_error_pct``, ``accuracy_pct``, ``mistakes``,
+            ``support_vectors``, ``n_datasets`` ...
+paper       the paper's value (empty where the paper prints none)
+ours_mean   our mean over runs (permutations or folds)
+ours_std    our standard deviation over runs
+n_runs      how many runs the mean is over (0: we have no value)
+diff        ``ours_mean - paper``
+tolerance   how far ours may lie from the paper, in the cell's unit (empty: not scored)
+within      ``|diff| <= tolerance`` (empty when a side or the tolerance is missing)
+in_scope    whether the cell counts towards "cells within tolerance"
+=========== ==================================================================================
+
+Writer-specific columns follow (FS: ``d, label, T``; KW: ``dataset, paper_ci, ours_ci,
+detail``). :func:`normalize` brings files written before this schema to it (Khardon & Wachman:
+``ours, ours_sd, n``; Gentile: ``col`` and no ``block`` / ``in_scope``), so the report reads
+every run folder the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+CORE_COLUMNS = ["table", "block", "row", "column", "metric", "paper", "ours_mean", "ours_std", "n_runs",
+                "diff", "tolerance", "within", "in_scope"]
+#: Older spellings -> core names.
+ALIASES = {"ours": "ours_mean", "ours_sd": "ours_std", "n": "n_runs", "col": "column"}
+_NUMERIC = ("paper", "ours_mean", "ours_std", "diff", "tolerance")
+_TRUE = {"true", "1", "1.0", "yes"}
+_FALSE = {"false", "0", "0.0", "no"}
+
+
+def _flag(v):
+    """True / False / NA from a bool, a number or the text a CSV round trip leaves."""
+    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+        return pd.NA
+    s = str(v).strip().lower()
+    return True if s in _TRUE else False if s in _FALSE else pd.NA
+
+
+def _fmt_T(T) -> str:
+    try:
+        return f"T={float(T):g}"
+    except (TypeError, ValueError):
+        return ""
+
+
+def normalize(df: pd.DataFrame) -> pd.DataFrame:
+    """A comparison with the core columns first (typed), then its own extra columns.
+
+    Missing core columns are derived: ``column`` from ``T`` (``T=1``), ``block`` and ``metric``
+    empty, ``in_scope`` = the cell has a tolerance (a cell without one cannot be scored).
+    """
+    c = df.rename(columns={k: v for k, v in ALIASES.items() if k in df.columns and v not in df.columns}).copy()
+    if "column" not in c:
+        c["column"] = c["T"].map(_fmt_T) if "T" in c else ""
+    for k in ("block", "row", "metric"):
+        if k not in c:
+            c[k] = ""
+        c[k] = c[k].fillna("").astype(str)
+    c["column"] = c["column"].fillna("").astype(str)
+    for k in _NUMERIC:
+        c[k] = pd.to_numeric(c[k], errors="coerce").astype(float) if k in c else math.nan
+    if "n_runs" not in c:
+        c["n_runs"] = c["ours_mean"].notna().astype(int)
+    c["n_runs"] = pd.to_numeric(c["n_runs"], errors="coerce").fillna(0).astype(int)
+    missing = c["diff"].isna()
+    c.loc[missing, "diff"] = c.loc[missing, "ours_mean"] - c.loc[missing, "paper"]
+    c["within"] = c["within"].map(_flag).astype("boolean") if "within" in c else pd.array([pd.NA] * len(c),
+                                                                                          dtype="boolean")
+    if "in_scope" in c:
+        c["in_scope"] = c["in_scope"].map(_flag).fillna(False).astype(bool)
+    else:
+        c["in_scope"] = c["tolerance"].notna()
+    if "table" not in c:
+        c["table"] = pd.NA
+    extra = [k for k in c.columns if k not in CORE_COLUMNS]
+    return c[CORE_COLUMNS + extra].reset_index(drop=True)
+
+
+def read_comparison(path) -> pd.DataFrame:
+    """A ``*_comparison.csv`` in the core schema (see :func:`normalize`)."""
+    return normalize(pd.read_csv(Path(path), dtype={"block": str, "row": str, "column": str, "col": str,
+                                                    "label": str, "metric": str}, keep_default_na=True))
+
+
+def compared(c: pd.DataFrame) -> pd.Series:
+    """Cells with both the paper's value and ours."""
+    return c["paper"].notna() & (c["n_runs"] > 0) & c["ours_mean"].notna()
+
+
+def scored(c: pd.DataFrame) -> pd.Series:
+    """Cells that count towards the score: compared, in scope, with a tolerance."""
+    return compared(c) & c["in_scope"] & c["tolerance"].notna()
+
+
+__all__ = ["CORE_COLUMNS", "ALIASES", "normalize", "read_comparison", "compared", "scored"]
