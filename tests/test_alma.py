@@ -564,3 +564,46 @@ def test_alma2_zero_instances_and_margins_through_the_expansion_log():
     for rule in ("last", "avg"):
         np.testing.assert_allclose(training_margins(a, Kernel("linear"), X, y, False, rule),
                                    training_margins(b, Kernel("linear"), X, y, False, rule), rtol=1e-9, atol=1e-12)
+
+
+def test_gentile_width_search_runs_and_writes_search_csv(tmp_path):
+    # Gentile §4.1/§4.3: the kernel width is chosen by k-fold cross-validation over a sigma grid
+    # (configs/gentile2001/*_sigma_cv.yaml). Such a run holds several widths per permutation, which
+    # the paper-table writer refuses, so it used to fail after training; it must end with search.csv.
+    from click.testing import CliRunner
+
+    from perceptron_lab.cli import main
+
+    cfg = tmp_path / "cv.yaml"
+    cfg.write_text("""
+name: gentile2001_width_search_test
+dataset:
+  name: sonar
+kernel:
+  type: gaussian
+  sigma: 1.0
+algorithm:
+  name: alma
+training:
+  epochs: 1
+  checkpoints: [1]
+  permutations: 2
+prediction:
+  rules: [last, avg]
+evaluation:
+  mode: kfold
+  folds: 3
+  grid:
+    kernel.sigma: [0.5, 2.0, 8.0]
+  search:
+    - [kernel.sigma]
+""")
+    out = tmp_path / "cv"
+    r = CliRunner().invoke(main, ["run", str(cfg), "--out", str(out), "-q"], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    s = pd.read_csv(out / "search.csv")
+    s = s[s["search"] == "sigma"]
+    assert sorted(s["rule"]) == ["avg", "last"]
+    assert set(s["n_candidates"]) == {3} and (s["n_runs"] == 6).all()
+    assert set(s["chosen"]) <= {"sigma=0.5", "sigma=2", "sigma=8"}
+    assert not list(out.glob("gentile2001_table*"))
