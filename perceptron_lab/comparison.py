@@ -26,8 +26,8 @@ in_scope    whether the cell counts towards "cells within tolerance"
 
 Writer-specific columns follow (FS: ``d, label, T``; KW: ``dataset, paper_ci, ours_ci,
 detail``). :func:`normalize` brings files written before this schema to it (Khardon & Wachman:
-``ours, ours_sd, n``; Gentile: ``col`` and no ``block`` / ``in_scope``), so the report reads
-every run folder the same way.
+``ours, ours_sd, n``; Gentile, before its writer used the schema: ``col`` and no ``block`` /
+``in_scope``), so the report reads every run folder the same way.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .comparison import CORE_COLUMNS
 from .experiment import atomic_write_text
 from .paper import reference_table
 
@@ -65,8 +66,9 @@ _RULE_NAMES = {"last": "last", "avg": "avg", "vote": "voted"}
 _RULE_ORDER = {"last": 0, "avg": 1, "voted": 2}
 _METRIC_NAMES = {"test_error_pct": "TestErr", "mistakes": "Correct", "support_vectors": "SV"}
 
-COMPARISON_COLUMNS = ["table", "row", "col", "metric", "paper", "ours_mean", "ours_std", "n_runs",
-                      "diff", "tolerance", "within", "row_order", "col_order"]
+#: The shared comparison schema (:data:`perceptron_lab.comparison.CORE_COLUMNS`), then the sort keys
+#: of the paper's row and column order (internal: not written to the CSV).
+COMPARISON_COLUMNS = CORE_COLUMNS + ["row_order", "col_order"]
 
 
 # ----------------------------------------------------------------------------- names
@@ -178,19 +180,22 @@ def _tolerance(metric: str, paper: float) -> float:
     return COUNT_REL_TOL * abs(paper)
 
 
-def _cell(table, row, col, metric, paper, ours, row_order, col_order):
+def _cell(table, row, column, metric, paper, ours, row_order, col_order):
+    """One cell in the shared schema. Gentile's tables have a single block each (``block`` empty);
+    every cell the paper prints has a tolerance and is in scope."""
     mean, sd, n = ours if ours is not None else (np.nan, np.nan, 0)
     paper = np.nan if paper is None else float(paper)
     tol = _tolerance(metric, paper)
     within = pd.NA if (np.isnan(paper) or n == 0) else bool(abs(mean - paper) <= tol + _EPS)
-    return {"table": table, "row": row, "col": col, "metric": metric, "paper": paper, "ours_mean": mean,
-            "ours_std": sd, "n_runs": n, "diff": mean - paper, "tolerance": tol, "within": within,
-            "row_order": row_order, "col_order": col_order}
+    return {"table": table, "block": "", "row": row, "column": column, "metric": metric, "paper": paper,
+            "ours_mean": mean, "ours_std": sd, "n_runs": n, "diff": mean - paper, "tolerance": tol,
+            "within": within, "in_scope": not np.isnan(tol), "row_order": row_order, "col_order": col_order}
 
 
 def _finish(cells) -> pd.DataFrame:
     res = pd.DataFrame(cells, columns=COMPARISON_COLUMNS)
     res["within"] = res["within"].astype("boolean")
+    res["in_scope"] = res["in_scope"].astype(bool)
     res["n_runs"] = res["n_runs"].astype(int)
     for c in ("paper", "ours_mean", "ours_std", "diff", "tolerance"):
         res[c] = res[c].astype(float)
@@ -357,8 +362,8 @@ def gentile_layout(comparison: pd.DataFrame) -> pd.DataFrame:
     cmp = comparison.copy()
     cmp["cell"] = [format_cell(r.ours_mean, r.ours_std, r.paper, r.metric, table) for r in cmp.itertuples()]
     rows = list(dict.fromkeys(cmp.sort_values("row_order", kind="stable")["row"]))
-    cols = list(dict.fromkeys(cmp.sort_values("col_order", kind="stable")["col"]))
-    wide = cmp.pivot_table(index="row", columns="col", values="cell", aggfunc="first")
+    cols = list(dict.fromkeys(cmp.sort_values("col_order", kind="stable")["column"]))
+    wide = cmp.pivot_table(index="row", columns="column", values="cell", aggfunc="first")
     wide = wide.reindex(index=rows, columns=cols).fillna("").reset_index()
     wide.columns.name = None
     return wide
@@ -366,7 +371,7 @@ def gentile_layout(comparison: pd.DataFrame) -> pd.DataFrame:
 
 def layout_markdown(layout: pd.DataFrame, comparison: pd.DataFrame, title: str) -> str:
     """Markdown table of a layout; cells outside the tolerance are marked with ✗."""
-    flagged = {(r.row, r.col) for r in comparison.itertuples() if not pd.isna(r.within) and not r.within}
+    flagged = {(r.row, r.column) for r in comparison.itertuples() if not pd.isna(r.within) and not r.within}
     runs = sorted({int(n) for n in comparison["n_runs"] if n > 0})
     n_in = int((comparison["within"] == True).sum())  # noqa: E712 (nullable boolean)
     n_cmp = int(comparison["within"].notna().sum())

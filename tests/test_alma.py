@@ -361,7 +361,7 @@ def test_gentile_table1_cells_and_tolerance():
     from perceptron_lab.tables_gentile import gentile_comparison, gentile_layout
 
     cmp = gentile_comparison(_made_up_results(), 1)
-    get = lambda row, col: cmp[(cmp["row"] == row) & (cmp["col"] == col)].iloc[0]
+    get = lambda row, col: cmp[(cmp["row"] == row) & (cmp["column"] == col)].iloc[0]
     c = get("ALMA2(0.9) avg", "2 Epochs TestErr")
     assert c.ours_mean == pytest.approx(1 + 1 + 0.1 + 0.02) and c.ours_std == pytest.approx(0.1) and c.n_runs == 3
     assert c.paper == 4.72 and c.tolerance == pytest.approx(0.472) and not c.within
@@ -403,6 +403,16 @@ def test_gentile_digit_tables_and_files(tmp_path):
     assert names == sorted(f"gentile2001_table{t}{s}" for t in (3, 4) for s in (".csv", "_comparison.csv", ".md"))
     md = (tmp_path / "out" / "gentile2001_table3.md").read_text()
     assert "ALMA2(0.9) d=4 avg" in md and "✗" in md
+    # the comparison CSV is written in the shared schema, no normalization needed
+    from perceptron_lab.comparison import CORE_COLUMNS, normalize
+
+    raw = pd.read_csv(tmp_path / "out" / "gentile2001_table3_comparison.csv", keep_default_na=False)
+    assert list(raw.columns) == CORE_COLUMNS
+    assert (raw["block"] == "").all()
+    # in scope exactly where the paper prints a value (and so a tolerance); the cited rows we
+    # have no run for stay in scope but are not compared (n_runs = 0)
+    c = normalize(raw)
+    assert (c["in_scope"] == c["paper"].notna()).all() and (c["in_scope"] == c["tolerance"].notna()).all()
 
 
 def test_gentile_table6_columns_from_dataset_names():
@@ -465,7 +475,7 @@ def test_gentile_tables_any_B_compares_other_parameterizations():
     r = _made_up_results()
     odd = r[r["params"] == "alpha=0.9;B=2;C=1;p=2"]
     cmp = gentile_comparison(odd, 1, any_B=True)
-    c = cmp[(cmp["row"] == "ALMA2(0.9) avg") & (cmp["col"] == "1 Epoch TestErr")].iloc[0]
+    c = cmp[(cmp["row"] == "ALMA2(0.9) avg") & (cmp["column"] == "1 Epoch TestErr")].iloc[0]
     assert c.paper == 5.06 and c.n_runs == 3
     with pytest.raises(ValueError, match="more than one run"):
         gentile_comparison(r[r["algorithm"] == "alma"], 1, any_B=True)  # alpha 0.9 twice
