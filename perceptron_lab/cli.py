@@ -358,6 +358,47 @@ def tables(run_dirs, figures):
             click.echo(str(p))
 
 
+@main.group()
+def figures():
+    """Draw paper figures that need training runs of their own.
+
+    \b
+    Examples:
+      plab figures gentile2001
+      plab figures gentile2001 --out /tmp/figs --figure 3
+    """
+
+
+@figures.command("gentile2001")
+@click.option("--out", "out_dir", default="results/gentile2001", show_default=True,
+              type=click.Path(file_okay=False), help="Folder for gentile2001_figure{3,4,5}.png.")
+@_data_dir_option
+@click.option("--figure", "which", type=click.Choice(["3", "4", "5"]), multiple=True,
+              help="Draw only this figure (repeatable; default: 3, 4 and 5).")
+@click.option("--permutations", type=click.IntRange(min=1),
+              help="Training orders averaged per curve (default: the configs', 10, as in the paper).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@friendly_errors
+def figures_gentile2001(out_dir, data_dir, which, permutations, quiet):
+    """Gentile (2001) Figures 3-5: margin distributions of the training set.
+
+    For every s in [-1, 1], the fraction of training examples whose margin is at most s (binary:
+    y w.x^; one-vs-rest: correct label's output minus the best other), averaged over the
+    permutations. Trains the runs again with the settings and training orders of the Table
+    configs in configs/gentile2001 (Figure 3: USPS, the Gaussian widths of
+    table1_usps_perceptron.yaml and table1_usps_alma.yaml; Figures 4-5: table6.yaml's artificial
+    data). About two minutes on two cores; deterministic.
+
+    Example: plab figures gentile2001 --data-dir ../shared/data --out results/gentile2001
+    """
+    from .figures import gentile_margin_figures
+
+    figs = tuple(int(w) for w in which) or (3, 4, 5)
+    for p in gentile_margin_figures(out_dir, data_dir=data_dir, figures=figs, permutations=permutations,
+                                    progress=not quiet):
+        click.echo(str(p))
+
+
 @main.command()
 @click.argument("results_dir", type=click.Path(exists=True, file_okay=False))
 @friendly_errors

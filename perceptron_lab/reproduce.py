@@ -2,7 +2,9 @@
 
 Runs every paper-table config in turn, resuming whatever is already finished in its output
 folder (each run shows a progress bar with the time left), merges the Khardon & Wachman table
-parts, draws the combined Freund & Schapire figure, writes the report (results/report/) and
+parts, draws the combined Freund & Schapire figure and Gentile's Figures 3-5 (margin
+distributions, ``results/gentile2001/gentile2001_figure{3,4,5}.png``, about two minutes of
+training of their own), writes the report (results/report/) and
 prints how many compared cells are within the tolerances. The wall time of every config and
 of the whole reproduction goes to ``results/reproduce.json``.
 
@@ -30,7 +32,7 @@ import pandas as pd
 
 from .config import load_config
 from .experiment import atomic_write_text, run_experiment
-from .figures import plot_fs1999_figure2
+from .figures import gentile_margin_figures, plot_fs1999_figure2
 from .report import collect, summary_lines, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,11 +88,18 @@ def main(argv=None):
         curves = curves[curves["class"] == "all"]
         plot_fs1999_figure2(curves, Path("results/fs1999/fs1999_figure2.png"),
                             title="Freund & Schapire (1999) Figure 2, reproduced: test error vs epochs")
+    figure_times = {}
+    if any("gentile2001" in str(c) for c in configs):
+        print("Gentile (2001) Figures 3-5 (margin distributions)", flush=True)
+        t1 = time.perf_counter()
+        for p in gentile_margin_figures(Path("results/gentile2001"), data_dir=args.data_dir, progress=True):
+            print(f"  {p}")
+        figure_times["gentile2001_figure3-5"] = {"wall_seconds": round(time.perf_counter() - t1, 1)}
     md, _ = write_report(["results"], "results/report")
     atomic_write_text(log_path, json.dumps({
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"), "set": args.set if not args.configs else None,
         "jobs": args.jobs, "machine": {"cpus": os.cpu_count(), "processor": platform.processor() or platform.machine()},
-        "wall_seconds": round(total, 1), "configs": times}, indent=2) + "\n")
+        "wall_seconds": round(total, 1), "configs": times, "figures": figure_times}, indent=2) + "\n")
     for line in summary_lines(collect(["results"])):
         print(line.replace("**", ""))
     print(f"report: {md}")

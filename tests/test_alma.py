@@ -314,6 +314,51 @@ def test_float32_kernel_gives_the_float64_corrections():
     np.testing.assert_array_equal(a.upd_cls, b.upd_cls)
 
 
+def test_training_margins_by_hand():
+    """Gentile (2001) §4 margins worked by hand: three classes on the orthogonal instances
+    2 e1, 3 e2, 0.5 e3 (x^ = e1, e2, e3), one epoch in that order, every trial a correction.
+
+    ALMA_2(1.0) (B = 1, C = sqrt 2, gamma_k = 0), label 0 (y = +1, -1, -1):
+      k=1: w = 0, margin 0 <= 0, eta = sqrt 2: w' = sqrt2 e1, |w'| = sqrt 2 -> w_2 = e1
+      k=2: margin -e1.e2 = 0, eta = 1: w' = e1 - e2 -> w_3 = (e1 - e2)/sqrt 2
+      k=3: margin 0, eta = sqrt(2/3): w' = w_3 - sqrt(2/3) e3, |w'|^2 = 5/3 -> w_4 = w' sqrt(3/5)
+    and symmetrically for labels 1, 2. "last" outputs on e1: w_4^(0).e1 = sqrt(3/10) = b, the
+    other labels -b: margin 2b = 1.095 (> 1: a difference of two outputs in [-1, 1]).
+    "avg": survival weights c = 0, 1, 1, 1 (sum 3 = trials) -> avg = (w_2 + w_3 + w_4) / 3.
+    The Perceptron updates every label at every trial (score 0): v_c = +-2 e1 +- 3 e2 +- 0.5 e3,
+    |v_c| = sqrt(13.25) for all c; margins (o_y - max_c o_c) / sqrt(13.25) with o = +-|x|.
+    """
+    from perceptron_lab.engine.perceptron import PerceptronParams, train
+
+    X = np.diag([2.0, 3.0, 0.5])
+    y = np.array([0, 1, 2])
+    Y = label_matrix(y, 3)
+    lin = Kernel("linear")
+    a, b, g = 1 / math.sqrt(2), math.sqrt(3 / 10), math.sqrt(2 / 5)
+    last = [2 * b, 2 * a * math.sqrt(3 / 5), 2 * g]
+    avg = [2 * (1 + a + b) / 3, 2 * (a + b) / 3, 2 * g / 3]
+    for form in ("auto", "primal", "dual"):  # per-example loop, explicit hypotheses, kernel expansion
+        log = train_alma(X, Y, lin, AlmaParams(alpha=1.0), np.arange(3), 1, [1], form=form)
+        assert log.n_updates == 9
+        np.testing.assert_allclose(training_margins(log, lin, X, y, False, "last"), last, rtol=1e-12)
+        np.testing.assert_allclose(training_margins(log, lin, X, y, False, "avg"), avg, rtol=1e-12)
+    # binary: y w.x^ itself, with label 0's run above (y = +1, -1, -1)
+    yb = np.array([1, 0, 0])
+    logb = train_alma(X, label_matrix(yb, 2), lin, AlmaParams(alpha=1.0), np.arange(3), 1, [1])
+    w4 = np.array([a, -a, -math.sqrt(2 / 3)]) * math.sqrt(3 / 5)  # label 0's w_4 above
+    np.testing.assert_allclose(training_margins(logb, lin, X, yb, True, "last"),
+                               np.where(yb == 1, 1, -1) * w4, rtol=1e-12)
+    # the Perceptron: one common factor, the largest norm, for every label
+    for form in ("auto", "dual"):
+        plog = train(X, Y, lin, PerceptronParams(), np.arange(3), 1, [1], form=form)
+        np.testing.assert_allclose(training_margins(plog, lin, X, y, False, "last"),
+                                   np.array([4.0, 6.0, 1.0]) / math.sqrt(13.25), rtol=1e-12)
+    # thresholds (Khardon & Wachman) have no margin in this sense
+    tlog = train(X, Y, lin, PerceptronParams(theta_init=1.0), np.arange(3), 1, [1])
+    with pytest.raises(ValueError, match="through the origin"):
+        training_margins(tlog, lin, X, y, False, "last")
+
+
 def test_training_margins_and_distribution():
     X, y, _, _ = small_problem(12, n=60, n_classes=3, integer=False)
     Y = label_matrix(y, 3)
@@ -440,16 +485,60 @@ def test_gentile_tables_refuse_mixed_settings():
         gentile_comparison(pd.concat([r, r]), 1)
 
 
+def _check_distributions(spec, binary):
+    for _, curves in spec["panels"]:
+        for label, runs, _style in curves:
+            assert len(runs) == 2, label  # one margin array per permutation
+            for m in runs:
+                s, frac = margin_distribution(m)
+                assert s[0] == -1.0 and s[-1] == 1.0
+                assert np.all(np.diff(frac) >= 0), label  # nondecreasing in s
+                assert 0.0 <= frac[0] < 0.5 < frac[-1], label
+                if binary:  # y w.x^ with |w|_q <= 1 lies in [-1, 1] (Hölder): every example by s = 1
+                    assert frac[-1] == 1.0 and np.all(np.abs(m) <= 1 + 1e-12), label
+
+
 def test_margin_figures_are_drawn(tmp_path):
-    from perceptron_lab.figures import gentile_margin_figures, plot_margin_distributions
+    from perceptron_lab.figures import gentile_margin_figures, gentile_margin_panels, plot_margin_distributions
 
     rng = np.random.default_rng(0)
     out = plot_margin_distributions([("a", [("x", rng.uniform(-1, 1, 50)), ("y", rng.uniform(0, 1, 50))])],
                                     tmp_path / "m.png", title="t")
     assert out.stat().st_size > 1000
-    paths = gentile_margin_figures(tmp_path, figures=(4, 5), artificial_n=300)
+    # Figures 4-5 from configs/gentile2001/table6.yaml, on 300 examples and 2 permutations
+    specs = gentile_margin_panels(figures=(4, 5), artificial_n=300, permutations=2)
+    assert sorted(specs) == [4, 5]
+    assert [t for t, _ in specs[4]["panels"]] == ["eps = 0, s = 3", "eps = 0.1, s = 3", "eps = 0, s = 300",
+                                                    "eps = 0.1, s = 300"]
+    assert [c[0] for c in specs[5]["panels"][0][1]][:2] == ["ALMA2(1.0) last", "ALMA2(1.0) avg"]
+    for n in (4, 5):
+        _check_distributions(specs[n], binary=True)
+    # seeded: the same margins again; the PNGs are written
+    again = gentile_margin_panels(figures=(4,), artificial_n=300, permutations=2)
+    for (_, c1), (_, c2) in zip(specs[4]["panels"], again[4]["panels"]):
+        for a, b in zip(c1, c2):
+            for m1, m2 in zip(a[1], b[1]):
+                np.testing.assert_array_equal(m1, m2)
+    paths = gentile_margin_figures(tmp_path, figures=(4, 5), artificial_n=300, permutations=1)
     assert [p.name for p in paths] == ["gentile2001_figure4.png", "gentile2001_figure5.png"]
     assert all(p.stat().st_size > 1000 for p in paths)
+
+
+def test_margin_figure3_uses_the_table1_widths(tmp_path, data_dir):
+    # Figure 3 on the first 300 USPS examples: the kernel widths come from the Table 1 configs
+    from perceptron_lab.config import load_config
+    from perceptron_lab.figures import GENTILE_CONFIG_DIR, gentile_margin_figures, gentile_margin_panels
+
+    specs = gentile_margin_panels(data_dir, figures=(3,), usps_train_size=300, permutations=2)
+    sig_p = load_config(GENTILE_CONFIG_DIR / "table1_usps_perceptron.yaml").kernel.sigma
+    sig_a = load_config(GENTILE_CONFIG_DIR / "table1_usps_alma.yaml").kernel.sigma
+    labels = [c[0] for c in specs[3]["panels"][0][1]]
+    assert labels[0] == f"Perceptron, σ = {sig_p:g}, 1 epoch" and labels[-1] == f"ALMA2(0.9), σ = {sig_a:g}, 3 epochs"
+    assert f"Perceptron σ = {sig_p:g}, ALMA2 σ = {sig_a:g}" in specs[3]["title"]
+    assert [t for t, _ in specs[3]["panels"]] == ['USPS, "last"', 'USPS, "avg"']
+    _check_distributions(specs[3], binary=False)
+    paths = gentile_margin_figures(tmp_path, data_dir, figures=(3,), usps_train_size=200, permutations=1)
+    assert [p.name for p in paths] == ["gentile2001_figure3.png"] and paths[0].stat().st_size > 1000
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])

@@ -117,6 +117,14 @@ def test_missing_dataset_tells_the_user_what_to_do(tmp_path):
     assert "Traceback" not in r.output
 
 
+def test_figures_gentile2001_without_usps_says_what_to_do(tmp_path):
+    r = invoke("figures", "gentile2001", "--figure", "3", "--out", tmp_path / "o", "--data-dir", tmp_path / "empty",
+               "-q")
+    assert r.exit_code == 3
+    assert "plab data fetch usps" in r.output and "Traceback" not in r.output
+    assert not (tmp_path / "o").exists()
+
+
 def test_holdout_on_a_dataset_without_test_split_is_refused(tmp_path):
     cfg = write(tmp_path, "dataset: {name: sonar}\n")
     r = invoke("run", cfg, "--out", tmp_path / "o", "-q")
@@ -145,7 +153,7 @@ def test_data_list_and_path(tmp_path):
 
 @pytest.mark.parametrize("cmd", [[], ["run"], ["data"], ["data", "list"], ["data", "path"], ["data", "fetch"],
                                  ["data", "verify"], ["config"], ["config", "check"], ["config", "show"],
-                                 ["report"], ["compare"], ["tables"]])
+                                 ["report"], ["compare"], ["tables"], ["figures"], ["figures", "gentile2001"]])
 def test_every_command_has_help_with_an_example(cmd):
     r = invoke(*cmd, "--help")
     assert r.exit_code == 0

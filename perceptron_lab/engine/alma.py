@@ -372,15 +372,32 @@ def training_margins(log: TrainLog, kernel: Kernel, X, y, binary: bool, rule: st
                      block: int = 4096) -> np.ndarray:
     """Margins of the training examples (Gentile 2001, §4; the margin distributions of Figures 3-5).
 
-    With ``o_c(x) = w_c . x^`` the output of label c's hypothesis (:func:`hypothesis_at`) on the
-    normalized instance (in the kernel's feature space, or ``x / |x|_p`` for explicit hypotheses;
-    ``p`` defaults to ``log.info['p']``, else 2), the margin is ``y o(x)`` for a binary problem
-    and ``o_y(x) - max_{c != y} o_c(x)`` for one-vs-rest, positive exactly when the rule's
-    prediction is right. ALMA's hypotheses have norm <= 1 (the average is a convex combination),
-    so these are the paper's margins, outputs in [-1, 1]. Hypotheses with larger norms (the
-    Perceptron's) are all divided by the largest norm among the labels, which keeps outputs in
-    [-1, 1] and leaves the sign of every margin unchanged.
+    The paper's definition (§2, §4): the margin of a hyperplane ``w`` with ``|w|_q <= 1`` on
+    ``(x, y)`` is ``y w . x^`` with ``x^ = x / |x|_p`` (in the kernel's feature space for a kernel;
+    ``p`` defaults to ``log.info['p']``, else 2); for an N-class one-vs-rest problem it is the
+    output of the correct label's classifier minus the largest output of the others. Here:
+
+    * each label's hypothesis is :func:`hypothesis_at`'s: "last" is the final ``w``; "avg" is the
+      paper's ``sum_k c_k w_k`` divided by ``sum_k c_k`` (the number of trials, the same for every
+      label), a convex combination. ALMA keeps every ``w_k`` in the unit ball, so both its "last"
+      and its "avg" are used as they are: the margin is ``y w . x^`` exactly as defined (an "avg"
+      of norm 0.85 is not blown up to norm 1).
+    * hypotheses outside the unit ball (the Perceptron's; norms 5 to 13 on USPS) are all divided by
+      one common factor, the largest norm among the labels: the smallest factor that puts every
+      label's hypothesis in the unit ball. One factor for all labels keeps the argmax, so a
+      multiclass margin is positive exactly when the rule classifies the example right, as §4
+      states. For a binary problem this is ``y w . x^ / |w|_q``.
+
+    A binary margin lies in [-1, 1] (Hölder). A multiclass margin is a difference of two outputs
+    in [-1, 1], so in general it lies in [-2, 2]: §4's "lies in [-1, +1] once weight vectors and
+    instances are properly normalized" does not hold exactly (three orthogonal instances give 1.5,
+    ``tests/test_alma.py::test_training_margins_by_hand``); the difference is not rescaled here (on
+    USPS all margins lie within +-0.3). Hypotheses with a threshold (Khardon & Wachman's) are
+    refused: the paper's margins are those of hyperplanes through the origin (Remark 1).
     """
+    if log.theta_init != 0 or np.any(np.asarray(log.upd_theta) != 0):
+        raise ValueError("training margins are defined for hyperplanes through the origin (Gentile 2001, "
+                         "Remark 1); this log's hypotheses have a threshold")
     X = np.asarray(X)
     y = np.asarray(y)
     L = log.n_labels
