@@ -394,3 +394,90 @@ def test_every_kw2007_config_loads_and_names_its_table():
     t6 = load_config(root / "table6_uci.yaml")
     assert [p.label for p in ev.search_plans(t6)] == ["nothing", "tau", "lambda", "alpha", "tau x alpha",
                                                       "tau x lambda", "tau->alpha", "tau->lambda"]
+
+
+def _figure2_pocket(X, Y, order, epochs, eta, theta_init, C, tau_abs, lam, alpha_bound):
+    """Khardon & Wachman (2007) Figure 2, TRAINING, literally, one label column at a time: the
+    running ``tally`` / ``best_tally`` pocket with explicit weight vectors (w_l.s., theta_l.s.), the
+    last hypothesis and the votes (correct predictions, for ``vote_weight: correct``)."""
+    n, L = Y.shape
+    out = []
+    for c in range(L):
+        w, th = np.zeros(X.shape[1]), theta_init
+        alpha = np.zeros(n, dtype=int)
+        tally = best = 0
+        w_ls, th_ls = w.copy(), th
+        hyps, votes = [(w.copy(), th)], [0]
+        for _ in range(epochs):
+            for i in order:
+                x, y = X[i], Y[i, c]
+                s = w @ x + (y * lam * (x @ x) if alpha[i] != 0 else 0.0)
+                yhat = -1 if s < th - tau_abs else (1 if s > th + tau_abs else 0)
+                if yhat != y and alpha[i] < alpha_bound:
+                    w = w + eta * y * x
+                    alpha[i] += 1
+                    th = th - eta * y * C  # the sign that makes sign(<w, x> - theta) a perceptron
+                    hyps.append((w.copy(), th))
+                    votes.append(0)
+                    tally = 0
+                elif yhat == y:
+                    votes[-1] += 1
+                    tally += 1
+                    if tally > best:
+                        best, w_ls, th_ls = tally, w.copy(), th
+        out.append({"last": hyps[-1], "longest": (w_ls, th_ls), "hyps": hyps, "votes": votes})
+    return out
+
+
+@pytest.mark.parametrize("primal_loop", [True, False])
+@pytest.mark.parametrize("variant", [dict(), dict(tau_abs=8.0), dict(lam=0.5), dict(alpha_bound=2),
+                                     dict(tau_abs=4.0, lam=0.25, alpha_bound=3)])
+def test_longest_survivor_and_votes_are_figure2(primal_loop, variant):
+    # the longest survivor is the per-label pocket of Figure 2 (tally reset by every update, margin
+    # updates included; first hypothesis to reach the best tally; alpha-bounded mistakes neither
+    # count nor reset), and multiclass prediction is the argmax of the per-label scores (§2.7)
+    from perceptron_lab.engine.perceptron import PerceptronParams, label_matrix, train
+    from perceptron_lab.kernels import Kernel
+    from perceptron_lab.predict import RULE_INDEX, evaluate
+
+    rng = np.random.default_rng(7)
+    X = rng.integers(-4, 5, size=(70, 6)).astype(float)
+    y = np.argmax(X @ rng.normal(size=(6, 3)) + 1.5 * rng.normal(size=(70, 3)), axis=1)
+    Xtr, ytr, Xte, yte = X[:50], y[:50], X[50:], y[50:]
+    Y = label_matrix(ytr, 3)
+    order = rng.permutation(50)
+    theta0 = 16.0  # dyadic: exact arithmetic in both implementations
+    p = dict(eta=0.25, theta_init=theta0, C=theta0, tau_abs=0.0, lam=0.0, alpha_bound=10**9) | variant
+    log = train(Xtr, Y, Kernel("linear"), PerceptronParams(**p), order, 4, [4], chunk_size=5,
+                primal_loop=primal_loop)
+    err, _ = evaluate(log, Kernel("linear"), Xtr, Xte, yte, False, vote_weight="correct")
+    ref = _figure2_pocket(Xtr, Y, order, 4, **p)
+
+    def wrong(scores):
+        return int((np.argmax(np.stack(scores, axis=1), axis=1) != yte).sum())
+
+    assert err[0, RULE_INDEX["longest"]] == wrong([Xte @ r["longest"][0] - r["longest"][1] for r in ref])
+    assert err[0, RULE_INDEX["last"]] == wrong([Xte @ r["last"][0] - r["last"][1] for r in ref])
+    voted = [sum(v * np.sign(Xte @ w - th) for (w, th), v in zip(r["hyps"], r["votes"])) for r in ref]
+    assert err[0, RULE_INDEX["vote"]] == wrong(voted)
+
+
+def test_lambda_trick_that_stops_training_makes_last_longest_and_voted_agree():
+    # §2.2: a large lambda term keeps an example that caused an update from causing another, so on
+    # a finite training set the updates stop; the last hypothesis then survives (and is voted for)
+    # for the remaining epochs, and the three rules predict alike -- the equal Last / Longest /
+    # Voted cells of the lambda column of Table 3 (bupa, wdbc, sonar, promoters) come from this.
+    from perceptron_lab.engine.perceptron import PerceptronParams, label_matrix, train
+    from perceptron_lab.kernels import Kernel
+    from perceptron_lab.predict import RULE_INDEX, evaluate
+
+    rng = np.random.default_rng(3)
+    X = rng.integers(-4, 5, size=(90, 5)).astype(float)
+    y = (X @ rng.normal(size=5) + 2.0 * rng.normal(size=90) > 0).astype(int)
+    Y = label_matrix(y[:60], 2)
+    avg = float(np.mean(np.einsum("ij,ij->i", X[:60], X[:60])))
+    log = train(X[:60], Y, Kernel("linear"), PerceptronParams(eta=0.1, theta_init=avg, C=avg, lam=4.0),
+                np.arange(60), 100, [100])
+    assert np.bincount(log.upd_ex, minlength=60).max() == 1 and log.upd_step.max() < 20 * 60
+    err, _ = evaluate(log, Kernel("linear"), X[:60], X[60:], y[60:], True, vote_weight="correct")
+    assert err[0, RULE_INDEX["last"]] == err[0, RULE_INDEX["longest"]] == err[0, RULE_INDEX["vote"]]
