@@ -31,9 +31,16 @@ evaluation:
 """
 
 
+def _default_sigint():
+    # A test runner started in the background by a non-interactive shell (`nohup ... &`) inherits
+    # SIGINT as ignored, and so would plab: give the child the default disposition, as a terminal has.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def plab(*args, **kw):
     return subprocess.Popen([sys.executable, "-m", "perceptron_lab.cli", *map(str, args)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint, **kw)
 
 
 def wait_for_parts(out: Path, n: int, proc, timeout=120):
