@@ -40,8 +40,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 CORE = (
     [f"configs/fs1999/table1_d{d}.yaml" for d in (4, 5, 6, 3, 2, 1)]
-    + [f"configs/kw2007/{n}.yaml" for n in ("table2", "table3_uci", "table3_usps", "table3_mnist", "table4", "table5", "table5_standardized",
-                                                 "table6_artificial", "table6_uci")]
+    + [f"configs/kw2007/{n}.yaml" for n in (
+        "table2", "table3_uci", "table3_usps", "table3_mnist", "table4", "table5", "table5_standardized",
+        "table6_artificial", "table6_uci")]
     + [f"configs/gentile2001/{n}.yaml" for n in (
         "usps_sigma_cv", "usps_sigma_cv_perceptron", "table1_usps_alma", "table1_usps_perceptron",
         "table1_usps_alma_sigma3.5", "table1_usps_perceptron_sigma3.5", "table3_mnist_d4", "table3_mnist_d5", "table3_mnist_d6",
