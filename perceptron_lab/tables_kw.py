@@ -560,7 +560,8 @@ def parameter_curves(cfg, df: pd.DataFrame) -> pd.DataFrame:
 def combine_kw2007(root, out_dir=None) -> list[Path]:
     """Merge the ``kw2007_table<N>_comparison.csv`` of every run folder below ``root`` into whole
     tables ``<out_dir>/kw2007_table<N>.{csv,md}`` (out_dir defaults to root) and a summary
-    ``kw2007_summary.md`` of the cells within tolerance per table."""
+    ``kw2007_summary.md`` of the cells within tolerance per table. Runs in deeper folders (e.g.
+    ``root/variants/...``, settings the paper does not state) stay out of the merged tables."""
     root = Path(root)
     out = Path(out_dir) if out_dir else root
     found: dict[int, list[pd.DataFrame]] = {}

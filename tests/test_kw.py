@@ -481,3 +481,22 @@ def test_lambda_trick_that_stops_training_makes_last_longest_and_voted_agree():
     assert np.bincount(log.upd_ex, minlength=60).max() == 1 and log.upd_step.max() < 20 * 60
     err, _ = evaluate(log, Kernel("linear"), X[:60], X[60:], y[60:], True, vote_weight="correct")
     assert err[0, RULE_INDEX["last"]] == err[0, RULE_INDEX["longest"]] == err[0, RULE_INDEX["vote"]]
+
+
+def test_merged_tables_leave_out_variant_runs(tmp_path):
+    """combine_kw2007 merges the run folders directly under the root; runs of settings the paper
+    does not state live one level deeper (``variants/``) and must not mix into the paper's table."""
+    from perceptron_lab.tables_kw import combine_kw2007
+
+    head = ("table,block,row,column,metric,paper,ours_mean,ours_std,n_runs,diff,tolerance,within,in_scope,"
+            "dataset,paper_ci,ours_ci,detail\n")
+    row = "4,N=0,Last,Nothing,accuracy_pct,95.4,{v},1.0,10,{d},2,{w},True,artificial_f50_M0.05,,1.0,tau=0\n"
+    (tmp_path / "table4").mkdir()
+    (tmp_path / "table4" / "kw2007_table4_comparison.csv").write_text(head + row.format(v=96.0, d=0.6, w=True))
+    (tmp_path / "variants" / "table4_scaled").mkdir(parents=True)
+    (tmp_path / "variants" / "table4_scaled" / "kw2007_table4_comparison.csv").write_text(
+        head + row.format(v=80.0, d=-15.4, w=False))
+    combine_kw2007(tmp_path)
+    merged = pd.read_csv(tmp_path / "kw2007_table4.csv", dtype=str)
+    assert merged.loc[0, "Nothing"] == "96.0 (95.4)"
+    assert "| 4 | 1 | 1 | 1 |" in (tmp_path / "kw2007_summary.md").read_text()
