@@ -113,12 +113,9 @@ def _one_thread():
     numba.set_num_threads(1)
     with _LIMITS_LOCK:
         if "blas" not in _LIMITS:
-            try:
-                from threadpoolctl import threadpool_limits
+            from .experiment import blas_one_thread
 
-                _LIMITS["blas"] = threadpool_limits(1)
-            except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-                _LIMITS["blas"] = None
+            _LIMITS["blas"] = blas_one_thread()
 
 
 def _dask_task(cfg, part, data_dir, topic):

@@ -297,6 +297,17 @@ def unit_seed(cfg: ExperimentConfig, unit: Unit) -> np.random.SeedSequence:
     return np.random.SeedSequence(key)
 
 
+def blas_one_thread():
+    """Limit BLAS to one thread now; returns the limiter, a context manager that restores the
+    earlier limit on exit (kept unentered, the limit holds for the process's life). A no-op
+    without threadpoolctl (which comes with scikit-learn)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover
+        return contextlib.nullcontext()
+    return threadpool_limits(1)
+
+
 @contextlib.contextmanager
 def threads_for(entries: int):
     """Run the body on one numba and BLAS thread when the training set is small.
@@ -313,13 +324,8 @@ def threads_for(entries: int):
     before = numba.get_num_threads()
     numba.set_num_threads(1)
     try:
-        try:
-            from threadpoolctl import threadpool_limits
-        except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        with blas_one_thread():
             yield
-        else:
-            with threadpool_limits(1):
-                yield
     finally:
         numba.set_num_threads(before)
 
@@ -684,12 +690,7 @@ _WORKER: dict = {}
 
 def _worker_init(cfg, data_dir, queue):
     """Worker process setup: one thread for BLAS and numba (the pool supplies the parallelism)."""
-    try:
-        from threadpoolctl import threadpool_limits
-
-        _WORKER["limits"] = threadpool_limits(1)
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-        pass
+    _WORKER["limits"] = blas_one_thread()
     import numba
 
     numba.set_num_threads(1)
