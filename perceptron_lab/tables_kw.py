@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .comparison import CORE_COLUMNS, normalize
+from .comparison import CORE_COLUMNS, compared, read_comparison
 from .evaluation import TIE_TOL_PP, Grid, final_epoch, nested_summary, search_summary, t_interval
 from .experiment import atomic_write_text
 from .paper import reference_table
@@ -568,7 +568,7 @@ def combine_kw2007(root, out_dir=None) -> list[Path]:
     for p in sorted(root.glob("*/kw2007_table*_comparison.csv")):
         m = re.match(r"kw2007_table(\d+)_comparison", p.stem)
         if m:
-            found.setdefault(int(m.group(1)), []).append(normalize(pd.read_csv(p)))
+            found.setdefault(int(m.group(1)), []).append(read_comparison(p))
     written, summary = [], ["# Khardon & Wachman (2007): reproduced cells within tolerance", "",
                             "Dominance counts (Table 2) and standard deviations (Table 5) are compared but not scored.",
                             "", "| table | cells compared | scored | within tolerance |", "|---|---:|---:|---:|"]
@@ -576,8 +576,8 @@ def combine_kw2007(root, out_dir=None) -> list[Path]:
         cmp = pd.concat(found[t], ignore_index=True)[COMPARISON_COLUMNS]
         written += write_table(cmp, out, f"kw2007_table{t}", TABLE_TITLES[t])
         scoped = cmp[cmp["in_scope"] & cmp["within"].notna()]
-        both = int((cmp["paper"].notna() & cmp["ours_mean"].notna() & (cmp["n_runs"] > 0)).sum())
-        summary.append(f"| {t} | {both} | {len(scoped)} | {int(scoped['within'].astype(bool).sum())} |")
+        summary.append(f"| {t} | {int(compared(cmp).sum())} | {len(scoped)} | "
+                       f"{int(scoped['within'].astype(bool).sum())} |")
     if found:
         atomic_write_text(out / "kw2007_summary.md", "\n".join(summary) + "\n")
         written.append(out / "kw2007_summary.md")
