@@ -45,8 +45,9 @@ CORE = (
         "table6_artificial", "table6_uci")]
     + [f"configs/gentile2001/{n}.yaml" for n in (
         "usps_sigma_cv", "usps_sigma_cv_perceptron", "table1_usps_alma", "table1_usps_perceptron",
-        "table1_usps_alma_sigma3.5", "table1_usps_perceptron_sigma3.5", "table3_mnist_d4", "table3_mnist_d5", "table3_mnist_d6",
-        "table3_mnist_perceptron", "table5_letter_alma", "table5_letter_perceptron",
+        "table1_usps_alma_sigma3.5", "table1_usps_perceptron_sigma3.5",
+        "table3_mnist_d4", "table3_mnist_d5", "table3_mnist_d6", "table3_mnist_perceptron",
+        "table5_letter_alma", "table5_letter_perceptron",
         "table6", "table6_B_sqrt8_alpha0.5", "table6_B_sqrt8_alpha0.8")]
 )
 FULL_EXTRA = (
