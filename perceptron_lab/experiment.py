@@ -330,6 +330,19 @@ def threads_for(entries: int):
         numba.set_num_threads(before)
 
 
+def unit_kernel(ucfg: ExperimentConfig, Xtr: np.ndarray):
+    """(float type, kernel checked against ``Xtr`` for overflow in that type) of a unit's run."""
+    dtype = np.float32 if ucfg.training.dtype == "float32" else np.float64
+    return dtype, Kernel.from_config(ucfg.kernel).range_safe(Xtr, dtype)
+
+
+def unit_order(ucfg: ExperimentConfig, unit: Unit, n: int):
+    """(training order, seed of the random prediction rule) of a unit on ``n`` training examples.
+    Anything that retrains a unit (e.g. the Gentile margin figures) takes its order from here."""
+    order_seed, rule_seed = unit_seed(ucfg, unit).spawn(2)
+    return np.random.default_rng(order_seed).permutation(n), rule_seed
+
+
 def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None, ucfg=None, splits=None):
     """Train and evaluate one unit; returns (rows, timings).
 
@@ -340,12 +353,10 @@ def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None, ucfg
         ucfg = with_overrides(cfg, unit.grid_values) if unit.grid_values else cfg
     Xtr, ytr, Xte, yte = unit_data(cfg, ds, unit, splits)
     Xtr, Xte = preprocess(ucfg.dataset.preprocess, Xtr, Xte)
-    dtype = np.float32 if ucfg.training.dtype == "float32" else np.float64
-    kernel = Kernel.from_config(ucfg.kernel).range_safe(Xtr, dtype)
+    dtype, kernel = unit_kernel(ucfg, Xtr)
     binary = ds.n_classes == 2
     Y = label_matrix(ytr, ds.n_classes)
-    order_seed, rule_seed = unit_seed(ucfg, unit).spawn(2)
-    order = np.random.default_rng(order_seed).permutation(len(ytr))
+    order, rule_seed = unit_order(ucfg, unit, len(ytr))
     epochs_all, main = eval_epochs(ucfg)
     with threads_for(Xtr.size):
         log = train_from_config(ucfg, Xtr, Y, kernel, order, epochs_all, dtype, progress=progress)

@@ -229,22 +229,19 @@ def _margin_runs(cfg, overrides: dict, epochs, rules, permutations: int, data_di
     from .config import with_overrides
     from .engine import label_matrix, train_from_config
     from .engine.alma import training_margins
-    from .experiment import Unit, load_data, preprocess, unit_seed
-    from .kernels import Kernel
+    from .experiment import Unit, load_data, preprocess, unit_kernel, unit_order
 
     ucfg = with_overrides(cfg, overrides) if overrides else cfg
     ds = load_data(ucfg, data_dir)
     X, _ = preprocess(ucfg.dataset.preprocess, ds.X_train, ds.X_test)
     y = ds.y_train
     binary = ds.n_classes == 2
-    dtype = np.float32 if ucfg.training.dtype == "float32" else np.float64
-    kernel = Kernel.from_config(ucfg.kernel).range_safe(X, dtype)
+    dtype, kernel = unit_kernel(ucfg, X)
     Y = label_matrix(y, ds.n_classes)
     epochs = sorted(float(e) for e in epochs)
     out = {(e, r): [] for e in epochs for r in rules}
     for perm in range(permutations):
-        order_seed, _ = unit_seed(ucfg, Unit(0, dict(overrides), -1, perm)).spawn(2)
-        order = np.random.default_rng(order_seed).permutation(len(y))
+        order, _ = unit_order(ucfg, Unit(0, dict(overrides), -1, perm), len(y))
         log = train_from_config(ucfg, X, Y, kernel, order, epochs, dtype)
         for i, e in enumerate(epochs):
             for r in rules:
