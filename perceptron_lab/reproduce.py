@@ -72,15 +72,23 @@ def main(argv=None):
         return
     t0 = time.perf_counter()
     log_path = Path("results/reproduce.json")
+    earlier = read_log(log_path).get("configs") or {}
+    previous = recorded_seconds(earlier)
     times = {}
     for i, path in enumerate(configs, 1):
         cfg = load_config(path)
-        print(f"[{i}/{len(configs)}] {path}", flush=True)
+        print(f"[{i}/{len(configs)}] {path}{time_left(configs[i - 1:], previous, time.perf_counter() - t0)}",
+              flush=True)
         t1 = time.perf_counter()
         res = run_experiment(cfg, data_dir=args.data_dir, progress=True, jobs=args.jobs)
         times[path] = {"wall_seconds": round(time.perf_counter() - t1, 1), "ran": res.ran, "reused": res.skipped,
                        "train_seconds_total": res.run_info.get("train_seconds_total"),
                        "eval_seconds_total": res.run_info.get("eval_seconds_total")}
+        if not res.ran and path in previous:
+            # nothing ran: keep the time of the run that computed it
+            times[path] = dict(earlier[path], reused_by_later_run=True)
+        # the log so far, so an interrupted reproduction keeps the times of what finished
+        write_log(log_path, args, None, time.perf_counter() - t0, times, {})
     total = time.perf_counter() - t0
     print(f"all configs done in {total:.0f} s")
     if Path("results/kw2007").exists():
@@ -101,13 +109,49 @@ def main(argv=None):
             print(f"  {p}")
         figure_times["gentile2001_figure3-5"] = {"wall_seconds": round(time.perf_counter() - t1, 1)}
     md, _ = write_report(["results"], "results/report")
-    atomic_write_text(log_path, json.dumps({
-        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"), "set": args.set if not args.configs else None,
-        "jobs": args.jobs, "machine": {"cpus": os.cpu_count(), "processor": platform.processor() or platform.machine()},
-        "wall_seconds": round(total, 1), "configs": times, "figures": figure_times}, indent=2) + "\n")
+    write_log(log_path, args, datetime.now(timezone.utc).isoformat(timespec="seconds"), total, times,
+              figure_times)
     for line in summary_lines(collect(["results"])):
         print(line.replace("**", ""))
     print(f"report: {md}")
+
+
+def read_log(log_path: Path) -> dict:
+    try:
+        return json.loads(Path(log_path).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def recorded_seconds(configs: dict) -> dict:
+    """Wall seconds per config of a reproduction log's ``configs``, for the configs computed from
+    scratch there (every unit ran, none was reused)."""
+    return {c: float(t["wall_seconds"]) for c, t in configs.items()
+            if t.get("ran") and not t.get("reused") and t.get("wall_seconds") is not None}
+
+
+def time_left(remaining, previous: dict, elapsed: float) -> str:
+    """`` (elapsed ..., about ... left)`` for the configs still to run, from the times recorded by
+    an earlier reproduction; configs finished in their output folders take less (they are reused)."""
+    if not previous:
+        return ""
+    known = [previous[c] for c in remaining if c in previous]
+    unknown = len(remaining) - len(known)
+    left = f"at most about {_minutes(sum(known))} left"
+    if unknown:
+        left += f" + {unknown} config(s) without a recorded time"
+    return f"  (elapsed {_minutes(elapsed)}; {left}, from results/reproduce.json)"
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def write_log(log_path: Path, args, finished, total: float, times: dict, figure_times: dict) -> None:
+    atomic_write_text(log_path, json.dumps({
+        "finished": finished, "set": args.set if not args.configs else None,
+        "jobs": args.jobs, "machine": {"cpus": os.cpu_count(), "processor": platform.processor() or platform.machine()},
+        "wall_seconds": round(total, 1), "configs": times, "figures": figure_times}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

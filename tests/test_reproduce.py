@@ -1,0 +1,44 @@
+"""The reproduction driver's time estimates (perceptron_lab.reproduce)."""
+
+import json
+
+from perceptron_lab.reproduce import CORE, SETS, read_log, recorded_seconds, time_left
+
+
+def test_recorded_seconds_keeps_only_configs_computed_from_scratch():
+    configs = {
+        "a.yaml": {"wall_seconds": 120.0, "ran": 10, "reused": 0},
+        "b.yaml": {"wall_seconds": 3.0, "ran": 0, "reused": 10},   # resumed: not its cost
+        "c.yaml": {"wall_seconds": 50.0, "ran": 4, "reused": 6},   # partly resumed
+    }
+    assert recorded_seconds(configs) == {"a.yaml": 120.0}
+
+
+def test_time_left_sums_the_remaining_recorded_times():
+    previous = {"a.yaml": 120.0, "b.yaml": 600.0, "c.yaml": 30.0}
+    msg = time_left(["b.yaml", "c.yaml"], previous, elapsed=125.0)
+    assert "elapsed 2 min" in msg
+    assert "about 10 min left" in msg  # 630 s
+    assert "without a recorded time" not in msg
+    msg = time_left(["c.yaml", "new.yaml"], previous, elapsed=5.0)
+    assert "about 30 s left + 1 config(s) without a recorded time" in msg
+    assert time_left(["a.yaml"], {}, elapsed=1.0) == ""
+
+
+def test_read_log_tolerates_a_missing_or_broken_log(tmp_path):
+    assert read_log(tmp_path / "none.json") == {}
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert read_log(bad) == {}
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"configs": {"a.yaml": {"wall_seconds": 1.5, "ran": 1, "reused": 0}}}))
+    assert recorded_seconds(read_log(good)["configs"]) == {"a.yaml": 1.5}
+
+
+def test_every_config_of_the_sets_exists_and_the_full_set_extends_the_core():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    assert SETS["full"][: len(CORE)] == CORE
+    missing = [c for c in SETS["full"] if not (root / c).is_file()]
+    assert not missing
