@@ -82,6 +82,7 @@ class Report:
     tables: list = field(default_factory=list)
     figures: list = field(default_factory=list)
     runs: list = field(default_factory=list)
+    reproductions: list = field(default_factory=list)  # (path, the reproduce.json log)
 
 
 def _skip(p: Path) -> bool:
@@ -122,6 +123,13 @@ def collect(paths) -> Report:
             layout = pd.read_csv(layout_p, dtype=str, keep_default_na=False) if layout_p.exists() else pd.DataFrame()
             rep.tables.append(TableResult(paper, stem, d, layout, read_comparison(comp)))
     rep.figures = find_figures(paths)
+    for p in map(Path, paths):
+        log = p / "reproduce.json" if p.is_dir() else None
+        if log is not None and log.is_file():
+            try:
+                rep.reproductions.append((log, json.loads(log.read_text())))
+            except ValueError:
+                pass
     return rep
 
 
@@ -215,6 +223,26 @@ def outside_tolerance(rep: Report) -> pd.DataFrame:
                                        "± std", "diff", "tolerance"])
 
 
+def reproduction_lines(rep: Report) -> list[str]:
+    """One line per ``reproduce.json`` log: how long the whole reproduction took, on what."""
+    out = []
+    for path, log in rep.reproductions:
+        configs = log.get("configs") or {}
+        carried = sum(1 for t in configs.values() if t.get("reused_by_later_run"))
+        computed = sum(float(t.get("wall_seconds") or 0) for t in configs.values())
+        figs = sum(float(t.get("wall_seconds") or 0) for t in (log.get("figures") or {}).values())
+        m = log.get("machine") or {}
+        state = f"finished {log['finished']}" if log.get("finished") else "interrupted (not finished)"
+        line = (f"- `{path}`: {len(configs)} configs (set {log.get('set') or 'as named'}, --jobs {log.get('jobs')}), "
+                f"{state}, on {m.get('cpus', '?')} CPUs ({m.get('processor', '?')}): configs "
+                f"{computed / 60:.1f} min + figures {figs / 60:.1f} min")
+        if carried:
+            line += (f"; {carried} config(s) were already complete in that invocation and carry the time of "
+                     "the run that computed them")
+        out.append(line)
+    return out
+
+
 def run_lines(rep: Report) -> list[str]:
     out = []
     for d, info in rep.runs:
@@ -224,7 +252,8 @@ def run_lines(rep: Report) -> list[str]:
             x = src.get(k)
             return "?" if x is None else x
 
-        out.append(f"- `{d}`: {g('name')}, {g('units')} runs, status {g('status')}, wall {g('wall_seconds')} s "
+        out.append(f"- `{d}`: {g('name')}, {g('units')} runs, status {g('status')}, wall of the last "
+                   f"invocation {g('wall_seconds')} s "
                    f"(training {g('train_seconds_total')} s, evaluation {g('eval_seconds_total')} s); "
                    f"finished {g('finished')}; perceptron_lab {g('perceptron_lab', v)}, numpy {g('numpy', v)}, "
                    f"numba {g('numba', v)}, {g('cpus', v)} CPUs, {g('platform', v)}; git {g('git_revision')}")
@@ -283,7 +312,13 @@ def build(rep: Report, out: Path) -> list[tuple]:
         items += [("h2", "In-scope cells outside tolerance"),
                   ("p", "`block`, `row` and `column` name the cell in the table's layout above, `source` the run "
                         "folder; ours is the mean (± std) over runs, diff = ours - paper."), ("table", bad)]
-    items += [("h2", "Runs, machine and versions"), ("ul", run_lines(rep))]
+    items.append(("h2", "Runs, machine and versions"))
+    if rep.reproductions:
+        items += [("p", "The whole reproduction (`make reproduce`, log `results/reproduce.json`):"),
+                  ("ul", reproduction_lines(rep))]
+    items += [("p", "Each run folder (training and evaluation are summed over its runs, which may have run in "
+                    "parallel; a resumed invocation's wall time covers only what it computed):"),
+              ("ul", run_lines(rep))]
     return items
 
 

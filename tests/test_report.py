@@ -99,3 +99,18 @@ def test_every_writer_schema_and_later_tables(tmp_path):
     assert "Freund & Schapire Tables 1, 2, 3: no results yet" in text and "Gentile Tables 1, 2, 4, 5, 6" in text
     r = CliRunner().invoke(main, ["compare", str(root / "kw2007")])
     assert r.exit_code == 0 and "kw2007_table7" in r.output and "kw2007_table2" in r.output and "91.5" in r.output
+
+
+def test_report_states_the_whole_reproduction_time(tmp_path):
+    make_run(tmp_path)
+    (tmp_path / "results" / "reproduce.json").write_text(json.dumps({
+        "finished": "2026-01-01T00:00:00+00:00", "set": "core", "jobs": 2,
+        "machine": {"cpus": 2, "processor": "x86_64"}, "wall_seconds": 660.0,
+        "configs": {"a.yaml": {"wall_seconds": 600.0, "ran": 10, "reused": 0},
+                    "b.yaml": {"wall_seconds": 60.0, "ran": 3, "reused": 0, "reused_by_later_run": True}},
+        "figures": {"f": {"wall_seconds": 120.0}}}))
+    md, _ = write_report([tmp_path / "results"], tmp_path / "report")
+    text = md.read_text()
+    assert "2 configs (set core, --jobs 2), finished 2026-01-01T00:00:00+00:00, on 2 CPUs" in text
+    assert "configs 11.0 min + figures 2.0 min" in text
+    assert "1 config(s) were already complete" in text
