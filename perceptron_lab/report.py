@@ -224,21 +224,25 @@ def outside_tolerance(rep: Report) -> pd.DataFrame:
 
 
 def reproduction_lines(rep: Report) -> list[str]:
-    """One line per ``reproduce.json`` log: how long the whole reproduction took, on what."""
+    """One line per ``reproduce.json`` log: how long computing every config took, on what."""
     out = []
     for path, log in rep.reproductions:
         configs = log.get("configs") or {}
-        carried = sum(1 for t in configs.values() if t.get("reused_by_later_run"))
-        computed = sum(float(t.get("wall_seconds") or 0) for t in configs.values())
+        full = {c: t for c, t in configs.items() if t.get("ran") and not t.get("reused")}
+        computed = sum(float(t.get("wall_seconds") or 0) for t in full.values())
         figs = sum(float(t.get("wall_seconds") or 0) for t in (log.get("figures") or {}).values())
+        jobs = sorted({t.get("jobs") for t in full.values() if t.get("jobs") is not None})
         m = log.get("machine") or {}
-        state = f"finished {log['finished']}" if log.get("finished") else "interrupted (not finished)"
-        line = (f"- `{path}`: {len(configs)} configs (set {log.get('set') or 'as named'}, --jobs {log.get('jobs')}), "
-                f"{state}, on {m.get('cpus', '?')} CPUs ({m.get('processor', '?')}): configs "
-                f"{computed / 60:.1f} min + figures {figs / 60:.1f} min")
-        if carried:
-            line += (f"; {carried} config(s) were already complete in that invocation and carry the time of "
-                     "the run that computed them")
+        line = (f"- `{path}`: {len(full)} of {len(configs)} configs computed from scratch in "
+                f"{computed / 60:.1f} min, plus {figs / 60:.1f} min for the figures, on {m.get('cpus', '?')} "
+                f"CPUs ({m.get('processor', '?')}), --jobs {', '.join(map(str, jobs)) or '?'}")
+        partial = len(configs) - len(full)
+        if partial:
+            line += f"; {partial} config(s) were resumed, so their times are not the whole cost"
+        earlier = sum(1 for t in configs.values() if t.get("from_earlier_invocation"))
+        state = f"finished {log['finished']}" if log.get("finished") else "interrupted"
+        line += (f". Latest invocation ({state}, {log.get('wall_seconds', '?')} s)"
+                 + (f"; {earlier} config times come from earlier invocations" if earlier else ""))
         out.append(line)
     return out
 

@@ -5,8 +5,10 @@ folder (each run shows a progress bar with the time left), merges the Khardon & 
 parts, draws the combined Freund & Schapire figure and Gentile's Figures 3-5 (margin
 distributions, ``results/gentile2001/gentile2001_figure{3,4,5}.png``, about two minutes of
 training of their own), writes the report (results/report/) and
-prints how many compared cells are within the tolerances. The wall time of every config and
-of the whole reproduction goes to ``results/reproduce.json``.
+prints how many compared cells are within the tolerances. ``results/reproduce.json`` keeps the
+wall time of every config (from the last invocation that computed it, so a reproduction split over
+several invocations still adds up) and of the latest invocation; the next reproduction estimates
+its time left from it.
 
 Two sets of configs:
 
@@ -74,19 +76,15 @@ def main(argv=None):
     log_path = Path("results/reproduce.json")
     earlier = read_log(log_path).get("configs") or {}
     previous = recorded_seconds(earlier)
-    times = {}
+    # every config's entry is the last invocation that computed it (this one or an earlier one)
+    times = {c: dict(t, from_earlier_invocation=True) for c, t in earlier.items()}
     for i, path in enumerate(configs, 1):
         cfg = load_config(path)
         print(f"[{i}/{len(configs)}] {path}{time_left(configs[i - 1:], previous, time.perf_counter() - t0)}",
               flush=True)
         t1 = time.perf_counter()
         res = run_experiment(cfg, data_dir=args.data_dir, progress=True, jobs=args.jobs)
-        times[path] = {"wall_seconds": round(time.perf_counter() - t1, 1), "ran": res.ran, "reused": res.skipped,
-                       "train_seconds_total": res.run_info.get("train_seconds_total"),
-                       "eval_seconds_total": res.run_info.get("eval_seconds_total")}
-        if not res.ran and path in previous:
-            # nothing ran: keep the time of the run that computed it
-            times[path] = dict(earlier[path], reused_by_later_run=True)
+        record(times, path, res.ran, res.skipped, time.perf_counter() - t1, args.jobs, res.run_info)
         # the log so far, so an interrupted reproduction keeps the times of what finished
         write_log(log_path, args, None, time.perf_counter() - t0, times, {})
     total = time.perf_counter() - t0
@@ -101,7 +99,7 @@ def main(argv=None):
         curves = curves[curves["class"] == "all"]
         plot_fs1999_figure2(curves, Path("results/fs1999/fs1999_figure2.png"),
                             title="Freund & Schapire (1999) Figure 2, reproduced: test error vs epochs")
-    figure_times = {}
+    figure_times = dict(read_log(log_path).get("figures") or {})
     if any("gentile2001" in str(c) for c in configs):
         print("Gentile (2001) Figures 3-5 (margin distributions)", flush=True)
         t1 = time.perf_counter()
@@ -125,9 +123,19 @@ def read_log(log_path: Path) -> dict:
 
 def recorded_seconds(configs: dict) -> dict:
     """Wall seconds per config of a reproduction log's ``configs``, for the configs computed from
-    scratch there (every unit ran, none was reused)."""
+    scratch (every unit ran, none was reused)."""
     return {c: float(t["wall_seconds"]) for c, t in configs.items()
             if t.get("ran") and not t.get("reused") and t.get("wall_seconds") is not None}
+
+
+def record(times: dict, path: str, ran: int, reused: int, wall: float, jobs: int, run_info: dict) -> None:
+    """Enter a config's invocation in the log's ``times``, unless nothing ran and an earlier
+    invocation's entry (the one that computed it) is there."""
+    if ran or path not in times:
+        times[path] = {"wall_seconds": round(wall, 1), "ran": ran, "reused": reused, "jobs": jobs,
+                       "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                       "train_seconds_total": run_info.get("train_seconds_total"),
+                       "eval_seconds_total": run_info.get("eval_seconds_total")}
 
 
 def time_left(remaining, previous: dict, elapsed: float) -> str:

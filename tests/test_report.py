@@ -105,12 +105,14 @@ def test_report_states_the_whole_reproduction_time(tmp_path):
     make_run(tmp_path)
     (tmp_path / "results" / "reproduce.json").write_text(json.dumps({
         "finished": "2026-01-01T00:00:00+00:00", "set": "core", "jobs": 2,
-        "machine": {"cpus": 2, "processor": "x86_64"}, "wall_seconds": 660.0,
-        "configs": {"a.yaml": {"wall_seconds": 600.0, "ran": 10, "reused": 0},
-                    "b.yaml": {"wall_seconds": 60.0, "ran": 3, "reused": 0, "reused_by_later_run": True}},
+        "machine": {"cpus": 2, "processor": "x86_64"}, "wall_seconds": 61.0,
+        "configs": {"a.yaml": {"wall_seconds": 600.0, "ran": 10, "reused": 0, "jobs": 2},
+                    "b.yaml": {"wall_seconds": 60.0, "ran": 3, "reused": 0, "jobs": 2,
+                               "from_earlier_invocation": True},
+                    "c.yaml": {"wall_seconds": 5.0, "ran": 1, "reused": 9, "jobs": 2}},
         "figures": {"f": {"wall_seconds": 120.0}}}))
     md, _ = write_report([tmp_path / "results"], tmp_path / "report")
     text = md.read_text()
-    assert "2 configs (set core, --jobs 2), finished 2026-01-01T00:00:00+00:00, on 2 CPUs" in text
-    assert "configs 11.0 min + figures 2.0 min" in text
-    assert "1 config(s) were already complete" in text
+    assert "2 of 3 configs computed from scratch in 11.0 min, plus 2.0 min for the figures, on 2 CPUs" in text
+    assert "1 config(s) were resumed" in text
+    assert "finished 2026-01-01T00:00:00+00:00, 61.0 s); 1 config times come from earlier invocations" in text

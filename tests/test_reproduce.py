@@ -2,7 +2,7 @@
 
 import json
 
-from perceptron_lab.reproduce import CORE, SETS, read_log, recorded_seconds, time_left
+from perceptron_lab.reproduce import CORE, SETS, read_log, record, recorded_seconds, time_left
 
 
 def test_recorded_seconds_keeps_only_configs_computed_from_scratch():
@@ -42,3 +42,14 @@ def test_every_config_of_the_sets_exists_and_the_full_set_extends_the_core():
     assert SETS["full"][: len(CORE)] == CORE
     missing = [c for c in SETS["full"] if not (root / c).is_file()]
     assert not missing
+
+
+def test_record_keeps_the_invocation_that_computed_a_config():
+    times = {"a.yaml": {"wall_seconds": 600.0, "ran": 10, "reused": 0, "from_earlier_invocation": True}}
+    record(times, "a.yaml", ran=0, reused=10, wall=2.0, jobs=2, run_info={})   # resumed whole: keep
+    assert times["a.yaml"]["wall_seconds"] == 600.0
+    record(times, "a.yaml", ran=10, reused=0, wall=550.0, jobs=2, run_info={"train_seconds_total": 9.0})
+    assert times["a.yaml"]["wall_seconds"] == 550.0 and "from_earlier_invocation" not in times["a.yaml"]
+    assert times["a.yaml"]["train_seconds_total"] == 9.0
+    record(times, "b.yaml", ran=0, reused=4, wall=1.0, jobs=1, run_info={})    # no earlier entry
+    assert recorded_seconds(times) == {"a.yaml": 550.0}
