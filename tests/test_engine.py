@@ -83,6 +83,17 @@ def test_chunk_size_and_cache_batching_do_not_change_results(chunk_size, flush_a
     run_both(KERNELS[1], {"tau_abs": 1.0}, 3, seed=5, chunk_size=chunk_size, flush_at=flush_at)
 
 
+@pytest.mark.parametrize("min_new", [0, 10**9], ids=["chunk-gemm", "per-example-loop"])
+@pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.name)
+def test_chunk_inner_products_by_gemm_or_loop_match_naive(kernel, min_new, monkeypatch):
+    import perceptron_lab.engine.perceptron as eng
+
+    monkeypatch.setattr(eng, "CHUNK_DOTS_MIN_NEW", min_new)
+    a = run_both(kernel, {"tau_abs": 1.0}, 3, seed=9, chunk_size=16, form="dual")
+    b = run_both(kernel, {}, 2, seed=10, chunk_size=5, form="dual")
+    assert a.n_updates and b.n_updates
+
+
 def test_linear_dual_and_primal_agree():
     a = run_both(Kernel("linear"), {}, 3, seed=7, form="primal")
     b = run_both(Kernel("linear"), {}, 3, seed=7, form="dual")

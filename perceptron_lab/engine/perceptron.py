@@ -126,17 +126,26 @@ class TrainLog:
         return int(self.upd_step.shape[0])
 
 
+# A chunk's inner products come from one float64 GEMM (instead of a loop per updating example)
+# when the previous chunk had at least this many examples updating without a cached kernel
+# column. On integer features (MNIST pixels) both give the exact inner product.
+CHUNK_DOTS_MIN_NEW = 16
+_NO_DOTS = np.zeros((1, 1))
+
+
 @nb.njit(cache=True)
 def _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, eta, C, tau_abs, lam, alpha_bound,
                step0, slot_of, Kc, X, sq, kcode, kdeg, kscale, ksigma, kdiv, rscale, Kcc, use_kcc,
-               rule, ncorr, scale, usq, a_alpha, a_B, a_C,
+               Dcc, use_dcc, rule, ncorr, scale, usq, a_alpha, a_B, a_C,
                o_step, o_ex, o_cls, o_coef, o_score, o_theta, o_cum, o_scale, o_norm):
     """Process one chunk of the sequence (distinct examples ``ex``); returns the number of updates.
 
     ``S0[p, c]`` is label c's score of example ``ex[p]`` from all updates before the chunk; the
     chunk's own updates are added through ``corr``. The kernel value between two examples of the
     chunk comes from the cache ``Kc`` when the updating example already has a column there, and is
-    computed from ``X`` (times ``rscale[i] * rscale[j]``) otherwise.
+    computed from ``X`` (times ``rscale[i] * rscale[j]``) otherwise; with ``use_dcc`` the inner
+    products for that come from ``Dcc[p, q]`` (the chunk's rows against each other, by one GEMM in
+    float64), else from a loop over the features.
 
     ``rule`` selects the update: RULE_PERCEPTRON (the parameters eta ... alpha_bound) or
     RULE_ALMA2 (Gentile 2001, Figure 1 with p = 2; parameters a_alpha, a_B, a_C). For ALMA the
@@ -210,7 +219,7 @@ def _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, eta, C, tau_abs, la
                     else:
                         for q in range(p + 1, B):
                             j = ex[q]
-                            acc = dot_rows(X, i, j)
+                            acc = Dcc[p, q] if use_dcc else dot_rows(X, i, j)
                             krow[q] = (kernel_from_dot(kcode, kdeg, kscale, ksigma, kdiv, acc, sq[i], sq[j])
                                        * (rscale[i] * rscale[j]))
                 for q in range(p + 1, B):
@@ -321,6 +330,9 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
         pend_delta = np.empty((0, L), dtype=np.float64)
         pend_work = 0
         flush_at = max(1, int(flush_at))
+        # examples first updating in the last chunk while they had no cached column: when many,
+        # the next chunk's inner products are computed together by GEMM (see _run_chunk)
+        new_last = chunk_size
     else:
         Kc = np.empty((1, 1), dtype=dtype)
         Xf = primal_features(kernel, Xd)
@@ -338,9 +350,13 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
     for a, b in zip(bounds[:-1], bounds[1:]):
         pos = np.arange(a, b) % n
         ex = order[pos]
+        Dcc = _NO_DOTS
         if form == "dual":
             Kcc = Kc[:1, :1]
             S0 = S[ex]
+            if new_last >= CHUNK_DOTS_MIN_NEW:
+                Xe = Xd[ex].astype(np.float64)
+                Dcc = Xe @ Xe.T
             if pend_ex.size:
                 G = gram(kernel, Xd[ex], Xd[pend_ex], sq[ex], sq[pend_ex])
                 if normalized:
@@ -361,9 +377,11 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
                 S0 *= rscale[ex, None]
         m = _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, eta, C_thr, tau_abs, lam,
                        alpha_bound, a, slot_of, Kc, Xd, sq, kcode, kdeg, kscale, ksigma, kdiv, rscale,
-                       Kcc, form != "dual", rule, ncorr, scale, usq, a_alpha, a_B, a_C,
+                       Kcc, form != "dual", Dcc, Dcc.shape[0] > 1, rule, ncorr, scale, usq, a_alpha, a_B, a_C,
                        bufs["step"], bufs["ex"], bufs["cls"], bufs["coef"], bufs["score"], bufs["theta"],
                        bufs["cum"], bufs["scale"], bufs["norm"])
+        if form == "dual":
+            new_last = 0
         if m:
             for k in bufs:
                 logs[k].append(bufs[k][:m].copy())
@@ -375,6 +393,7 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
                 cached = slot_of[touched] >= 0
                 if cached.any():
                     S += Kc[slot_of[touched[cached]]].T @ delta[cached].astype(dtype)
+                new_last = int((~cached).sum())
                 if not cached.all():
                     pend_ex, pend_delta = _merge_pending(pend_ex, pend_delta, touched[~cached], delta[~cached])
                 # flush when the batch is large enough for GEMM speed, or when scoring chunks against
