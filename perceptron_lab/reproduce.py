@@ -144,6 +144,8 @@ def time_left(remaining, previous: dict, elapsed: float) -> str:
         return ""
     known = [previous[c] for c in remaining if c in previous]
     unknown = len(remaining) - len(known)
+    if not known:
+        return f"  (elapsed {_minutes(elapsed)}; no recorded time for the {unknown} config(s) left)"
     left = f"at most about {_minutes(sum(known))} left"
     if unknown:
         left += f" + {unknown} config(s) without a recorded time"

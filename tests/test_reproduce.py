@@ -23,6 +23,7 @@ def test_time_left_sums_the_remaining_recorded_times():
     msg = time_left(["c.yaml", "new.yaml"], previous, elapsed=5.0)
     assert "about 30 s left + 1 config(s) without a recorded time" in msg
     assert time_left(["a.yaml"], {}, elapsed=1.0) == ""
+    assert "no recorded time for the 1 config(s) left" in time_left(["new.yaml"], previous, elapsed=1.0)
 
 
 def test_read_log_tolerates_a_missing_or_broken_log(tmp_path):
