@@ -616,15 +616,26 @@ def counts_at_checkpoints(log: TrainLog, cp_index=None):
     if cp_index is None:
         cp_index = np.arange(log.checkpoint_steps.size)
     L = log.n_labels
-    mist = np.zeros((len(cp_index), L), dtype=np.int64)
-    sv = np.zeros((len(cp_index), L), dtype=np.int64)
-    svu = np.zeros(len(cp_index), dtype=np.int64)
-    for a, k in enumerate(cp_index):
-        T = log.checkpoint_steps[k]
-        m = log.upd_step < T
-        cls, ex = log.upd_cls[m], log.upd_ex[m]
-        mist[a] = np.bincount(cls, minlength=L)
-        for c in range(L):
-            sv[a, c] = np.unique(ex[cls == c]).size
-        svu[a] = np.unique(ex).size
+    T = log.checkpoint_steps[np.asarray(cp_index, dtype=np.int64)]
+    step, cls, ex = log.upd_step, log.upd_cls.astype(np.int64), log.upd_ex.astype(np.int64)
+    # an example is a support vector of a label from its first update on that label: count the
+    # first steps (per (example, label) pair, and per example for the union) below each checkpoint
+    pair_first = _first_steps(ex * L + cls, step)
+    pair_cls = np.unique(ex * L + cls) % L
+    mist = np.zeros((T.size, L), dtype=np.int64)
+    sv = np.zeros((T.size, L), dtype=np.int64)
+    for c in range(L):
+        mist[:, c] = np.searchsorted(np.sort(step[cls == c]), T, side="left")
+        sv[:, c] = np.searchsorted(np.sort(pair_first[pair_cls == c]), T, side="left")
+    svu = np.searchsorted(np.sort(_first_steps(ex, step)), T, side="left").astype(np.int64)
     return {"mistakes": mist, "support_vectors": sv, "support_vectors_union": svu}
+
+
+def _first_steps(keys, steps):
+    """The smallest step of each distinct key (in the order of ``np.unique(keys)``)."""
+    if keys.size == 0:
+        return np.empty(0, dtype=np.int64)
+    order = np.lexsort((steps, keys))
+    k = keys[order]
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    return steps[order][starts].astype(np.int64)

@@ -105,11 +105,15 @@ def test_counts_at_checkpoints():
     X, y, _, _ = small_problem(1, n_classes=3)
     Y = label_matrix(y, 3)
     order = np.arange(len(y))
-    log = train(X, Y, Kernel("linear"), PerceptronParams(), order, 2, [0.5, 2], chunk_size=5)
+    log = train(X, Y, Kernel("linear"), PerceptronParams(), order, 2, [0.1, 0.3, 0.5, 1, 1.5, 2], chunk_size=5)
     counts = counts_at_checkpoints(log)
+    sub = counts_at_checkpoints(log, [4, 1])
+    for key in counts:
+        np.testing.assert_array_equal(sub[key], counts[key][[4, 1]])
     for k, T in enumerate(log.checkpoint_steps):
         sel = log.upd_step < T
         assert counts["mistakes"][k].sum() == sel.sum()
+        assert list(counts["mistakes"][k]) == [int((sel & (log.upd_cls == c)).sum()) for c in range(3)]
         assert counts["support_vectors_union"][k] == len(set(log.upd_ex[sel].tolist()))
         for c in range(3):
             assert counts["support_vectors"][k, c] == len(set(log.upd_ex[sel & (log.upd_cls == c)].tolist()))
