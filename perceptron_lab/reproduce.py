@@ -73,7 +73,10 @@ def main(argv=None):
         return
     t0 = time.perf_counter()
     log_path = Path("results/reproduce.json")
-    earlier = read_log(log_path).get("configs") or {}
+    earlier_log = read_log(log_path)
+    earlier = earlier_log.get("configs") or {}
+    # figure times are kept from the last invocation that drew them, like the configs'
+    figure_times = dict(earlier_log.get("figures") or {})
     previous = recorded_seconds(earlier)
     # every config's entry is the last invocation that computed it (this one or an earlier one)
     times = {c: dict(t, from_earlier_invocation=True) for c, t in earlier.items()}
@@ -85,7 +88,7 @@ def main(argv=None):
         res = run_experiment(cfg, data_dir=args.data_dir, progress=True, jobs=args.jobs)
         record(times, path, res.ran, res.skipped, time.perf_counter() - t1, args.jobs, res.run_info)
         # the log so far, so an interrupted reproduction keeps the times of what finished
-        write_log(log_path, args, None, time.perf_counter() - t0, times, {})
+        write_log(log_path, args, None, time.perf_counter() - t0, times, figure_times)
     total = time.perf_counter() - t0
     print(f"all configs done in {total:.0f} s")
     if Path("results/kw2007").exists():
@@ -98,16 +101,16 @@ def main(argv=None):
         curves = curves[curves["class"] == "all"]
         plot_fs1999_figure2(curves, Path("results/fs1999/fs1999_figure2.png"),
                             title="Freund & Schapire (1999) Figure 2, reproduced: test error vs epochs")
-    figure_times = dict(read_log(log_path).get("figures") or {})
     if any("gentile2001" in str(c) for c in configs):
         print("Gentile (2001) Figures 3-5 (margin distributions)", flush=True)
         t1 = time.perf_counter()
         for p in gentile_margin_figures(Path("results/gentile2001"), data_dir=args.data_dir, progress=True):
             print(f"  {p}")
         figure_times["gentile2001_figure3-5"] = {"wall_seconds": round(time.perf_counter() - t1, 1)}
-    md, _ = write_report(["results"], "results/report")
+    # the finished log first: the report states the reproduction's time from it
     write_log(log_path, args, datetime.now(timezone.utc).isoformat(timespec="seconds"), total, times,
               figure_times)
+    md, _ = write_report(["results"], "results/report")
     for line in summary_lines(collect(["results"])):
         print(line.replace("**", ""))
     print(f"report: {md}")

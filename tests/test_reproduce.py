@@ -54,3 +54,32 @@ def test_record_keeps_the_invocation_that_computed_a_config():
     assert times["a.yaml"]["train_seconds_total"] == 9.0
     record(times, "b.yaml", ran=0, reused=4, wall=1.0, jobs=1, run_info={})    # no earlier entry
     assert recorded_seconds(times) == {"a.yaml": 550.0}
+
+
+def test_main_writes_the_finished_log_before_the_report_and_keeps_figure_times(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import perceptron_lab.reproduce as R
+
+    (tmp_path / "results").mkdir()
+    log = tmp_path / "results" / "reproduce.json"
+    log.write_text(json.dumps({"configs": {"old.yaml": {"wall_seconds": 9.0, "ran": 1, "reused": 0}},
+                               "figures": {"gentile2001_figure3-5": {"wall_seconds": 64.0}}}))
+    monkeypatch.setattr(R, "ROOT", tmp_path)
+    monkeypatch.setattr(R, "load_config", lambda path: path)
+    monkeypatch.setattr(R, "run_experiment", lambda cfg, **kw: SimpleNamespace(
+        ran=2, skipped=0, run_info={"train_seconds_total": 1.0, "eval_seconds_total": 0.5}))
+    seen = {}
+
+    def fake_report(paths, out):
+        seen.update(json.loads(log.read_text()))
+        return tmp_path / "report.md", tmp_path / "report.html"
+
+    monkeypatch.setattr(R, "write_report", fake_report)
+    monkeypatch.setattr(R, "collect", lambda paths: None)
+    monkeypatch.setattr(R, "summary_lines", lambda rep: [])
+    R.main(["new.yaml", "--jobs", "2"])
+    assert seen["finished"]                                   # the report saw a finished log
+    assert seen["figures"] == {"gentile2001_figure3-5": {"wall_seconds": 64.0}}
+    assert seen["configs"]["old.yaml"]["from_earlier_invocation"] is True
+    assert seen["configs"]["new.yaml"]["ran"] == 2 and seen["configs"]["new.yaml"]["jobs"] == 2
