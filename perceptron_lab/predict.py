@@ -620,22 +620,22 @@ def counts_at_checkpoints(log: TrainLog, cp_index=None):
     step, cls, ex = log.upd_step, log.upd_cls.astype(np.int64), log.upd_ex.astype(np.int64)
     # an example is a support vector of a label from its first update on that label: count the
     # first steps (per (example, label) pair, and per example for the union) below each checkpoint
-    pair_first = _first_steps(ex * L + cls, step)
-    pair_cls = np.unique(ex * L + cls) % L
+    pairs, pair_first = _first_steps(ex * L + cls, step)
+    pair_cls = pairs % L
     mist = np.zeros((T.size, L), dtype=np.int64)
     sv = np.zeros((T.size, L), dtype=np.int64)
     for c in range(L):
         mist[:, c] = np.searchsorted(np.sort(step[cls == c]), T, side="left")
         sv[:, c] = np.searchsorted(np.sort(pair_first[pair_cls == c]), T, side="left")
-    svu = np.searchsorted(np.sort(_first_steps(ex, step)), T, side="left").astype(np.int64)
+    svu = np.searchsorted(np.sort(_first_steps(ex, step)[1]), T, side="left").astype(np.int64)
     return {"mistakes": mist, "support_vectors": sv, "support_vectors_union": svu}
 
 
 def _first_steps(keys, steps):
-    """The smallest step of each distinct key (in the order of ``np.unique(keys)``)."""
+    """(the distinct keys in increasing order, the smallest step of each)."""
     if keys.size == 0:
-        return np.empty(0, dtype=np.int64)
+        return keys[:0], np.empty(0, dtype=np.int64)
     order = np.lexsort((steps, keys))
     k = keys[order]
     starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-    return steps[order][starts].astype(np.int64)
+    return k[starts], steps[order][starts].astype(np.int64)

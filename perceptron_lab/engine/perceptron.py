@@ -354,11 +354,12 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
         if form == "dual":
             Kcc = Kc[:1, :1]
             S0 = S[ex]
+            Xe = Xd[ex]
             if new_last >= CHUNK_DOTS_MIN_NEW:
-                Xe = Xd[ex].astype(np.float64)
-                Dcc = Xe @ Xe.T
+                Xe64 = Xe.astype(np.float64)
+                Dcc = Xe64 @ Xe64.T
             if pend_ex.size:
-                G = gram(kernel, Xd[ex], Xd[pend_ex], sq[ex], sq[pend_ex])
+                G = gram(kernel, Xe, Xd[pend_ex], sq[ex], sq[pend_ex])
                 if normalized:
                     S0 += rscale[ex, None] * (G @ (rscale[pend_ex, None] * pend_delta).astype(dtype))
                 else:
