@@ -124,13 +124,27 @@ def collect(paths) -> Report:
             rep.tables.append(TableResult(paper, stem, d, layout, read_comparison(comp)))
     rep.figures = find_figures(paths)
     for p in map(Path, paths):
-        log = p / "reproduce.json" if p.is_dir() else None
-        if log is not None and log.is_file():
-            try:
-                rep.reproductions.append((log, json.loads(log.read_text())))
-            except ValueError:
-                pass
+        log = p / "reproduce.json"
+        if p.is_dir() and log.is_file():
+            content = read_log(log)
+            if content:
+                rep.reproductions.append((log, content))
     return rep
+
+
+def read_log(log_path) -> dict:
+    """A reproduction log (``results/reproduce.json``); empty when missing or unreadable."""
+    try:
+        return json.loads(Path(log_path).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def recorded_seconds(configs: dict) -> dict:
+    """Wall seconds per config of a reproduction log's ``configs``, for the configs computed from
+    scratch (every unit ran, none was reused)."""
+    return {c: float(t["wall_seconds"]) for c, t in configs.items()
+            if t.get("ran") and not t.get("reused") and t.get("wall_seconds") is not None}
 
 
 # ----------------------------------------------------------------------------- content
@@ -228,10 +242,10 @@ def reproduction_lines(rep: Report) -> list[str]:
     out = []
     for path, log in rep.reproductions:
         configs = log.get("configs") or {}
-        full = {c: t for c, t in configs.items() if t.get("ran") and not t.get("reused")}
-        computed = sum(float(t.get("wall_seconds") or 0) for t in full.values())
+        full = recorded_seconds(configs)
+        computed = sum(full.values())
         figs = sum(float(t.get("wall_seconds") or 0) for t in (log.get("figures") or {}).values())
-        jobs = sorted({t.get("jobs") for t in full.values() if t.get("jobs") is not None})
+        jobs = sorted({configs[c].get("jobs") for c in full if configs[c].get("jobs") is not None})
         m = log.get("machine") or {}
         line = (f"- `{path}`: {len(full)} of {len(configs)} configs computed from scratch in "
                 f"{computed / 60:.1f} min, plus {figs / 60:.1f} min for the figures, on {m.get('cpus', '?')} "

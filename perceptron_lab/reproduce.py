@@ -38,7 +38,7 @@ import pandas as pd
 from .config import load_config
 from .experiment import atomic_write_text, run_experiment
 from .figures import gentile_margin_figures, plot_fs1999_figure2
-from .report import collect, summary_lines, write_report
+from .report import collect, read_log, recorded_seconds, summary_lines, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -114,20 +114,6 @@ def main(argv=None):
     for line in summary_lines(collect(["results"])):
         print(line.replace("**", ""))
     print(f"report: {md}")
-
-
-def read_log(log_path: Path) -> dict:
-    try:
-        return json.loads(Path(log_path).read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def recorded_seconds(configs: dict) -> dict:
-    """Wall seconds per config of a reproduction log's ``configs``, for the configs computed from
-    scratch (every unit ran, none was reused)."""
-    return {c: float(t["wall_seconds"]) for c, t in configs.items()
-            if t.get("ran") and not t.get("reused") and t.get("wall_seconds") is not None}
 
 
 def record(times: dict, path: str, ran: int, reused: int, wall: float, jobs: int, run_info: dict) -> None:
