@@ -43,7 +43,28 @@ def friendly_errors(fn):
     return wrapper
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Plab(click.Group):
+    """The command group, with click's own usage errors (unknown option, missing argument, bad
+    value) printed as one ``plab: error:`` line like every other error, exit status 2."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.ClickException as exc:
+            hint = ""
+            if isinstance(exc, click.UsageError) and exc.ctx is not None:
+                hint = f" (see '{exc.ctx.command_path} --help')"
+            click.echo(f"plab: error: {' '.join(exc.format_message().split())}{hint}", err=True)
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("plab: interrupted", err=True)
+            sys.exit(130)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+@click.group(cls=_Plab, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="plab")
 def main():
     """perceptron_lab: reproduce the perceptron-family papers from YAML configs.

@@ -25,7 +25,11 @@ in_scope    whether the cell counts towards "cells within tolerance"
 =========== ==================================================================================
 
 Writer-specific columns follow (FS: ``d, label, T``; KW: ``dataset, paper_ci, ours_ci,
-detail``). :func:`normalize` brings files written before this schema to it (Khardon & Wachman:
+detail``), then :data:`SAMPLING_COLUMNS`: the range of values that sampling alone gives ours
+(``sampling_lo``, ``sampling_hi``) and what was re-sampled (``sampling_basis``: ``draws`` of a
+data set, ``folds`` of a cross-validation, ``runs`` -- permutations or folds -- when derived here
+from ``ours_std`` and ``n_runs``). A scored cell outside its tolerance whose paper value lies in
+that range is *consistent with sampling* (:func:`consistent`). :func:`normalize` brings files written before this schema to it (Khardon & Wachman:
 ``ours, ours_sd, n``; Gentile, before its writer used the schema: ``col`` and no ``block`` /
 ``in_scope``), so the report reads every run folder the same way.
 """
@@ -42,6 +46,9 @@ CORE_COLUMNS = ["table", "block", "row", "column", "metric", "paper", "ours_mean
 #: Older spellings -> core names.
 ALIASES = {"ours": "ours_mean", "ours_sd": "ours_std", "n": "n_runs", "col": "column"}
 _NUMERIC = ("paper", "ours_mean", "ours_std", "diff", "tolerance")
+SAMPLING_COLUMNS = ["sampling_lo", "sampling_hi", "sampling_basis"]
+#: Level of the interval derived from ``ours_std`` and ``n_runs`` where a writer gives none.
+SAMPLING_CONFIDENCE = 0.95
 _TRUE = {"true", "1", "1.0", "yes"}
 _FALSE = {"false", "0", "0.0", "no"}
 
@@ -90,8 +97,27 @@ def normalize(df: pd.DataFrame) -> pd.DataFrame:
         c["in_scope"] = c["tolerance"].notna()
     if "table" not in c:
         c["table"] = pd.NA
-    extra = [k for k in c.columns if k not in CORE_COLUMNS]
-    return c[CORE_COLUMNS + extra].reset_index(drop=True)
+    _with_sampling(c)
+    extra = [k for k in c.columns if k not in CORE_COLUMNS + SAMPLING_COLUMNS]
+    return c[CORE_COLUMNS + extra + SAMPLING_COLUMNS].reset_index(drop=True)
+
+
+def _with_sampling(c: pd.DataFrame) -> None:
+    """Fill the sampling range where a writer gives none: our mean ± the T-interval of a mean over
+    ``n_runs`` runs, ``t_{n-1, 0.975} * ours_std / sqrt(n_runs)`` (basis ``runs``)."""
+    from .evaluation import t_quantile
+
+    for k in ("sampling_lo", "sampling_hi"):
+        c[k] = pd.to_numeric(c[k], errors="coerce").astype(float) if k in c else math.nan
+    c["sampling_basis"] = c["sampling_basis"].fillna("").astype(str) if "sampling_basis" in c else ""
+    n = c["n_runs"]
+    need = c["sampling_lo"].isna() & c["ours_std"].notna() & c["ours_mean"].notna() & (n >= 2)
+    if need.any():
+        t = n[need].map(lambda k: t_quantile((1.0 + SAMPLING_CONFIDENCE) / 2.0, int(k) - 1))
+        half = t * c.loc[need, "ours_std"] / n[need].astype(float).pow(0.5)
+        c.loc[need, "sampling_lo"] = c.loc[need, "ours_mean"] - half
+        c.loc[need, "sampling_hi"] = c.loc[need, "ours_mean"] + half
+        c.loc[need, "sampling_basis"] = "runs"
 
 
 def read_comparison(path) -> pd.DataFrame:
@@ -110,4 +136,15 @@ def scored(c: pd.DataFrame) -> pd.Series:
     return compared(c) & c["in_scope"] & c["tolerance"].notna()
 
 
-__all__ = ["CORE_COLUMNS", "ALIASES", "normalize", "read_comparison", "compared", "scored"]
+def consistent(c: pd.DataFrame) -> pd.Series:
+    """Scored cells within tolerance, or whose paper value lies in our sampling range."""
+    return scored(c) & ((c["within"] == True) | sampling_covers(c))  # noqa: E712
+
+
+def sampling_covers(c: pd.DataFrame) -> pd.Series:
+    """Cells whose paper value lies in our sampling range."""
+    return ((c["paper"] >= c["sampling_lo"]) & (c["paper"] <= c["sampling_hi"])).fillna(False)
+
+
+__all__ = ["CORE_COLUMNS", "ALIASES", "SAMPLING_COLUMNS", "normalize", "read_comparison", "compared", "scored",
+           "consistent", "sampling_covers"]

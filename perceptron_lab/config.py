@@ -81,6 +81,8 @@ class DatasetConfig:
     preprocess: str
     #: Generator arguments of a synthetic dataset (e.g. f, margin, noise, seed).
     params: dict
+    #: Append the test split to the training split (cross-validation over the whole data set).
+    merge_splits: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,7 +101,7 @@ class AlgorithmConfig:
 
     Perceptron: ``eta``, ``theta_init`` (a number or ``'avg_sq_norm'``), ``C`` (a number or
     ``'theta_init'``), ``tau``, ``lambda_``, ``alpha_bound`` (None: unbounded), ``form``.
-    ALMA (Gentile 2001): ``alpha``, ``B`` (None: 1/alpha), ``C``, ``p``.
+    ALMA (Gentile 2001): ``alpha``, ``B`` (None: 1/alpha; ``'sqrt8/alpha'``: sqrt(8)/alpha), ``C``, ``p``.
     """
 
     name: str
@@ -111,7 +113,7 @@ class AlgorithmConfig:
     alpha_bound: int | None
     form: str | None
     alpha: float | None
-    B: float | None
+    B: float | str | None
     p: float | None
 
 
@@ -157,6 +159,9 @@ class EvaluationConfig:
     #: Outer loop of nested cross-validation: ``kfold`` (``folds`` folds of the training data) or
     #: ``holdout`` (the dataset's fixed test split). ``kfold`` unless mode is ``nested``.
     outer: str
+    #: Train each cross-validation unit on this many examples drawn at random from its training
+    #: part (Khardon & Wachman's Table 5); None trains on the whole part.
+    fold_train_size: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -201,6 +206,8 @@ class ExperimentConfig:
             body: dict[str, Any] = {}
             for param in _params_of(section):
                 if param.key in body or not param.applies(lambda k: getattr(obj, _attr(section, k))):
+                    continue
+                if param.omit_default and getattr(obj, param.attr) == param.default:
                     continue
                 body[param.key] = _plain(getattr(obj, param.attr))
             out[section] = body
@@ -602,6 +609,9 @@ class Param:
     neutral: Any = None
     off: str = ""
     grid: bool = True
+    #: Listed by ``to_dict`` (and so in the results hash) only when it differs from the default:
+    #: for keys added after results were recorded, so that configs not using them keep their hash.
+    omit_default: bool = False
 
     @property
     def section(self) -> str:
@@ -656,6 +666,9 @@ SCHEMA: tuple[Param, ...] = (
        "Feature preprocessing, fitted on the training split."),
     _P("dataset.params", _ParamValues(), {},
        "Generator arguments of a synthetic dataset (e.g. f, margin, noise, seed).", grid=False),
+    _P("dataset.merge_splits", _Flag(), False,
+       "Append the test split to the training split, so that cross-validation runs over the whole "
+       "data set (e.g. Khardon & Wachman's 10-fold CV over all 9298 USPS examples).", omit_default=True),
     # ---------------------------------------------------------------- kernel
     _P("kernel.type", _Choice(C.KERNELS), "linear",
        "linear: x·y; poly: (1 + x·y/scale)^degree; gaussian: exp(-|x-y|²/(2 sigma²)); "
@@ -687,7 +700,10 @@ SCHEMA: tuple[Param, ...] = (
     _alma("algorithm.alpha", _Number(lo=0, lo_open=True, hi=1), C.DEFAULT_ALMA_ALPHA,
           "ALMA's margin parameter alpha.",
           off="{path} is an ALMA parameter; for the perceptron's mistake bound use alpha_bound"),
-    _alma("algorithm.B", _Union(_POSITIVE, _NULL), None, "ALMA's B; null means 1/alpha."),
+    _alma("algorithm.B", _Union(_POSITIVE, _Literal(C.ALMA_B_THEOREM3), _Literal(C.ALMA_B_STATED, result=None),
+                                _NULL), None,
+          f"ALMA's B; null or '{C.ALMA_B_STATED}' means 1/alpha (Gentile 2001, §4), '{C.ALMA_B_THEOREM3}' "
+          "Theorem 3's sqrt(8)/alpha; both follow alpha (e.g. each value of a grid over algorithm.alpha)."),
     _alma("algorithm.C", _POSITIVE, C.DEFAULT_ALMA_C, "ALMA's C (default sqrt 2)."),
     _alma("algorithm.p", _Number(lo=2), C.DEFAULT_ALMA_P, "The norm p of ALMA_p."),
     # ---------------------------------------------------------------- training
@@ -718,7 +734,8 @@ SCHEMA: tuple[Param, ...] = (
     _P("evaluation.grid", _Grid(), {}, "Parameter path -> values to try.", grid=False),
     _P("evaluation.search", _Search(), (), "Search plans: lists of grid parameters searched jointly.",
        grid=False),
-    _P("evaluation.fold_seed", _INT_GE0, 0, "Seed of the fold assignment.", grid=False),
+    _P("evaluation.fold_seed", _INT_GE0, 0, "Seed of the fold assignment; a grid over it re-draws the folds "
+       "(and so the training orders), e.g. to measure how much a cross-validated value varies."),
     _P("evaluation.confidence", _Number(lo=0, lo_open=True, hi=1, hi_open=True), C.DEFAULT_CONFIDENCE,
        "Level of the confidence intervals.", grid=False),
     _P("evaluation.outer", _Choice(("kfold", "holdout")), "kfold",
@@ -726,6 +743,10 @@ SCHEMA: tuple[Param, ...] = (
        "dataset's fixed test split, e.g. Khardon & Wachman's USPS, MNIST and Adult runs).",
        when=("mode", ("nested",)), neutral="kfold", grid=False,
        off="{path}{shown} with {sel_path} = {sel}: only nested cross-validation has an outer loop to choose"),
+    _P("evaluation.fold_train_size", _Union(_INT_GE1, _NULL), None,
+       "Train each fold on this many examples drawn at random from the fold's training part (Khardon & "
+       "Wachman's Table 5); null trains on the whole part. Preprocessing is fitted on the whole part.",
+       omit_default=True),
     # ---------------------------------------------------------------- output
     _P("output.dir", _Union(_Text(nonempty=True), _NULL), None, "Output directory; null means runs/<name>.",
        grid=False),

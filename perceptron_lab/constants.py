@@ -44,6 +44,10 @@ DEFAULT_ETA = 1.0
 DEFAULT_ALMA_ALPHA = 1.0
 DEFAULT_ALMA_C = math.sqrt(2.0)
 DEFAULT_ALMA_P = 2.0
+#: ``algorithm.B`` values: Theorem 3 (part 1)'s B = sqrt(8)/alpha (Gentile 2001), and the B = 1/alpha
+#: that §4 states (the same as null).
+ALMA_B_THEOREM3 = "sqrt8/alpha"
+ALMA_B_STATED = "1/alpha"
 
 # --------------------------------------------------------------------------- training
 

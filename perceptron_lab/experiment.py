@@ -31,13 +31,11 @@ report, per outer fold, the selected point's outer test error and its inner-CV e
 from __future__ import annotations
 
 import contextlib
-import errno
 import io
 import itertools
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import time
@@ -50,7 +48,7 @@ import pandas as pd
 
 from . import __version__
 from .config import ExperimentConfig, with_overrides
-from .constants import EPOCH_TOL, MIN_FREE_DISK_MB, SINGLE_THREAD_MAX_ENTRIES
+from .constants import EPOCH_TOL, SINGLE_THREAD_MAX_ENTRIES
 from .datasets.base import Dataset, validate_dataset
 from .engine import label_matrix, train_from_config
 from .errors import OutputError, PlabError
@@ -58,6 +56,8 @@ from .evaluation import (Grid, inner_kfold_indices, kfold_indices,  # noqa: F401
                          training_folds)
 from .kernels import Kernel
 from .predict import RULES, counts_at_checkpoints, evaluate
+from .store import (RunFolder, atomic_write_text, check_writable, data_fingerprint,  # noqa: F401 (re-exported)
+                    part_key, remove_stale_temporaries, write_error)
 
 RESULT_COLUMNS = ["dataset", "kernel", "degree", "algorithm", "params", "grid_point", "fold",
                   "permutation", "epoch", "rule", "normalized", "class", "metric", "value"]
@@ -109,6 +109,12 @@ def load_data(cfg: ExperimentConfig, data_dir=None) -> Dataset:
     name = cfg.dataset.name
     ds = _load_source(cfg, data_dir)
     Xtr, ytr, Xte, yte = ds.X_train, ds.y_train, ds.X_test, ds.y_test
+    if cfg.dataset.merge_splits:
+        if Xte is None:
+            raise PlabError(f"{cfg.source}: dataset.merge_splits: dataset {name} has no test split to merge; "
+                            "remove the key")
+        Xtr, ytr = np.concatenate([Xtr, Xte]), np.concatenate([ytr, yte])
+        Xte = yte = None
     if cfg.dataset.train_size is not None:
         if cfg.dataset.train_size > len(ytr):
             raise PlabError(f"{cfg.source}: dataset.train_size = {cfg.dataset.train_size} exceeds the "
@@ -200,6 +206,8 @@ def plan(cfg: ExperimentConfig, has_test_split: bool):
     """Every unit of a config, grid point by grid point."""
     ev = cfg.evaluation
     needs_test = ev.mode == "holdout" or (ev.mode == "nested" and ev.outer == "holdout")
+    if (ev.fold_train_size is not None or "evaluation.fold_train_size" in ev.grid) and ev.mode != "kfold":
+        raise PlabError(f"{cfg.source}: evaluation.fold_train_size needs evaluation.mode: kfold, got {ev.mode}")
     if needs_test and not has_test_split:
         what = "evaluation.mode: kfold" if ev.mode == "holdout" else "evaluation.outer: kfold"
         raise PlabError(f"{cfg.source}: dataset {cfg.dataset.name} has no fixed test split; set {what}")
@@ -289,6 +297,27 @@ def unit_data(cfg: ExperimentConfig, ds: Dataset, unit: Unit, splits: _Splits | 
     return ds.X_train[tr], ds.y_train[tr], ds.X_train[te], ds.y_train[te]
 
 
+def fold_subsample(ucfg: ExperimentConfig, unit: Unit, n: int):
+    """Rows of a fold's training part (``n`` rows) that a unit trains on: all of them, or
+    ``evaluation.fold_train_size`` drawn at random without replacement.
+
+    Khardon & Wachman (2007) Table 5 parameterizes 10-fold cross-validation on Adult "by the number
+    of examples in the training set"; §3.2 permutes the training set at random before running, so
+    N examples of a fold's training part are N examples drawn at random. The draw depends on the
+    fold, the permutation and N only (not on the grid's other values), so every tau of a column
+    trains on the same examples.
+    """
+    size = ucfg.evaluation.fold_train_size
+    if size is None:
+        return None
+    if size > n:
+        raise PlabError(f"{ucfg.source}: evaluation.fold_train_size = {size} exceeds the {n} examples of a "
+                        "fold's training part; lower it or use fewer folds")
+    rng = np.random.default_rng(np.random.SeedSequence([ucfg.training.seed, 104729, unit.fold + 1,
+                                                        unit.permutation, size]))
+    return np.sort(rng.choice(n, size=size, replace=False))
+
+
 def unit_seed(cfg: ExperimentConfig, unit: Unit) -> np.random.SeedSequence:
     """The seed of a unit's training order (and of the random rule)."""
     key = [cfg.training.seed, unit.permutation, unit.fold + 1]
@@ -351,8 +380,11 @@ def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None, ucfg
     """
     if ucfg is None:
         ucfg = with_overrides(cfg, unit.grid_values) if unit.grid_values else cfg
-    Xtr, ytr, Xte, yte = unit_data(cfg, ds, unit, splits)
+    Xtr, ytr, Xte, yte = unit_data(ucfg, ds, unit, splits)
     Xtr, Xte = preprocess(ucfg.dataset.preprocess, Xtr, Xte)
+    sub = fold_subsample(ucfg, unit, len(ytr))
+    if sub is not None:
+        Xtr, ytr = Xtr[sub], ytr[sub]
     dtype, kernel = unit_kernel(ucfg, Xtr)
     binary = ds.n_classes == 2
     Y = label_matrix(ytr, ds.n_classes)
@@ -414,6 +446,8 @@ def unit_steps(cfg: ExperimentConfig, ds: Dataset, unit: Unit) -> int:
         n -= len(np.array_split(np.arange(n), ev.folds)[unit.fold])
     if unit.inner_fold >= 0:
         n -= len(np.array_split(np.arange(n), ev.inner_folds)[unit.inner_fold])
+    if ev.fold_train_size is not None:
+        n = min(n, ev.fold_train_size)
     return int(round(cfg.training.epochs * n))
 
 
@@ -424,7 +458,7 @@ def run_part(cfg: ExperimentConfig, part: Part, data_dir=None, progress=None, un
     """
     ucfg = part_config(cfg, part)
     ds = load_data(ucfg, data_dir)
-    splits = _Splits(cfg, len(ds.y_train))
+    splits = _Splits(ucfg, len(ds.y_train))
     rows, timings = [], []
     for u in part.units:
         r, tm = run_unit(cfg, ds, u, progress=progress, ucfg=ucfg, splits=splits)
@@ -436,71 +470,6 @@ def run_part(cfg: ExperimentConfig, part: Part, data_dir=None, progress=None, un
 
 
 # ----------------------------------------------------------------------------- files
-
-
-def atomic_write_text(path: Path, text: str):
-    """Write ``text`` to a temporary file and move it into place. On any failure the temporary file
-    is removed; an OSError (disk full, no permission) becomes an :class:`OutputError` saying what to do."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:  # disk full, no permission, Ctrl-C: leave no temporary file behind
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise write_error(path, exc) from None
-        raise
-
-
-def remove_stale_temporaries(folder: Path) -> int:
-    """Delete temporary files (``.NAME.PID.tmp``) left in ``folder`` and ``folder/parts`` by a
-    process that was killed mid-write (SIGKILL, power loss): never a result, they would only
-    accumulate. Files of a process still running are kept. Returns how many were removed."""
-    removed = 0
-    for d in (folder, folder / "parts"):
-        if not d.is_dir():
-            continue
-        for p in d.glob(".*.tmp"):
-            try:
-                pid = int(p.name.rsplit(".", 2)[-2])
-            except (ValueError, IndexError):
-                continue
-            if pid != os.getpid() and _pid_alive(pid):
-                continue
-            try:
-                p.unlink()
-                removed += 1
-            except OSError:
-                pass
-    return removed
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True
-    return True
-
-
-def write_error(path: Path, exc: OSError) -> OutputError:
-    """The one-line error for a failed write: a full disk says the run resumes, others name --out."""
-    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
-        return OutputError(f"no space left on the disk while writing {path} ({exc.strerror or exc}); "
-                           "nothing finished is lost (finished runs stay in the output folder's parts/): "
-                           "free some disk space, or choose another folder with --out, and run the same "
-                           "command again to resume")
-    return OutputError(f"cannot write {path}: {exc.strerror or exc}; choose another output folder with --out")
 
 
 def rows_to_csv(rows, columns=RESULT_COLUMNS) -> str:
@@ -545,25 +514,6 @@ def results_hash(cfg: ExperimentConfig) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def check_writable(out: Path):
-    """Fail early when ``out`` cannot be written or its disk has less than MIN_FREE_DISK_MB free."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".write-test.{os.getpid()}"
-        probe.write_text("ok")
-        probe.unlink()
-        free = shutil.disk_usage(out).free
-    except OSError as exc:
-        if exc.errno == errno.ENOSPC:
-            raise write_error(out, exc) from None
-        raise OutputError(f"cannot write to output folder {out}: {exc.strerror or exc}; "
-                          "choose another with --out") from None
-    if free < MIN_FREE_DISK_MB * 2**20:
-        raise OutputError(f"only {free / 2**20:.1f} MB free on the disk of output folder {out}; a run needs "
-                          f"at least {MIN_FREE_DISK_MB} MB for its results: free some disk space or choose "
-                          "another folder with --out")
-
-
 @dataclass
 class RunResult:
     out_dir: Path
@@ -576,69 +526,136 @@ class RunResult:
 
 def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=False, progress=True, jobs=1,
                    executor="local", scheduler=None):
-    """Run every part of a config (skipping finished ones unless ``force``) and write the results.
+    """Run every part of a config (reusing the finished parts that belong to it unless ``force``)
+    and write the results.
 
     ``jobs`` > 1 runs parts in that many worker processes (one BLAS and numba thread each);
     ``executor="dask"`` sends them to the Dask scheduler at ``scheduler`` instead (see
-    :mod:`perceptron_lab.executors`). The results are byte-identical to a serial run.
+    :mod:`perceptron_lab.executors`). The results are byte-identical to a serial run. The output
+    folder is locked for the whole run (:class:`perceptron_lab.store.RunFolder`).
     """
-    from tqdm.auto import tqdm
-
     from .executors import check_executor
 
     check_executor(executor, scheduler, jobs)
-
     out = Path(out_dir) if out_dir else Path(cfg.run_dir)
-    check_writable(out)
-    remove_stale_temporaries(out)
-    chash = results_hash(cfg)
+    with RunFolder(out) as folder:
+        _check_same_config(cfg, out, force)
+        if force:
+            folder.clear_parts()
+        started, t0 = datetime.now(timezone.utc), time.perf_counter()
+        _DATA_CACHE.clear()  # every run reads its data afresh (the files may have changed since the last)
+        ds = load_data(cfg, data_dir)
+        units = plan(cfg, ds.X_test is not None)
+        parts = plan_parts(cfg, units)
+        fingerprint = data_fingerprint(ds)
+        keys = part_keys(cfg, parts, fingerprint, data_dir)
+        texts = {} if force else reusable_parts(folder, parts, keys)
+        todo = [p for p in parts if p.key not in texts]
+        n_todo = sum(len(p.units) for p in todo)
+        info = _run_info(cfg, ds, fingerprint, units, parts, jobs, executor, scheduler, started)
+        atomic_write_text(out / "run.json", json.dumps(info, indent=2, default=str) + "\n")
+        timings = _execute(cfg, folder, todo, keys, texts, data_dir, ds, jobs, executor, scheduler, progress, force,
+                           len(units))
+        df = pd.concat([pd.read_csv(io.StringIO(texts[p.key]), dtype=str, keep_default_na=False) for p in parts],
+                       ignore_index=True)
+        df, outputs = write_outputs(cfg, out, df, len(ds.y_train))
+        info.update(outputs)
+        info.update({"status": "complete", "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                     "wall_seconds": round(time.perf_counter() - t0, 3), "ran": n_todo,
+                     "skipped": len(units) - n_todo,
+                     "train_seconds_total": round(sum(t["train_seconds"] for t in timings.values()), 3),
+                     "eval_seconds_total": round(sum(t["eval_seconds"] for t in timings.values()), 3)})
+        atomic_write_text(out / "run.json", json.dumps(info, indent=2, default=str) + "\n")
+    return RunResult(out, df, info, skipped=len(units) - n_todo, ran=n_todo, timings=list(timings.values()))
+
+
+def _check_same_config(cfg: ExperimentConfig, out: Path, force: bool) -> None:
+    """Refuse a folder whose run.json records another config (unless ``force``)."""
     info_path = out / "run.json"
-    parts_dir = out / "parts"
-    if info_path.exists() and not force:
-        try:
-            old = json.loads(info_path.read_text())
-        except (OSError, ValueError):
-            old = {}
-        if old.get("config_hash") not in (None, chash):
-            raise PlabError(f"{out} holds results of a different config (hash {old.get('config_hash')}, "
-                            f"this one {chash}); pass --force to replace them or choose another --out")
-    if force and parts_dir.exists():
-        for p in parts_dir.glob("*.csv"):
-            p.unlink()
-    started = datetime.now(timezone.utc)
-    t0 = time.perf_counter()
-    ds = load_data(cfg, data_dir)
-    units = plan(cfg, ds.X_test is not None)
-    parts = plan_parts(cfg, units)
-    todo = [p for p in parts if force or not (parts_dir / f"{p.key}.csv").exists()]
-    n_todo = sum(len(p.units) for p in todo)
-    timings_path = out / "timings.json"
-    timings = json.loads(timings_path.read_text()) if timings_path.exists() and not force else {}
-    info = {
-        "name": cfg.name, "config_file": str(cfg.source), "config_hash": chash,
+    if force or not info_path.is_file():
+        return
+    try:
+        old = json.loads(info_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # unreadable: every part still has to prove it belongs to this run
+    chash = results_hash(cfg)
+    if isinstance(old, dict) and old.get("config_hash") not in (None, chash):
+        raise PlabError(f"{out} holds results of a different config (hash {old.get('config_hash')}, "
+                        f"this one {chash}); pass --force to replace them or choose another --out")
+
+
+def part_keys(cfg: ExperimentConfig, parts, fingerprint: str, data_dir=None) -> dict:
+    """The key each part must carry (:func:`perceptron_lab.store.part_key`): the part's resolved
+    config with the output format, its units, the fingerprint of the data it reads and the
+    package version. ``fingerprint`` is the config's data's (:func:`perceptron_lab.store.data_fingerprint`);
+    parts whose grid values change the data are fingerprinted on their own data."""
+    prints: dict = {}
+    keys = {}
+    for p in parts:
+        pcfg = part_config(cfg, p)
+        d = pcfg.to_dict()
+        for k in ("name", "description", "extends"):
+            d.pop(k, None)
+        d["output"] = {"float_format": pcfg.output.float_format}
+        fp = fingerprint
+        if any(k.startswith("dataset.") for k in p.grid_values):
+            dkey = json.dumps(d["dataset"], sort_keys=True, default=str)
+            if dkey not in prints:
+                prints[dkey] = data_fingerprint(load_data(pcfg, data_dir))
+            fp = prints[dkey]
+        keys[p.key] = part_key(d, [u.key for u in p.units], fp, __version__)
+    return keys
+
+
+def reusable_parts(folder: RunFolder, parts, keys: dict) -> dict:
+    """CSV text of every finished part that belongs to this run (others are recomputed)."""
+    return folder.reusable((p.key, keys[p.key]) for p in parts)
+
+
+def _run_info(cfg, ds, fingerprint, units, parts, jobs, executor, scheduler, started) -> dict:
+    return {
+        "name": cfg.name, "config_file": str(cfg.source), "config_hash": results_hash(cfg),
         "config": cfg.to_dict(), "versions": versions(), "git_revision": git_revision(),
         "seed": cfg.training.seed, "command": " ".join(sys.argv),
         "dataset": {"name": ds.name, "n_train": int(len(ds.y_train)),
                     "n_test": None if ds.y_test is None else int(len(ds.y_test)),
                     "n_features": ds.n_features, "n_classes": ds.n_classes,
+                    "fingerprint": fingerprint,
                     "source": {k: str(v) for k, v in ds.meta.items() if k in ("source", "source_files")}},
         "units": len(units), "parts": len(parts), "jobs": int(jobs), "executor": executor,
         **({"scheduler": scheduler} if executor == "dask" else {}),
         "started": started.isoformat(timespec="seconds"), "status": "running",
     }
-    atomic_write_text(info_path, json.dumps(info, indent=2, default=str) + "\n")
+
+
+def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, executor, scheduler, progress,
+             force, n_units) -> dict:
+    """Compute the parts of ``todo`` (locally, in a pool or on Dask), writing each as it finishes
+    and adding its text to ``texts``; returns every unit's timings (earlier invocations' included)."""
+    from tqdm.auto import tqdm
+
+    timings_path = folder.out / "timings.json"
+    try:
+        timings = json.loads(timings_path.read_text(encoding="utf-8")) if timings_path.is_file() and not force else {}
+    except (OSError, ValueError):
+        timings = {}
+    if not isinstance(timings, dict):
+        timings = {}
     total = 0
     if progress:
         for p in todo:
-            pds = load_data(part_config(cfg, p), data_dir) if p.grid_values else ds
-            total += sum(unit_steps(cfg, pds, u) for u in p.units)
+            pcfg = part_config(cfg, p)
+            pds = load_data(pcfg, data_dir) if p.grid_values else ds
+            total += sum(unit_steps(pcfg, pds, u) for u in p.units)
+    n_todo = sum(len(p.units) for p in todo)
     bar = tqdm(total=total, disable=not progress, unit="step", unit_scale=True,
-               desc=f"{cfg.name} ({n_todo}/{len(units)} runs)", dynamic_ncols=True,
+               desc=f"{cfg.name} ({n_todo}/{n_units} runs)", dynamic_ncols=True,
                mininterval=0.1 if sys.stderr.isatty() else 30.0)  # a log file gets a line per 30 s
     flush = _TimingsWriter(timings_path, timings)
     try:
         def finished(part, text, tms):
-            atomic_write_text(parts_dir / f"{part.key}.csv", text)
+            folder.write_part(part.key, keys[part.key], text)
+            texts[part.key] = text
             flush.add(tms)
 
         if executor == "dask" and todo:
@@ -654,8 +671,12 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
     finally:
         bar.close()
         flush.write()
-    frames = [pd.read_csv(parts_dir / f"{p.key}.csv", dtype=str, keep_default_na=False) for p in parts]
-    df = pd.concat(frames, ignore_index=True)
+    return timings
+
+
+def write_outputs(cfg: ExperimentConfig, out: Path, df: pd.DataFrame, n_train) -> tuple[pd.DataFrame, dict]:
+    """results.csv, the protocol outputs (grid, searches, selections) and the paper's tables;
+    returns the results and run.json's ``outputs`` / ``paper_outputs`` entries."""
     outputs = []
     grid = Grid.from_config(cfg) if cfg.evaluation.grid else None
     if grid is not None:
@@ -665,16 +686,9 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
         df = _with_selections(cfg, df, grid)
     atomic_write_text(out / "results.csv", df.to_csv(index=False, lineterminator="\n"))
     outputs += write_protocol_outputs(cfg, out, df, grid)
-    if outputs:
-        info["outputs"] = [str(Path(p).relative_to(out)) for p in outputs]
-    info["paper_outputs"] = [str(Path(p).relative_to(out)) for p in write_paper_outputs(cfg, out, df, len(ds.y_train))]
-    info.update({"status": "complete", "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                 "wall_seconds": round(time.perf_counter() - t0, 3), "ran": n_todo,
-                 "skipped": len(units) - n_todo,
-                 "train_seconds_total": round(sum(t["train_seconds"] for t in timings.values()), 3),
-                 "eval_seconds_total": round(sum(t["eval_seconds"] for t in timings.values()), 3)})
-    atomic_write_text(info_path, json.dumps(info, indent=2, default=str) + "\n")
-    return RunResult(out, df, info, skipped=len(units) - n_todo, ran=n_todo, timings=list(timings.values()))
+    entries = {"outputs": [str(Path(p).relative_to(out)) for p in outputs]} if outputs else {}
+    entries["paper_outputs"] = [str(Path(p).relative_to(out)) for p in write_paper_outputs(cfg, out, df, n_train)]
+    return df, entries
 
 
 class _TimingsWriter:
@@ -807,10 +821,11 @@ def write_paper_outputs(cfg: ExperimentConfig, out: Path, df: pd.DataFrame, n_tr
         from .tables_gentile import write_gentile_tables
 
         # a run with an explicit B (not the shorthand 1/alpha) is compared with the paper's
-        # ALMA_p(alpha) rows as well, in tables of its own (suffix _B)
-        explicit_B = getattr(cfg.algorithm, "B", None) is not None
-        written += write_gentile_tables(out / "results.csv", out, any_B=explicit_B,
-                                        suffix="_B" if explicit_B else "")
+        # ALMA_p(alpha) rows as well; a numeric B in tables of its own (suffix _B), a symbolic one
+        # (sqrt8/alpha: Table 6 as the paper's own counts identify its B) in the paper's tables
+        B = getattr(cfg.algorithm, "B", None)
+        written += write_gentile_tables(out / "results.csv", out, any_B=B is not None,
+                                        suffix="_B" if isinstance(B, (int, float)) else "")
     if cfg.name.startswith("kw2007_table"):
         from .tables_kw import write_kw2007_outputs
 
@@ -839,7 +854,14 @@ def rewrite_paper_outputs(run_dir, figures: bool = False) -> list[Path]:
     if not figures:
         cfg = with_overrides(cfg, {"output.figures": False})
     df = pd.read_csv(res_path, dtype=str, keep_default_na=False)
-    return write_paper_outputs(cfg, run_dir, df, (info.get("dataset") or {}).get("n_train"))
+    written = write_paper_outputs(cfg, run_dir, df, (info.get("dataset") or {}).get("n_train"))
+    names = [str(Path(p).relative_to(run_dir)) for p in written]
+    if figures or not any(n.endswith(".png") for n in info.get("paper_outputs") or []):
+        info["paper_outputs"] = names
+    else:  # figures kept as they were
+        info["paper_outputs"] = names + [n for n in info["paper_outputs"] if n.endswith(".png") and n not in names]
+    atomic_write_text(info_path, json.dumps(info, indent=2, default=str) + "\n")
+    return written
 
 
 def summarize(df: pd.DataFrame, main_only_epochs=None) -> pd.DataFrame:

@@ -358,8 +358,9 @@ def gentile_margin_panels(data_dir=None, figures=(3, 4, 5), permutations: int | 
                         n_train = len(ds.y_train)
             name = lambda p, a: f"ALMA{p:g}({a:.1f})"
             color = {(p, a): f"C{i}" for i, (p, a) in enumerate((p, a) for p in FIGURE45_P for a in FIGURE45_ALPHA)}
+            B = {None: "1/alpha", "sqrt8/alpha": "sqrt(8)/alpha"}.get(cfg.algorithm.B, cfg.algorithm.B)
             note = (f"Training-set margins y w.x^ (x^ = x/|x|_p, |w|_q ≤ 1), {n_train} training examples per data "
-                    f"set (configs/gentile2001/{FIGURE45_CONFIG}: target with s non-zero entries of 300, "
+                    f"set (configs/gentile2001/{FIGURE45_CONFIG}: B = {B}, target with s non-zero entries of 300, "
                     f"training labels flipped with probability eps), one epoch, mean over "
                     f"{perms[FIGURE45_CONFIG]} permutations of the training sequence.")
             if 4 in figures:

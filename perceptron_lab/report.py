@@ -26,7 +26,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from .comparison import compared, read_comparison, scored
+from .causes import FILE_NAME as CAUSES_FILE
+from .causes import VOCABULARY, assign, load_rules
+from .comparison import compared, consistent, read_comparison, sampling_covers, scored
 
 PAPERS = {
     "fs1999": "Freund & Schapire (1999): the voted perceptron on MNIST",
@@ -54,6 +56,15 @@ class TableResult:
     run_dir: Path
     layout: pd.DataFrame
     comparison: pd.DataFrame   # normalized (perceptron_lab.comparison)
+    #: The in-scope cells outside tolerance with their ``cause`` and ``cause_note`` (see
+    #: :mod:`perceptron_lab.causes`); filled by :func:`collect`.
+    causes: pd.DataFrame | None = None
+
+    @property
+    def variant(self) -> bool:
+        """A run of a setting the paper does not state (a folder below ``variants/``): shown, kept out
+        of the paper's totals."""
+        return "variants" in self.run_dir.parts
 
     @property
     def number(self) -> int | None:
@@ -76,6 +87,15 @@ class TableResult:
         s = self.scoped
         return s[s["within"] != True]  # noqa: E712 (nullable boolean: NA counts as outside)
 
+    @property
+    def n_consistent(self) -> int:
+        """In-scope cells within tolerance or whose paper value our sampling range covers."""
+        return int(consistent(self.comparison).sum())
+
+    def cause_counts(self) -> dict:
+        c = self.causes if self.causes is not None else pd.DataFrame(columns=["cause"])
+        return {k: int(v) for k, v in c["cause"].value_counts().items()}
+
 
 @dataclass
 class Report:
@@ -83,6 +103,9 @@ class Report:
     figures: list = field(default_factory=list)
     runs: list = field(default_factory=list)
     reproductions: list = field(default_factory=list)  # (path, the reproduce.json log)
+    causes_file: Path | None = None
+    #: Rules of the causes file that match no cell outside tolerance.
+    unused_rules: list = field(default_factory=list)
 
 
 def _skip(p: Path) -> bool:
@@ -129,7 +152,23 @@ def collect(paths) -> Report:
             content = read_log(log)
             if content:
                 rep.reproductions.append((log, content))
+    _assign_causes(rep, paths)
     return rep
+
+
+def _assign_causes(rep: Report, paths) -> None:
+    """Give every in-scope cell outside tolerance its cause, from the first causes file found in
+    ``paths`` (or in a parent of a run folder given directly, e.g. ``results/``)."""
+    cands = []
+    for p in map(Path, paths):
+        cands += [p / CAUSES_FILE] + [q / CAUSES_FILE for q in p.resolve().parents]
+    rep.causes_file = next((c for c in cands if c.is_file()), None)
+    rules = load_rules(rep.causes_file) if rep.causes_file else []
+    used: set = set()
+    for t in rep.tables:
+        out = t.outside
+        t.causes = assign(out, sampling_covers(out), t.name, t.run_dir.name, rules, used)
+    rep.unused_rules = [r for k, r in enumerate(rules) if k not in used]
 
 
 def read_log(log_path) -> dict:
@@ -194,16 +233,90 @@ def scoring_rules() -> list[str]:
     ]
 
 
+def _causes_text(counts: dict) -> str:
+    return ", ".join(f"{k} {counts[k]}" for k in VOCABULARY if counts.get(k))
+
+
+def _tally(tables) -> tuple[int, int, int, int, dict]:
+    """(within, in scope, compared, consistent with sampling, cause counts) over tables."""
+    ok = n = both = cons = 0
+    causes: dict = {}
+    for t in tables:
+        a, b, c = t.counts
+        ok, n, both, cons = ok + a, n + b, both + c, cons + t.n_consistent
+        for k, v in t.cause_counts().items():
+            causes[k] = causes.get(k, 0) + v
+    return ok, n, both, cons, causes
+
+
+def protocol_notes() -> list[str]:
+    """Protocol choices read from the papers, and the assumptions where they are silent (each
+    config's comment cites the passage; the alternatives run as variants below ``variants/``)."""
+    return [
+        "- **Khardon & Wachman, the threshold's sign.** Figures 1 and 2 print theta <- theta + eta y C. With the "
+        "prediction sign(<w, x> - theta) that is a typo: a positive update must lower the threshold. Run literally "
+        "on the paper's noise-free artificial data (f = 50, M = 0.05, N = 0, 10-fold CV), the printed sign gives "
+        "62.0%, the majority class, and the corrected one 94.8% (the paper's Table 4: 95.4%); "
+        "`tests/test_kw.py::test_printed_threshold_sign_is_a_typo` runs both. plab uses theta - eta y C.",
+        "- **Khardon & Wachman, Tables 3 and 5: 10-fold cross-validation** (\"except where noted, all the results "
+        "... 10-fold cross-validation\", §3.2) over the data sets of Table 1: Adult's 32561 examples of "
+        "adult.data, USPS's 9298 and MNIST's 70000. The 7291/2007 and 60000/10000 splits are named for parameter "
+        "optimization only, where there is no outer cross-validation (§3.1; Table 7). Table 5 trains each fold on "
+        "N examples drawn at random from its training part. Variants: the splits (`table3_usps_split`, "
+        "`table3_mnist_split`).",
+        "- **Khardon & Wachman, Adult's scaling (assumption).** The paper does not say how the six continuous "
+        "attributes were scaled. plab scales them to [0, 1] (min-max on the training part), the range of the 0/1 "
+        "indicators that make up the other 99 features; in raw units fnlwgt (up to 1.5e6) swamps them. Variants: "
+        "raw units and standardized features (`table5_raw_units`, `table5_standardized`).",
+        "- **Khardon & Wachman, artificial data (Tables 4 and 6).** The paper reports one generated data set per "
+        "cell; a single draw's best accuracy varies by several points between draws. Each cell is the mean ± sd "
+        "over 10 independent draws, and the central 95% of the draws is the range that sampling alone gives.",
+        "- **Gentile, Table 6's B.** §4 states B = 1/alpha, but the correction counts §4.4 quotes fit Theorem 3's "
+        "B = sqrt(8)/alpha. Corrections on the first training set, paper / ours with 1/alpha / ours with "
+        "sqrt(8)/alpha: ALMA_2(0.5) 2720 / 684 / 2701; ALMA_10(0.5) 1050 / 153 / 1053; ALMA_10(0.5) at "
+        "epsilon = 0.15 3594 / 3317 / 3771. At alpha = 1, where B plays no part, ours match. The alpha < 1 rows "
+        "are scored with the B the paper's own counts identify; the stated B runs as a variant (see "
+        "`configs/gentile2001/table6.yaml`).",
+    ]
+
+
 def summary_lines(rep: Report) -> list[str]:
+    """Per table, per paper (the paper's settings; variants apart) and overall: the strict count
+    of cells within tolerance, the count consistent with sampling and the causes of the rest."""
     lines = []
-    tot_ok = tot_n = tot_both = 0
     for t in rep.tables:
         ok, n, both = t.counts
-        tot_ok, tot_n, tot_both = tot_ok + ok, tot_n + n, tot_both + both
         extra = f" ({both - n} shown, not scored)" if both > n else ""
-        lines.append(f"- `{t.name}` ({t.run_dir}): **{ok}/{n}** in-scope cells within tolerance; "
-                     f"{both} cells compared{extra}")
-    lines.append(f"- **Overall: {tot_ok}/{tot_n} in-scope cells within tolerance** ({tot_both} cells compared)")
+        causes = _causes_text(t.cause_counts())
+        lines.append(f"- `{t.name}` ({t.run_dir}{', variant' if t.variant else ''}): **{ok}/{n}** in-scope cells "
+                     f"within tolerance, {t.n_consistent}/{n} consistent with sampling; {both} cells compared"
+                     f"{extra}" + (f"; outside: {causes}" if causes else ""))
+    for paper in PAPERS:
+        tabs = [t for t in rep.tables if t.paper == paper and not t.variant]
+        if tabs:
+            ok, n, _, cons, causes = _tally(tabs)
+            lines.append(f"- **{PAPER_SHORT[paper]}, the paper's settings: {ok}/{n} within tolerance**, {cons}/{n} "
+                         f"consistent with sampling" + (f"; outside: {_causes_text(causes)}" if causes else ""))
+    main = [t for t in rep.tables if not t.variant]
+    ok, n, both, cons, causes = _tally(main)
+    lines.append(f"- **Overall, the papers' settings: {ok}/{n} in-scope cells within tolerance**, {cons}/{n} "
+                 f"consistent with sampling ({both} cells compared)"
+                 + (f"; outside: {_causes_text(causes)}" if causes else ""))
+    var = [t for t in rep.tables if t.variant]
+    if var:
+        ok, n, both, cons, _ = _tally(var)
+        lines.append(f"- Variants (settings the papers do not state, below `variants/`): {ok}/{n} within tolerance, "
+                     f"{cons}/{n} consistent with sampling; not in the totals above")
+    return lines
+
+
+def cause_lines(rep: Report) -> list[str]:
+    """The vocabulary, the source of the causes and any rule that matched nothing."""
+    src = f"`{rep.causes_file}`" if rep.causes_file else "no causes file (every cell not covered by sampling is unexplained)"
+    lines = [f"- `{k}`: {v}" for k, v in VOCABULARY.items()]
+    lines.append(f"- Rules read from {src}; the first rule matching a cell gives its cause and note.")
+    lines += [f"- Unused rule (matches no cell outside tolerance): {r.table} / {r.run} / {r.block} / {r.row} / "
+              f"{r.column} -> {r.cause}" for r in rep.unused_rules]
     return lines
 
 
@@ -228,13 +341,13 @@ def outside_tolerance(rep: Report) -> pd.DataFrame:
     """Every in-scope cell outside its tolerance, with what a reader needs to find it."""
     rows = []
     for t in rep.tables:
-        for _, r in t.outside.iterrows():
+        for _, r in t.causes.iterrows():
             rows.append({"table": t.name, "source": str(t.run_dir), "block": r["block"], "row": r["row"],
                          "column": r["column"], "metric": r["metric"], "paper": _num(r["paper"]),
                          "ours": _num(r["ours_mean"]), "± std": _num(r["ours_std"]), "diff": _num(r["diff"]),
-                         "tolerance": _num(r["tolerance"])})
+                         "tolerance": _num(r["tolerance"]), "cause": r["cause"], "evidence": r["cause_note"]})
     return pd.DataFrame(rows, columns=["table", "source", "block", "row", "column", "metric", "paper", "ours",
-                                       "± std", "diff", "tolerance"])
+                                       "± std", "diff", "tolerance", "cause", "evidence"])
 
 
 def reproduction_lines(rep: Report) -> list[str]:
@@ -298,7 +411,9 @@ def build(rep: Report, out: Path) -> list[tuple]:
               "paper's value, ours, the difference, the tolerance and whether ours is within it; `plab compare "
               "RUN_DIR` prints them for one run."),
         ("h2", "How cells are scored"), ("ul", scoring_rules()),
+        ("h2", "Protocol choices and assumptions"), ("ul", protocol_notes()),
         ("h2", "Summary"), ("ul", summary_lines(rep)),
+        ("h3", "Causes of the cells outside tolerance"), ("ul", cause_lines(rep)),
     ]
     missing = missing_lines(rep)
     if missing:
@@ -317,9 +432,11 @@ def build(rep: Report, out: Path) -> list[tuple]:
             ok, n, both = t.counts
             only_paper = int((t.comparison["paper"].notna() & ~compared(t.comparison)).sum())
             gap = f"; {only_paper} of the paper's cells have no value of ours here" if only_paper else ""
-            items += [("h3", f"{t.name} — {t.run_dir}"),
-                      ("p", f"{ok}/{n} in-scope cells within tolerance ({both} compared{gap}). "
-                            f"Source: `{t.run_dir}`")]
+            causes = _causes_text(t.cause_counts())
+            items += [("h3", f"{t.name} — {t.run_dir}" + (" (variant)" if t.variant else "")),
+                      ("p", f"{ok}/{n} in-scope cells within tolerance, {t.n_consistent}/{n} consistent with "
+                            f"sampling ({both} compared{gap})" + (f"; outside tolerance: {causes}" if causes else "")
+                            + f". Source: `{t.run_dir}`")]
             notes = _table_notes(t)
             if notes:
                 items += [("p", notes[0])] + ([("ul", notes[1:])] if len(notes) > 1 else [])
@@ -329,7 +446,8 @@ def build(rep: Report, out: Path) -> list[tuple]:
     if not bad.empty:
         items += [("h2", "In-scope cells outside tolerance"),
                   ("p", "`block`, `row` and `column` name the cell in the table's layout above, `source` the run "
-                        "folder; ours is the mean (± std) over runs, diff = ours - paper."), ("table", bad)]
+                        "folder; ours is the mean (± std) over runs, diff = ours - paper; `cause` and `evidence` "
+                        "come from the sampling ranges and the causes file."), ("table", bad)]
     items.append(("h2", "Runs, machine and versions"))
     if rep.reproductions:
         items += [("p", "The whole reproduction (`make reproduce`, log `results/reproduce.json`):"),
@@ -418,7 +536,9 @@ def compare_text(run_dir) -> str:
     out = []
     for t in rep.tables:
         ok, n, both = t.counts
-        out.append(f"{t.name} ({t.run_dir}): {ok}/{n} in-scope cells within tolerance ({both} compared)")
+        causes = _causes_text(t.cause_counts())
+        out.append(f"{t.name} ({t.run_dir}): {ok}/{n} in-scope cells within tolerance, {t.n_consistent}/{n} "
+                   f"consistent with sampling ({both} compared)" + (f"; outside: {causes}" if causes else ""))
         out += [f"  {line}" for line in _table_notes(t)]
         c = t.comparison
         show = c[["block", "row", "column", "metric", "paper", "ours_mean", "ours_std", "n_runs", "diff",

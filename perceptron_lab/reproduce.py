@@ -45,14 +45,15 @@ ROOT = Path(__file__).resolve().parents[1]
 CORE = (
     [f"configs/fs1999/table1_d{d}.yaml" for d in (4, 5, 6, 3, 2, 1)]
     + [f"configs/kw2007/{n}.yaml" for n in (
-        "table2", "table3_uci", "table3_usps", "table3_mnist", "table4", "table5", "table5_standardized",
-        "table6_artificial", "table6_uci", "table7_adult", "table7_usps", "table7_usps_poly4")]
+        "table2", "table3_uci", "table3_usps", "table3_mnist", "table4", "table5", "table6_artificial",
+        "table6_uci", "table7_adult", "table7_usps", "table7_usps_poly4",
+        "table3_usps_split", "table3_mnist_split", "table5_raw_units", "table5_standardized")]
     + [f"configs/gentile2001/{n}.yaml" for n in (
         "usps_sigma_cv", "usps_sigma_cv_perceptron", "table1_usps_alma", "table1_usps_perceptron",
         "table1_usps_alma_sigma3.5", "table1_usps_perceptron_sigma3.5",
         "table3_mnist_d4", "table3_mnist_d5", "table3_mnist_d6", "table3_mnist_perceptron",
         "table5_letter_alma", "table5_letter_perceptron",
-        "table6", "table6_B_sqrt8_alpha0.5", "table6_B_sqrt8_alpha0.8")]
+        "table6", "table6_B_stated")]
 )
 FULL_EXTRA = [f"configs/kw2007/{n}.yaml" for n in ("table7_mnist", "table7_mnist_poly4")]
 SETS = {"core": CORE, "full": CORE + FULL_EXTRA}

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from .comparison import CORE_COLUMNS
-from .experiment import atomic_write_text
+from .store import atomic_write_text
 from .paper import reference_table
 
 # ----------------------------------------------------------------------------- tolerances

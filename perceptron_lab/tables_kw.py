@@ -43,9 +43,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .comparison import CORE_COLUMNS, compared, read_comparison
+from .comparison import CORE_COLUMNS, SAMPLING_COLUMNS, compared, consistent, normalize, read_comparison
 from .evaluation import TIE_TOL_PP, Grid, final_epoch, nested_summary, search_summary, t_interval
-from .experiment import atomic_write_text
+from .store import atomic_write_text
 from .paper import reference_table
 
 #: Tolerance (percentage points) for accuracies the paper prints without an interval.
@@ -75,7 +75,13 @@ TABLE_TITLES = {
     7: "Table 7: parameter optimization on the large data sets (fixed test split), accuracy (%)",
 }
 
-COMPARISON_COLUMNS = CORE_COLUMNS + ["dataset", "paper_ci", "ours_ci", "detail"]
+COMPARISON_COLUMNS = CORE_COLUMNS + ["dataset", "paper_ci", "ours_ci", "detail"] + SAMPLING_COLUMNS
+
+#: Grid settings whose values are independent draws of one experiment: of the data set (the
+#: artificial generator's seed) or of the cross-validation folds and so the training orders (the
+#: fold seed). The paper reports one draw per cell, so a cell is our mean ± sd over draws of the
+#: value each draw gives, and the central 95% of those values is what sampling alone could give.
+REPLICATE_KEYS = ("dataset.params.seed", "evaluation.fold_seed")
 
 
 def table_number(cfg) -> int | None:
@@ -117,9 +123,15 @@ def _within(ours, paper, tol):
 
 
 def _cmp_row(table, dataset, block, row, column, paper, paper_ci, ours, ours_sd=math.nan, ours_ci=math.nan,
-             n=0, tolerance=None, detail="", metric="accuracy_pct", in_scope=None):
+             n=0, tolerance=None, detail="", metric="accuracy_pct", in_scope=None, sampling=None):
     """One cell. ``tolerance`` defaults to the paper's interval, else ACC_TOL_PP; a cell is in
-    scope (scored) when it has a tolerance unless ``in_scope`` says otherwise."""
+    scope (scored) when it has a tolerance unless ``in_scope`` says otherwise. ``sampling`` is
+    (low, high, basis) of the values sampling alone gives (default: our mean ± our T-interval
+    over folds, basis ``folds``; none without an interval)."""
+    if sampling is None:
+        ci = _num(ours_ci)
+        sampling = ((ours - ci, ours + ci, "folds") if not math.isnan(ci) and not math.isnan(_num(ours))
+                    else (math.nan, math.nan, ""))
     if tolerance is None:
         tolerance = paper_ci if not math.isnan(_num(paper_ci)) else ACC_TOL_PP
     if in_scope is None:
@@ -128,14 +140,16 @@ def _cmp_row(table, dataset, block, row, column, paper, paper_ci, ours, ours_sd=
     return {"table": table, "block": block, "row": row, "column": column, "metric": metric,
             "paper": paper, "ours_mean": ours, "ours_std": ours_sd, "n_runs": n, "diff": diff,
             "tolerance": tolerance, "within": _within(ours, paper, tolerance), "in_scope": bool(in_scope),
-            "dataset": dataset, "paper_ci": paper_ci, "ours_ci": ours_ci, "detail": detail}
+            "dataset": dataset, "paper_ci": paper_ci, "ours_ci": ours_ci, "detail": detail,
+            "sampling_lo": sampling[0], "sampling_hi": sampling[1], "sampling_basis": sampling[2]}
 
 
 def _finish(rows) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
     df["within"] = df["within"].astype("boolean")
     df["in_scope"] = df["in_scope"].astype(bool)
-    for c in ("paper", "paper_ci", "ours_mean", "ours_std", "ours_ci", "diff", "tolerance"):
+    for c in ("paper", "paper_ci", "ours_mean", "ours_std", "ours_ci", "diff", "tolerance", "sampling_lo",
+              "sampling_hi"):
         df[c] = df[c].astype(float)
     df["n_runs"] = df["n_runs"].astype(int)
     return df
@@ -220,7 +234,7 @@ def table34_comparison(cfg, df: pd.DataFrame, table: int, data_dir=None) -> pd.D
     summ = search_summary(df, grid, cfg)
     summ = summ[summ["normalized"] == "false"]
     paper = _paper_lookup(table)
-    rows = []
+    cells: dict = {}
     for r in summ.to_dict("records"):
         values = _typed_values({k: r[k] for k in grid.setting_keys})
         alg = RULE_NAMES.get(r["rule"])
@@ -234,9 +248,12 @@ def table34_comparison(cfg, df: pd.DataFrame, table: int, data_dir=None) -> pd.D
             noise = values.get("dataset.params.noise", (cfg.dataset.params or {}).get("noise"))
             ds = "artificial_f50_M0.05"
             block, key = f"N={float(noise):g}", (f"{float(noise):g}", alg, col)
+        cells.setdefault((ds, block, alg, col, key), []).append(
+            (r["accuracy_pct"], r["sd_pct"], r["ci_pct"], r["n_runs"], r["chosen"], _replicate(values)))
+    rows = []
+    for (ds, block, alg, col, key), draws in cells.items():
         p, _ = paper.get(key, (math.nan, math.nan))
-        rows.append(_cmp_row(table, ds, block, alg, col, p, math.nan, r["accuracy_pct"], r["sd_pct"],
-                             r["ci_pct"], r["n_runs"], detail=r["chosen"]))
+        rows.append(_cell_over_draws(table, ds, block, alg, col, p, math.nan, draws))
     if table == 3:
         for ds in dict.fromkeys(x["dataset"] for x in rows):
             p, _ = paper.get((ds, "", "Baseline"), (math.nan, math.nan))
@@ -276,12 +293,13 @@ def table5_comparison(cfg, df: pd.DataFrame) -> pd.DataFrame:
             continue
         v = grid.points[g]
         tau = f"{float(v.get('algorithm.tau', cfg.algorithm.tau)):g}"
-        n = int(v.get("dataset.train_size", cfg.dataset.train_size or 0))
-        mean, sd, _ = t_interval(part["acc"].to_numpy(), cfg.evaluation.confidence)
+        n = int(v.get("evaluation.fold_train_size", cfg.evaluation.fold_train_size)
+                or v.get("dataset.train_size", cfg.dataset.train_size or 0))
+        mean, sd, ci = t_interval(part["acc"].to_numpy(), cfg.evaluation.confidence)
         pa, _ = paper.get((tau, n, alg, "accuracy_pct"), (math.nan, math.nan))
         ps, _ = paper.get((tau, n, alg, "std_dev"), (math.nan, math.nan))
         block = f"tau={tau}"
-        rows.append(_cmp_row(5, "adult", block, alg, f"n={n} accuracy", pa, math.nan, mean, sd, n=len(part)))
+        rows.append(_cmp_row(5, "adult", block, alg, f"n={n} accuracy", pa, math.nan, mean, sd, ci, n=len(part)))
         rows.append(_cmp_row(5, "adult", block, alg, f"n={n} std", ps, math.nan, sd, n=len(part),
                              tolerance=math.nan, metric="std_dev_pct", in_scope=False))
     return _finish(rows)
@@ -294,7 +312,7 @@ def table67_comparison(cfg, df: pd.DataFrame, table: int, svm: pd.DataFrame | No
     summ = summ[summ["normalized"] == "false"]
     paper = _paper_lookup(table)
     kernel = _kernel_key(cfg)
-    rows = []
+    cells: dict = {}
     for r in summ.to_dict("records"):
         values = _typed_values({k: r[k] for k in grid.setting_keys})
         alg = RULE_NAMES.get(r["rule"])
@@ -306,9 +324,12 @@ def table67_comparison(cfg, df: pd.DataFrame, table: int, svm: pd.DataFrame | No
             key, block = (ds, alg, col), ds
         else:
             key, block = (ds, kernel, alg, col), f"{ds}, {kernel}"
+        cells.setdefault((ds, block, alg, col, key), []).append(
+            (r["accuracy_pct"], r["sd_pct"], r["ci_pct"], r["n_folds"], r["choices"], _replicate(values)))
+    rows = []
+    for (ds, block, alg, col, key), draws in cells.items():
         p, pci = paper.get(key, (math.nan, math.nan))
-        rows.append(_cmp_row(table, ds, block, alg, col, p, pci, r["accuracy_pct"], r["sd_pct"], r["ci_pct"],
-                             r["n_folds"], detail=r["choices"]))
+        rows.append(_cell_over_draws(table, ds, block, alg, col, p, pci, draws))
     if table == 6 and svm is not None:
         for s in svm.itertuples(index=False):
             col = "SVM L1" if s.kind == "l1" else "SVM L2"
@@ -318,6 +339,37 @@ def table67_comparison(cfg, df: pd.DataFrame, table: int, svm: pd.DataFrame | No
                                  s.n_folds, detail=f"best {what}={s.value:g}; {s.n_capped} grid value(s) "
                                  "not converged" if s.n_capped else f"best {what}={s.value:g}"))
     return _finish(rows)
+
+
+def _cell_over_draws(table, ds, block, alg, col, paper, paper_ci, draws) -> dict:
+    """A cell from the values of one or more independent draws of its data set.
+
+    ``draws``: (accuracy, sd, ci, n, detail, seed) per draw. With one draw, the cell is that
+    draw's value (sampling: its T-interval over folds). With several (:data:`REPLICATE_KEYS`), the
+    cell is the mean over draws, its sd the sample standard deviation over draws, ``n_runs`` the
+    number of draws, and sampling the central 95% of the draws' values (percentiles 2.5 and 97.5,
+    linear interpolation): the range a single draw such as the paper's falls in 95% of the time.
+    """
+    if len(draws) == 1:
+        acc, sd, ci, n, detail, _ = draws[0]
+        return _cmp_row(table, ds, block, alg, col, paper, paper_ci, acc, sd, ci, n, detail=detail)
+    vals = np.array([d[0] for d in draws], dtype=float)
+    vals = vals[~np.isnan(vals)]
+    if vals.size == 0:
+        return _cmp_row(table, ds, block, alg, col, paper, paper_ci, math.nan, n=0)
+    lo, hi = np.percentile(vals, [2.5, 97.5]) if vals.size > 1 else (vals[0], vals[0])
+    seeds = sorted(int(float(d[5][1])) for d in draws if d[5] is not None)
+    what = draws[0][5][0].rsplit(".", 1)[-1] if draws[0][5] is not None else "seed"
+    detail = (f"{vals.size} draws ({what} {seeds[0]}-{seeds[-1]}): {vals.min():.1f} to {vals.max():.1f}"
+              if seeds else f"{vals.size} draws")
+    sd = float(vals.std(ddof=1)) if vals.size > 1 else math.nan
+    return _cmp_row(table, ds, block, alg, col, paper, paper_ci, float(vals.mean()), sd, math.nan, int(vals.size),
+                    detail=detail, sampling=(float(lo), float(hi), "draws"))
+
+
+def _replicate(values: dict):
+    """(key, value) of the replicate setting of a grid point's settings, or None."""
+    return next(((k, values[k]) for k in REPLICATE_KEYS if k in values), None)
 
 
 def _typed_values(text_values: dict) -> dict:
@@ -541,8 +593,9 @@ def parameter_curves(cfg, df: pd.DataFrame) -> pd.DataFrame:
     rules = [r for r in ("last", "longest", "vote") if r in set(d["rule"])]
     rows = []
     for s in grid.settings():
+        # draws of one experiment (REPLICATE_KEYS) are one curve: the mean over draws
         label = ", ".join(_text(v, k) if k == "dataset.name" else f"{short_name(k)}={_text(v, k)}"
-                          for k, v in zip(grid.setting_keys, s)) or cfg.dataset.name
+                          for k, v in zip(grid.setting_keys, s) if k not in REPLICATE_KEYS) or cfg.dataset.name
         for key in grid.searched_keys:
             for pos, v in enumerate(cfg.evaluation.grid[key]):
                 cur = dict(grid.base)
@@ -554,7 +607,9 @@ def parameter_curves(cfg, df: pd.DataFrame) -> pd.DataFrame:
                     if (g, r) in acc:
                         rows.append({"setting": label, "parameter": short_name(key), "value": _text(v, key),
                                      "position": pos, "rule": RULE_NAMES[r], "accuracy_pct": acc[(g, r)]})
-    return pd.DataFrame(rows, columns=["setting", "parameter", "value", "position", "rule", "accuracy_pct"])
+    cols = ["setting", "parameter", "value", "position", "rule", "accuracy_pct"]
+    out = pd.DataFrame(rows, columns=cols)
+    return out.groupby(cols[:-1], sort=False, as_index=False)["accuracy_pct"].mean()[cols]
 
 
 def combine_kw2007(root, out_dir=None) -> list[Path]:
@@ -571,13 +626,14 @@ def combine_kw2007(root, out_dir=None) -> list[Path]:
             found.setdefault(int(m.group(1)), []).append(read_comparison(p))
     written, summary = [], ["# Khardon & Wachman (2007): reproduced cells within tolerance", "",
                             "Dominance counts (Table 2) and standard deviations (Table 5) are compared but not scored.",
-                            "", "| table | cells compared | scored | within tolerance |", "|---|---:|---:|---:|"]
+                            "", "| table | cells compared | scored | within tolerance | consistent with sampling |",
+                            "|---|---:|---:|---:|---:|"]
     for t in sorted(found):
         cmp = pd.concat(found[t], ignore_index=True)[COMPARISON_COLUMNS]
         written += write_table(cmp, out, f"kw2007_table{t}", TABLE_TITLES[t])
         scoped = cmp[cmp["in_scope"] & cmp["within"].notna()]
         summary.append(f"| {t} | {int(compared(cmp).sum())} | {len(scoped)} | "
-                       f"{int(scoped['within'].astype(bool).sum())} |")
+                       f"{int(scoped['within'].astype(bool).sum())} | {int(consistent(normalize(cmp)).sum())} |")
     if found:
         atomic_write_text(out / "kw2007_summary.md", "\n".join(summary) + "\n")
         written.append(out / "kw2007_summary.md")

@@ -185,3 +185,19 @@ def test_large_grid_summary_is_one_line_per_point(tmp_path):
     for ln, (g, m) in zip(points, means.items()):
         assert int(ln.split()[0]) == g
         assert f"{m:.2f}" in ln
+
+
+@pytest.mark.parametrize("args, says", [
+    (["run", "--bogus"], "plab: error: No such option '--bogus'"),
+    (["nosuch"], "plab: error: No such command 'nosuch'."),
+    (["run", "--jobs", "0"], "plab: error: Invalid value for '--jobs'"),
+    (["run", "a.yaml", "b.yaml"], "plab: error: Got unexpected extra argument (b.yaml)"),
+])
+def test_click_usage_errors_are_one_plab_error_line_exit_2(args, says):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "perceptron_lab.cli", *args], capture_output=True, text=True,
+                       timeout=120)
+    lines = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith(says) and "--help')" in lines[0], lines

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from perceptron_lab import experiment
+from perceptron_lab import experiment, store
 from perceptron_lab.cli import main
 from perceptron_lab.datasets.base import Dataset, validate_dataset
 from perceptron_lab.errors import DatasetError
@@ -416,12 +416,12 @@ SMALL_RUN = "algorithm: {eta: 0.1}\ntraining: {epochs: 1}"
 
 
 def test_low_disk_space_fails_before_work(tmp_path, monkeypatch):
-    real = experiment.shutil.disk_usage
+    real = store.shutil.disk_usage
 
     def tiny(path):
         return real(path)._replace(free=3 * 2**20)
 
-    monkeypatch.setattr(experiment.shutil, "disk_usage", tiny)
+    monkeypatch.setattr(store.shutil, "disk_usage", tiny)
     code, line = run_plab(tmp_path, "sonar", SMALL_RUN, data=False, expect=1)
     assert_says(line, "only 3.0 MB free", str(tmp_path / "out"), "free some disk space", "--out")
     assert not (tmp_path / "out" / "run.json").exists()

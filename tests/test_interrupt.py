@@ -100,16 +100,17 @@ def test_kill_then_resume_gives_identical_results(tmp_path, reference, sig):
 
 
 def test_stale_temporaries_of_dead_processes_are_removed(tmp_path):
-    from perceptron_lab.experiment import remove_stale_temporaries
+    from perceptron_lab.store import remove_stale_temporaries
 
     parts = tmp_path / "parts"
     parts.mkdir()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    stale = parts / f".g000_f-01_p000.csv.{dead.pid}.tmp"
-    live = parts / f".g000_f-01_p001.csv.{os.getppid()}.tmp"  # a running process (our parent)
+    stale = parts / f".g000_f-01_p000.csv.{dead.pid}.plab.tmp"
+    live = parts / f".g000_f-01_p001.csv.{os.getppid()}.plab.tmp"  # a running process (our parent)
     result = parts / "g000_f-01_p002.csv"
-    for p in (stale, live, result):
+    users = [tmp_path / f".notes.{dead.pid}.tmp", parts / f".draft.{dead.pid}.tmp"]  # not plab's pattern
+    for p in (stale, live, result, *users):
         p.write_text("x\n")
     assert remove_stale_temporaries(tmp_path) == 1
-    assert not stale.exists() and live.exists() and result.exists()
+    assert not stale.exists() and live.exists() and result.exists() and all(p.exists() for p in users)

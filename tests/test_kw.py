@@ -3,6 +3,7 @@ parallel and resumed runs, SVM baselines and the paper-layout tables."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -396,10 +397,14 @@ def test_every_kw2007_config_loads_and_names_its_table():
                                                       "tau x lambda", "tau->alpha", "tau->lambda"]
 
 
-def _figure2_pocket(X, Y, order, epochs, eta, theta_init, C, tau_abs, lam, alpha_bound):
+def _figure2_pocket(X, Y, order, epochs, eta, theta_init, C, tau_abs, lam, alpha_bound, theta_sign=-1):
     """Khardon & Wachman (2007) Figure 2, TRAINING, literally, one label column at a time: the
     running ``tally`` / ``best_tally`` pocket with explicit weight vectors (w_l.s., theta_l.s.), the
-    last hypothesis and the votes (correct predictions, for ``vote_weight: correct``)."""
+    last hypothesis and the votes (correct predictions, for ``vote_weight: correct``).
+
+    ``theta_sign`` is the sign of the threshold update ``theta <- theta + theta_sign * eta * y * C``:
+    -1 is the engine's, +1 what Figures 1 and 2 print (see
+    :func:`test_printed_threshold_sign_is_a_typo`)."""
     n, L = Y.shape
     out = []
     for c in range(L):
@@ -416,7 +421,7 @@ def _figure2_pocket(X, Y, order, epochs, eta, theta_init, C, tau_abs, lam, alpha
                 if yhat != y and alpha[i] < alpha_bound:
                     w = w + eta * y * x
                     alpha[i] += 1
-                    th = th - eta * y * C  # the sign that makes sign(<w, x> - theta) a perceptron
+                    th = th + theta_sign * eta * y * C  # -1 makes sign(<w, x> - theta) a perceptron
                     hyps.append((w.copy(), th))
                     votes.append(0)
                     tally = 0
@@ -462,6 +467,31 @@ def test_longest_survivor_and_votes_are_figure2(primal_loop, variant):
     assert err[0, RULE_INDEX["vote"]] == wrong(voted)
 
 
+def test_printed_threshold_sign_is_a_typo():
+    # Figures 1 and 2 of the paper print theta <- theta + eta * y * C. With the prediction
+    # sign(<w, x> - theta), a positive update (y = +1) must lower the threshold, as it raises
+    # <w, x>: theta <- theta - eta * y * C, the usual bias update of a perceptron on the augmented
+    # vector (x, -1). Run literally on the paper's own noise-free artificial data (f = 50,
+    # M = 0.05, N = 0, 10-fold CV; the paper's Table 4 reports 95.4% for Last), the printed sign
+    # ends at about the majority-class rate while the engine's sign learns the target.
+    ds = kw_artificial(f=50, margin=0.05, noise=0, n=600, seed=1)
+    X, y = ds.X_train.astype(float), np.where(ds.y_train == 1, 1, -1)
+    theta0 = float(np.mean(np.einsum("ij,ij->i", X, X)))
+    majority = 100.0 * max(np.mean(y == 1), np.mean(y == -1))
+    acc = {}
+    for sign in (-1, +1):
+        right = 0
+        for tr, te in ev.kfold_indices(len(y), 10, 2007):
+            order = np.random.default_rng(0).permutation(tr.size)
+            (r,) = _figure2_pocket(X[tr], y[tr, None], order, 10, 0.1, theta0, theta0, 0.0, 0.0, 10**9,
+                                   theta_sign=sign)
+            w, th = r["last"]
+            right += int((np.where(X[te] @ w - th > 0, 1, -1) == y[te]).sum())
+        acc[sign] = 100.0 * right / len(y)
+    assert acc[-1] > 90.0, acc
+    assert acc[+1] < majority + 3.0, (acc, majority)
+
+
 def test_lambda_trick_that_stops_training_makes_last_longest_and_voted_agree():
     # §2.2: a large lambda term keeps an example that caused an update from causing another, so on
     # a finite training set the updates stop; the last hypothesis then survives (and is voted for)
@@ -500,3 +530,76 @@ def test_merged_tables_leave_out_variant_runs(tmp_path):
     merged = pd.read_csv(tmp_path / "kw2007_table4.csv", dtype=str)
     assert merged.loc[0, "Nothing"] == "96.0 (95.4)"
     assert "| 4 | 1 | 1 | 1 |" in (tmp_path / "kw2007_summary.md").read_text()
+
+
+# ----------------------------------------------------------------------------- protocol (Tables 3, 4, 5)
+
+
+def test_fold_train_size_draws_distinct_rows_shared_by_a_column():
+    # Table 5: N examples drawn at random from a fold's training part, the same draw for every tau
+    # of a column (so the taus are compared on the same examples), a different one per fold and N
+    cfg = cfg_of({"mode": "kfold", "folds": 10, "fold_train_size": 20})
+    u = ex.Unit(0, {}, 3, 0)
+    rows = ex.fold_subsample(cfg, u, 187)
+    assert rows.size == 20 and np.unique(rows).size == 20 and rows.min() >= 0 and rows.max() < 187
+    other_tau = ex.fold_subsample(with_tau(cfg, 2.0), ex.Unit(5, {"algorithm.tau": 2.0}, 3, 0), 187)
+    assert np.array_equal(rows, other_tau)
+    assert not np.array_equal(rows, ex.fold_subsample(cfg, ex.Unit(0, {}, 4, 0), 187))
+    assert ex.fold_subsample(cfg_of({"mode": "kfold", "folds": 10}), u, 187) is None
+    with pytest.raises(ex.PlabError, match="exceeds the 15 examples"):
+        ex.fold_subsample(cfg, u, 15)
+
+
+def with_tau(cfg, tau):
+    from perceptron_lab.config import with_overrides
+
+    return with_overrides(cfg, {"algorithm.tau": tau})
+
+
+def test_fold_train_size_trains_on_n_examples_and_needs_kfold(tmp_path):
+    cfg = cfg_of({"mode": "kfold", "folds": 5, "grid": {"evaluation.fold_train_size": [12, 40]}},
+                 output={"dir": str(tmp_path / "run")})
+    ex.run_experiment(cfg, progress=False)
+    t = json.loads((tmp_path / "run" / "timings.json").read_text())
+    assert sorted({v["n_train"] for v in t.values()}) == [12, 40]
+    assert {v["n_test"] for v in t.values()} >= {41, 42}  # sonar's 208 examples in 5 test folds
+    with pytest.raises(ex.PlabError, match="fold_train_size needs evaluation.mode: kfold"):
+        ex.plan(cfg_of({"mode": "holdout", "fold_train_size": 12}), True)
+
+
+def test_merge_splits_cross_validates_over_all_9298_usps_examples(data_dir):
+    cfg = config_from_dict({"dataset": {"name": "usps", "merge_splits": True}, "evaluation": {"mode": "kfold"}})
+    ds = ex.load_data(cfg, data_dir)
+    assert len(ds.y_train) == 9298 and ds.X_test is None
+    with pytest.raises(ex.PlabError, match="has no test split to merge"):
+        ex.load_data(cfg_of({"mode": "kfold"}, dataset={"name": "sonar", "merge_splits": True}))
+
+
+def test_keys_at_their_defaults_leave_recorded_run_hashes_unchanged():
+    # dataset.merge_splits and evaluation.fold_train_size came after these runs were recorded:
+    # at their defaults they are left out of the resolved config, so the recorded hashes still hold
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    for name in ("table2", "table6_uci", "table7_usps"):
+        info = json.loads((root / "results" / "kw2007" / name / "run.json").read_text())
+        cfg = load_config(root / "configs" / "kw2007" / f"{name}.yaml")
+        assert ex.results_hash(cfg) == info["config_hash"], name
+    d = cfg_of({"mode": "kfold", "fold_train_size": 12}, dataset={"name": "sonar", "merge_splits": False}).to_dict()
+    assert d["evaluation"]["fold_train_size"] == 12 and "merge_splits" not in d["dataset"]
+
+
+def test_a_cell_over_draws_is_mean_sd_and_central_95_percent():
+    from perceptron_lab.tables_kw import _cell_over_draws
+
+    vals = [60.0 + 2 * k for k in range(10)]  # 60, 62, ..., 78
+    draws = [(v, 1.0, 0.5, 10, "tau=1", ("dataset.params.seed", float(k + 1))) for k, v in enumerate(vals)]
+    r = _cell_over_draws(4, "artificial_f50_M0.05", "N=0.25", "Last", "tau", 66.5, math.nan, draws)
+    assert r["ours_mean"] == 69.0 and r["n_runs"] == 10
+    assert r["ours_std"] == pytest.approx(math.sqrt(330.0 / 9))  # sum (v - 69)^2 = 4 * 82.5
+    # percentiles by linear interpolation: positions 0.225 and 8.775 of the sorted values
+    assert (r["sampling_lo"], r["sampling_hi"]) == pytest.approx((60.45, 77.55))
+    assert r["sampling_basis"] == "draws" and r["detail"].startswith("10 draws (seed 1-10)")
+    assert r["within"] is False  # |69 - 66.5| > 2
+    one = _cell_over_draws(4, "a", "N=0", "Last", "tau", 95.0, math.nan, draws[:1])
+    assert one["ours_mean"] == 60.0 and (one["sampling_lo"], one["sampling_hi"]) == (59.5, 60.5)

@@ -37,9 +37,13 @@ def test_counts_only_in_scope_cells_with_both_values(tmp_path):
     md, page = write_report([tmp_path / "results"], tmp_path / "report")
     text = md.read_text()
     assert "**1/2** in-scope cells within tolerance" in text
-    assert "Overall: 1/2" in text
+    assert "Overall, the papers' settings: 1/2" in text
     assert "In-scope cells outside tolerance" in text
-    assert f"| fs1999_table1_d9 | {d} | d=9 | Last | T=1 | test_error_pct | 3 | 3.9 | 0.1 | 0.9 | 0.3 |" in text
+    # Last@1: 3.9 ± 0.1 over 2 runs; the 95% interval of that mean, 3.9 ± 12.706 * 0.1 / sqrt(2)
+    # = [3.0015, 4.7985], does not reach the paper's 3.0, so no rule or sampling explains it
+    assert f"| fs1999_table1_d9 | {d} | d=9 | Last | T=1 | test_error_pct | 3 | 3.9 | 0.1 | 0.9 | 0.3 | " \
+           "unexplained |" in text
+    assert "1/2 consistent with sampling" in text
     assert "2.10 ± 0.10 (2.0)" in text
     assert "../results/fs1999/d9/fs1999_figure2.png" in text
     h = page.read_text()
@@ -89,7 +93,8 @@ def test_every_writer_schema_and_later_tables(tmp_path):
         ("kw2007_table7", (1, 2, 2)), ("kw2007_table2", (0, 0, 2)), ("gentile2001_table3", (1, 2, 2))}
     md, _ = write_report([root], tmp_path / "report")
     text = md.read_text()
-    assert "Overall: 2/4 in-scope cells within tolerance** (6 cells compared)" in text
+    assert "Overall, the papers' settings: 2/4 in-scope cells within tolerance**" in text
+    assert "(6 cells compared)" in text
     assert (f"| kw2007_table7 | {root / 'kw2007/table7_usps'} | usps, poly_degree4 | Last | tau | | 95 | 91.5 | 0.4 "
             "| -3.5 | 2 |").replace("| |", "|  |") in text
     assert (f"| gentile2001_table3 | {root / 'gentile2001/mnist_d5'} |  | ALMA2(0.9) avg | 1 Epoch Correct | "

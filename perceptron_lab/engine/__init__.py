@@ -21,7 +21,8 @@ def train_from_config(ucfg, Xtr, Y, kernel, order, epochs_all, dtype, progress=N
                      chunk_size=ucfg.training.chunk_size, dtype=dtype, form=alg.form,
                      cache_limit_gb=ucfg.training.cache_limit_gb, progress=progress)
     if alg.name == "alma":
-        # Gentile (2001) Figure 1; B = null means 1/alpha. ALMA normalizes instances (in the
+        # Gentile (2001) Figure 1; params_from_config turns B (null: 1/alpha, 'sqrt8/alpha':
+        # sqrt(8)/alpha) into a number before the jitted loop. ALMA normalizes instances (in the
         # kernel's feature space), so a constant factor of the kernel (range_safe) does not matter.
         return train_alma(Xtr, Y, kernel, params_from_config(alg), order, ucfg.training.epochs, epochs_all,
                           chunk_size=ucfg.training.chunk_size, dtype=dtype,

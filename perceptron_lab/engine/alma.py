@@ -44,6 +44,7 @@ from typing import ClassVar
 import numba as nb
 import numpy as np
 
+from ..constants import ALMA_B_STATED, ALMA_B_THEOREM3
 from ..kernels import Kernel, gram, kernel_diag
 from .perceptron import EngineError, TrainLog, chunk_bounds, epochs_to_steps, normalizing_factors, train
 
@@ -85,10 +86,24 @@ class AlmaParams:
         return self.C / (math.sqrt(self.p - 1.0) * np.sqrt(k))
 
 
+def resolve_B(B, alpha: float) -> float:
+    """ALMA's B as a number: None (or ``'1/alpha'``) is Gentile's default 1/alpha (§4),
+    ``'sqrt8/alpha'`` Theorem 3 part 1's sqrt(8)/alpha; a number is kept."""
+    if B is None or B == ALMA_B_STATED:
+        return 1.0 / alpha
+    if B == ALMA_B_THEOREM3:
+        return math.sqrt(8.0) / alpha
+    if isinstance(B, str):
+        raise EngineError(f"ALMA's B must be a positive number, {ALMA_B_THEOREM3!r}, {ALMA_B_STATED!r} or None, "
+                          f"got {B!r}")
+    return float(B)
+
+
 def params_from_config(acfg) -> AlmaParams:
-    """The ``algorithm`` section of a config (name: alma) as :class:`AlmaParams`."""
-    return AlmaParams(alpha=float(acfg.alpha), B=None if acfg.B is None else float(acfg.B),
-                      C=float(acfg.C), p=float(acfg.p))
+    """The ``algorithm`` section of a config (name: alma) as :class:`AlmaParams`, its B resolved
+    to a number (:func:`resolve_B`) before the engine runs."""
+    alpha = float(acfg.alpha)
+    return AlmaParams(alpha=alpha, B=resolve_B(acfg.B, alpha), C=float(acfg.C), p=float(acfg.p))
 
 
 def theorem3_bound(gamma_star: float, alpha: float, p: float) -> float:

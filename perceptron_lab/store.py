@@ -1,0 +1,270 @@
+"""The run folder: atomic writes, the lock, parts that prove they belong to their run, and cleanup.
+
+A run folder (``plab run --out OUT``) holds ``run.json``, the finished units in ``parts/`` and the
+final outputs. Resuming reuses a part only when it proves it belongs to the run (as Snakemake and
+DVC reuse an output only when its inputs' checksums match):
+
+* every part file starts with a header line ``# plab-part 1 key=K rows=N sha256=S`` where ``K``
+  is the part's key -- a hash of the resolved config of the part (output format included), the
+  units it holds, a fingerprint of the data actually read (:func:`data_fingerprint`) and the
+  package version -- ``N`` the number of CSV rows after the header and ``S`` the sha256 of those
+  rows. A part whose header, key, row count or checksum does not match is recomputed, with one
+  warning line (:meth:`RunFolder.read_part`);
+* one ``plab run`` at a time writes a folder: :class:`RunFolder` holds an exclusive ``fcntl``
+  lock on ``OUT/.plab.lock`` while it runs (the kernel releases it when the process dies);
+* every file is written to a temporary ``.NAME.PID.plab.tmp`` and moved into place; only files
+  named in that pattern, of processes no longer running, are ever cleaned up.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .constants import MIN_FREE_DISK_MB
+from .errors import OutputError, PlabError
+
+#: Suffix of plab's temporary files; nothing else is ever removed by a cleanup.
+TMP_SUFFIX = ".plab.tmp"
+_TMP_RE = re.compile(r"^\..+\.(\d+)" + re.escape(TMP_SUFFIX) + "$")
+PART_FORMAT = 1
+_HEADER_RE = re.compile(r"^# plab-part (\d+) key=([0-9a-f]+) rows=(\d+) sha256=([0-9a-f]{64})$")
+LOCK_NAME = ".plab.lock"
+
+
+# ----------------------------------------------------------------------------- atomic writes
+
+
+def atomic_write_text(path: Path, text: str):
+    """Write ``text`` to a temporary file and move it into place. On any failure the temporary file
+    is removed; an OSError (disk full, no permission) becomes an :class:`OutputError` saying what to do."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}{TMP_SUFFIX}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            raise PlabError(f"{path} is a folder where plab writes a file; move it away and run the command again")
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:  # disk full, no permission, Ctrl-C: leave no temporary file behind
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise write_error(path, exc) from None
+        raise
+
+
+def write_error(path: Path, exc: OSError) -> OutputError:
+    """The one-line error for a failed write: a full disk says the run resumes, others name --out."""
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return OutputError(f"no space left on the disk while writing {path} ({exc.strerror or exc}); "
+                           "nothing finished is lost (finished runs stay in the output folder's parts/): "
+                           "free some disk space, or choose another folder with --out, and run the same "
+                           "command again to resume")
+    return OutputError(f"cannot write {path}: {exc.strerror or exc}; choose another output folder with --out")
+
+
+def remove_stale_temporaries(folder: Path) -> int:
+    """Delete plab's temporary files (``.NAME.PID.plab.tmp``) left in ``folder`` and
+    ``folder/parts`` by a process that was killed mid-write (SIGKILL, power loss). Files of a
+    process still running, and every file not named in that pattern, are kept. Returns how many
+    were removed."""
+    removed = 0
+    for d in (folder, folder / "parts"):
+        if not d.is_dir():
+            continue
+        for p in d.iterdir():
+            m = _TMP_RE.match(p.name)
+            if not m or not p.is_file():
+                continue
+            pid = int(m.group(1))
+            if pid != os.getpid() and _pid_alive(pid):
+                continue
+            try:
+                p.unlink()
+                removed += 1
+            except OSError:
+                pass
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def check_writable(out: Path):
+    """Fail early when ``out`` cannot be written or its disk has less than MIN_FREE_DISK_MB free."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".write-test.{os.getpid()}{TMP_SUFFIX}"
+        probe.write_text("ok")
+        probe.unlink()
+        free = shutil.disk_usage(out).free
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise write_error(out, exc) from None
+        raise OutputError(f"cannot write to output folder {out}: {exc.strerror or exc}; "
+                          "choose another with --out") from None
+    if free < MIN_FREE_DISK_MB * 2**20:
+        raise OutputError(f"only {free / 2**20:.1f} MB free on the disk of output folder {out}; a run needs "
+                          f"at least {MIN_FREE_DISK_MB} MB for its results: free some disk space or choose "
+                          "another folder with --out")
+
+
+# ----------------------------------------------------------------------------- fingerprints and keys
+
+
+def data_fingerprint(ds) -> str:
+    """blake2b of the arrays a run reads (training and test features and labels, with their shapes
+    and types): any change of the data files' contents changes it."""
+    h = hashlib.blake2b(digest_size=16)
+    for a in (ds.X_train, ds.y_train, ds.X_test, ds.y_test):
+        if a is None:
+            h.update(b"none")
+            continue
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(memoryview(a).cast("B"))
+    return h.hexdigest()
+
+
+def part_key(config: dict, units: list[str], fingerprint: str, version: str) -> str:
+    """The key a part must carry to be reused: its resolved config (output format included), its
+    units, the data fingerprint and the package version."""
+    text = json.dumps({"config": config, "units": units, "data": fingerprint, "version": version},
+                      sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def encode_part(key: str, csv_text: str) -> str:
+    rows = csv_text.count("\n")
+    digest = hashlib.sha256(csv_text.encode("utf-8")).hexdigest()
+    return f"# plab-part {PART_FORMAT} key={key} rows={rows} sha256={digest}\n{csv_text}"
+
+
+def decode_part(text: str, key: str) -> tuple[str | None, str]:
+    """(the CSV text of a part, "") when it is whole and carries ``key``, else (None, why not)."""
+    head, sep, body = text.partition("\n")
+    m = _HEADER_RE.match(head)
+    if not sep or not m:
+        return None, "no plab part header"
+    if int(m.group(1)) != PART_FORMAT:
+        return None, f"part format {m.group(1)}, not {PART_FORMAT}"
+    if m.group(2) != key:
+        return None, "computed for another config, output format, data set or plab version"
+    if body.count("\n") != int(m.group(3)) or hashlib.sha256(body.encode("utf-8")).hexdigest() != m.group(4):
+        return None, "damaged: its rows do not match their checksum"
+    return body, ""
+
+
+# ----------------------------------------------------------------------------- the folder
+
+
+class RunFolder:
+    """An output folder, locked for one ``plab run`` while the context is open."""
+
+    def __init__(self, out: Path, warn=None):
+        self.out = Path(out)
+        self.parts = self.out / "parts"
+        self._fh = None
+        self.warn = warn or (lambda msg: print(f"plab: warning: {msg}", file=sys.stderr, flush=True))
+
+    def __enter__(self):
+        import fcntl
+
+        check_writable(self.out)
+        path = self.out / LOCK_NAME
+        try:
+            fh = open(path, "a+", encoding="utf-8")
+        except OSError as exc:
+            raise OutputError(f"cannot write {path}: {exc.strerror or exc}; choose another output folder "
+                              "with --out") from None
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            fh.close()
+            raise PlabError(f"{self.out} is in use by another plab run ({holder}); wait for it to finish or "
+                            "choose another output folder with --out") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()}\n")
+        fh.flush()
+        self._fh = fh
+        remove_stale_temporaries(self.out)
+        return self
+
+    def __exit__(self, *exc):
+        if self._fh is not None:
+            self._fh.close()  # closing releases the lock
+            self._fh = None
+        return False
+
+    def part_path(self, name: str) -> Path:
+        return self.parts / f"{name}.csv"
+
+    def read_part(self, name: str, key: str) -> tuple[str | None, str]:
+        """(the CSV text of part ``name``, "") if it exists and belongs to this run (carries ``key``
+        and is whole); (None, "") when there is no such file; (None, why not) when a file is there
+        but cannot be reused."""
+        path = self.part_path(name)
+        if not path.exists() and not path.is_symlink():
+            return None, ""
+        if path.is_dir():
+            raise PlabError(f"{path} is a folder, not a part plab wrote; move it away and run the command again")
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            return None, "not UTF-8 text"
+        except OSError as exc:
+            return None, f"unreadable ({exc.strerror or exc})"
+        return decode_part(text, key)
+
+    def reusable(self, names_keys) -> dict:
+        """{name: CSV text} of the parts (``(name, key)`` pairs) that exist and belong to this run.
+        Files that are there but cannot be reused get one warning line per reason."""
+        texts, bad = {}, {}
+        for name, key in names_keys:
+            text, why = self.read_part(name, key)
+            if text is not None:
+                texts[name] = text
+            elif why:
+                bad.setdefault(why, []).append(name)
+        for why, names in bad.items():
+            first = self.part_path(names[0])
+            more = f" and {len(names) - 1} other part(s)" if len(names) > 1 else ""
+            self.warn(f"{first}{more} not reused ({why}); recomputing")
+        return texts
+
+    def write_part(self, name: str, key: str, csv_text: str) -> None:
+        atomic_write_text(self.part_path(name), encode_part(key, csv_text))
+
+    def clear_parts(self) -> None:
+        if self.parts.is_dir():
+            for p in self.parts.glob("*.csv"):
+                if p.is_file() or p.is_symlink():
+                    p.unlink()
+
+
+__all__ = ["TMP_SUFFIX", "atomic_write_text", "write_error", "remove_stale_temporaries", "check_writable",
+           "data_fingerprint", "part_key", "encode_part", "decode_part", "RunFolder"]

@@ -1,0 +1,104 @@
+"""Causes of cells outside tolerance, the sampling ranges and the report's counts, on hand-made
+comparison files (the values are chosen so that each outcome is known without running plab)."""
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from perceptron_lab.causes import load_rules
+from perceptron_lab.comparison import consistent, normalize, sampling_covers
+from perceptron_lab.errors import PlabError
+from perceptron_lab.report import collect, summary_lines
+
+
+def _cmp(rows):
+    base = {"table": 3, "metric": "accuracy_pct", "n_runs": 10, "tolerance": 2.0, "in_scope": True}
+    df = pd.DataFrame([base | r for r in rows])
+    df["diff"] = df["ours_mean"] - df["paper"]
+    df["within"] = (df["diff"].abs() <= df["tolerance"])
+    return df
+
+
+def _run(root, sub, name, rows):
+    d = root / sub
+    d.mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps({"name": name}))
+    _cmp(rows).to_csv(d / f"{name}_comparison.csv", index=False)
+    return d
+
+
+def test_sampling_range_from_draws_covers_or_not():
+    c = normalize(_cmp([
+        # outside tolerance, paper inside the draws' range: consistent with sampling
+        {"block": "a", "row": "Last", "column": "tau", "paper": 66.0, "ours_mean": 69.0, "ours_std": 3.0,
+         "sampling_lo": 63.0, "sampling_hi": 72.0, "sampling_basis": "draws"},
+        # outside tolerance and outside the range
+        {"block": "a", "row": "Voted", "column": "tau", "paper": 60.0, "ours_mean": 69.0, "ours_std": 3.0,
+         "sampling_lo": 63.0, "sampling_hi": 72.0, "sampling_basis": "draws"},
+        # within tolerance: consistent whatever the range
+        {"block": "b", "row": "Last", "column": "tau", "paper": 69.5, "ours_mean": 69.0, "ours_std": 0.0,
+         "sampling_lo": math.nan, "sampling_hi": math.nan, "sampling_basis": ""},
+    ]))
+    assert sampling_covers(c).tolist() == [True, False, False]
+    assert consistent(c).tolist() == [True, False, True]
+
+
+def test_sampling_range_derived_from_std_over_runs():
+    # no range given: mean ± t_{9, 0.975} * sd / sqrt(10) = 80 ± 2.2622 * 3 / 3.1623 = 80 ± 2.146
+    c = normalize(_cmp([{"block": "a", "row": "Last", "column": "x", "paper": 77.0, "ours_mean": 80.0,
+                         "ours_std": 3.0}]))
+    assert c.loc[0, "sampling_basis"] == "runs"
+    assert c.loc[0, "sampling_lo"] == pytest.approx(80.0 - 2.262157 * 3.0 / math.sqrt(10), abs=1e-5)
+    assert not sampling_covers(c).iloc[0]  # 77 < 77.854
+
+
+def test_causes_file_rules_sampling_first_and_unused_rules(tmp_path):
+    root = tmp_path / "results"
+    _run(root, "kw2007/table3_usps", "kw2007_table3", [
+        {"block": "usps", "row": "Last", "column": "tau", "paper": 90.0, "ours_mean": 95.0, "ours_std": 0.1,
+         "sampling_lo": 94.5, "sampling_hi": 95.5, "sampling_basis": "folds"},
+        {"block": "usps", "row": "Longest", "column": "tau", "paper": 80.0, "ours_mean": 88.0, "ours_std": 0.1,
+         "sampling_lo": 79.0, "sampling_hi": 90.0, "sampling_basis": "folds"},
+        {"block": "usps", "row": "Voted", "column": "tau", "paper": 94.0, "ours_mean": 94.5, "ours_std": 0.1},
+    ])
+    _run(root, "kw2007/variants/table3_usps_split", "kw2007_table3", [
+        {"block": "usps", "row": "Last", "column": "tau", "paper": 90.0, "ours_mean": 99.0, "ours_std": 0.1},
+    ])
+    (root / "causes.yaml").write_text(
+        "causes:\n"
+        "  - {table: kw2007_table3, block: usps, row: Last, cause: data-copy, note: our USPS differs}\n"
+        "  - {table: kw2007_table3, row: Longest, cause: protocol-unspecified, note: never reached}\n"
+        "  - {table: gentile2001_*, cause: unexplained, note: nothing matches this}\n")
+    rep = collect([root])
+    main, variant = sorted(rep.tables, key=lambda t: t.variant)
+    assert not main.variant and variant.variant
+    causes = main.causes.set_index("row")
+    assert causes.loc["Last", "cause"] == "data-copy" and causes.loc["Last", "cause_note"] == "our USPS differs"
+    # the paper's 80.0 lies in [79, 90]: computed as sampling before any rule is tried
+    assert causes.loc["Longest", "cause"] == "sampling"
+    assert main.counts == (1, 3, 3) and main.n_consistent == 2
+    assert variant.cause_counts() == {"data-copy": 1}
+    # the Longest rule is shadowed by the computed sampling cause, so it is reported unused too
+    assert [(r.table, r.row) for r in rep.unused_rules] == [("kw2007_table3", "Longest"), ("gentile2001_*", "*")]
+    lines = summary_lines(rep)
+    assert any("Khardon & Wachman, the paper's settings: 1/3 within tolerance**, 2/3 consistent with sampling; "
+               "outside: sampling 1, data-copy 1" in x for x in lines)
+    assert any(x.startswith("- Variants") and "0/1 within tolerance" in x for x in lines)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("causes:\n  - {cause: sampling, note: x}\n", "'sampling' is computed from the results"),
+    ("causes:\n  - {cause: bad-luck, note: x}\n", "cause must be one of"),
+    ("causes:\n  - {cause: data-copy}\n", "needs a one-line 'note'"),
+    ("causes:\n  - {cause: data-copy, note: x, colum: tau}\n", "unknown key 'colum'"),
+    ("- just a list\n", "expected a mapping with a 'causes' list"),
+    ("causes: [\n", "not a readable YAML file"),
+])
+def test_bad_causes_file_is_one_line_error(tmp_path, text, message):
+    p = tmp_path / "causes.yaml"
+    p.write_text(text)
+    with pytest.raises(PlabError) as e:
+        load_rules(p)
+    assert message in str(e.value) and "\n" not in str(e.value)

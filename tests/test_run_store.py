@@ -1,0 +1,184 @@
+"""The run folder proves what it holds: a resumed run reuses a part only when the part carries the
+key of this run (config with its output format, data fingerprint, version) and is whole; one
+``plab run`` writes a folder at a time; only plab's own temporary files are ever removed.
+
+Each case runs ``plab run`` on the packaged sonar data (or a copy of it in a temporary data
+folder), damages or changes something, and runs again. It asserts the exit status, the lines on
+the terminal (one ``plab: warning:`` per reason a part is recomputed, or one ``plab: error:``
+line) and that results.csv is byte-identical to an uninterrupted run of the same config -- or
+absent.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+from perceptron_lab.cli import main
+from perceptron_lab.datasets.registry import EMBEDDED_DIR
+from perceptron_lab.store import RunFolder
+
+CONFIG = """
+name: store
+dataset: {{name: sonar}}
+algorithm: {{eta: 0.1, theta_init: avg_sq_norm, C: theta_init}}
+training: {{epochs: {epochs}}}
+prediction: {{rules: [last, vote], vote_weight: correct}}
+evaluation:
+  mode: kfold
+  folds: 3
+  grid: {{algorithm.tau: [0, 0.5, 1]}}
+output: {{float_format: "{ff}"}}
+"""
+
+
+def write_cfg(tmp_path, epochs=3, ff="%.6g", name="store.yaml"):
+    p = tmp_path / name
+    p.write_text(CONFIG.format(epochs=epochs, ff=ff))
+    return p
+
+
+def data_copy(tmp_path):
+    d = tmp_path / "data" / "uci"
+    d.mkdir(parents=True)
+    shutil.copy(EMBEDDED_DIR / "sonar.all-data", d / "sonar.all-data")
+    return tmp_path / "data"
+
+
+def plab(cfg, out, data=None):
+    args = ["run", str(cfg), "--out", str(out), "-q"] + (["--data-dir", str(data)] if data else [])
+    r = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert "Traceback" not in r.output
+    return r
+
+
+def notes(r):
+    return [ln for ln in r.output.splitlines() if ln.startswith("plab: ")]
+
+
+def reference(tmp_path, cfg, data=None):
+    """results.csv of an uninterrupted run of ``cfg`` in a fresh folder."""
+    out = tmp_path / f"ref-{cfg.stem}"
+    r = plab(cfg, out, data)
+    assert r.exit_code == 0 and notes(r) == []
+    return (out / "results.csv").read_bytes()
+
+
+# ----------------------------------------------------------------------------- resume integrity
+
+
+def test_changed_output_format_recomputes_every_part(tmp_path):
+    out = tmp_path / "out"
+    assert plab(write_cfg(tmp_path, ff="%.6g"), out).exit_code == 0
+    (out / "results.csv").unlink()  # as after an interruption before the final write
+    cfg2 = write_cfg(tmp_path, ff="%.3f", name="store3f.yaml")
+    r = plab(cfg2, out)
+    assert r.exit_code == 0
+    assert notes(r) == [f"plab: warning: {out / 'parts' / 'g000.csv'} and 2 other part(s) not reused (computed "
+                        "for another config, output format, data set or plab version); recomputing"]
+    assert (out / "results.csv").read_bytes() == reference(tmp_path, cfg2)
+
+
+def test_changed_data_file_recomputes_every_part(tmp_path):
+    data, out = data_copy(tmp_path), tmp_path / "out"
+    cfg = write_cfg(tmp_path)
+    assert plab(cfg, out, data).exit_code == 0
+    f = data / "uci" / "sonar.all-data"
+    lines = f.read_text().splitlines()
+    lines[0] = lines[0][:-1] + ("M" if lines[0].endswith("R") else "R")  # flip one label
+    f.write_text("\n".join(lines) + "\n")
+    r = plab(cfg, out, data)
+    assert r.exit_code == 0 and len(notes(r)) == 1 and "not reused (computed for another" in notes(r)[0]
+    assert (out / "results.csv").read_bytes() == reference(tmp_path, cfg, data)
+
+
+@pytest.mark.parametrize("damage", ["delete", "corrupt"])
+def test_lost_run_json_and_changed_epochs_do_not_mix_epochs(tmp_path, damage):
+    out = tmp_path / "out"
+    assert plab(write_cfg(tmp_path, epochs=3), out).exit_code == 0
+    if damage == "delete":
+        (out / "run.json").unlink()
+    else:
+        (out / "run.json").write_text("{not json")
+    cfg5 = write_cfg(tmp_path, epochs=5, name="store5.yaml")
+    r = plab(cfg5, out)
+    assert r.exit_code == 0 and len(notes(r)) == 1 and "not reused" in notes(r)[0]
+    assert (out / "results.csv").read_bytes() == reference(tmp_path, cfg5)
+
+
+def test_unchanged_config_reuses_every_part_silently(tmp_path):
+    out, cfg = tmp_path / "out", write_cfg(tmp_path)
+    assert plab(cfg, out).exit_code == 0
+    first = (out / "results.csv").read_bytes()
+    r = plab(cfg, out)
+    assert r.exit_code == 0 and notes(r) == [] and "0 run(s) computed, 9 reused" in r.output
+    assert (out / "results.csv").read_bytes() == first
+
+
+# ----------------------------------------------------------------------------- damaged parts
+
+
+@pytest.mark.parametrize("damage, why", [
+    (lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]), "damaged: its rows do not match their checksum"),
+    (lambda p: p.write_bytes(p.read_bytes()[:-40]), "damaged: its rows do not match their checksum"),
+    (lambda p: p.write_bytes(b""), "no plab part header"),
+    (lambda p: p.write_bytes(b"\xff\xfe\x00garbage"), "not UTF-8 text"),
+    (lambda p: p.write_text(p.read_text().split("\n", 1)[1]), "no plab part header"),  # header removed
+    (lambda p: p.write_text(p.read_text().replace(",last,", ",vote,", 1)), "damaged: its rows do not match their checksum"),
+])
+def test_damaged_part_is_recomputed_with_one_warning(tmp_path, damage, why):
+    out, cfg = tmp_path / "out", write_cfg(tmp_path)
+    assert plab(cfg, out).exit_code == 0
+    expected = (out / "results.csv").read_bytes()
+    (out / "results.csv").unlink()
+    part = out / "parts" / "g001.csv"
+    damage(part)
+    r = plab(cfg, out)
+    assert r.exit_code == 0
+    assert notes(r) == [f"plab: warning: {part} not reused ({why}); recomputing"], r.output
+    assert (out / "results.csv").read_bytes() == expected
+
+
+def test_folder_in_place_of_a_part_is_one_error_line(tmp_path):
+    out, cfg = tmp_path / "out", write_cfg(tmp_path)
+    assert plab(cfg, out).exit_code == 0
+    (out / "results.csv").unlink()
+    part = out / "parts" / "g002.csv"
+    part.unlink()
+    part.mkdir()
+    r = plab(cfg, out)
+    assert r.exit_code == 1
+    assert notes(r) == [f"plab: error: {part} is a folder, not a part plab wrote; move it away and run the "
+                        "command again"]
+    assert not (out / "results.csv").exists()
+
+
+# ----------------------------------------------------------------------------- concurrency
+
+
+def test_second_run_into_a_busy_folder_stops_with_one_line(tmp_path):
+    out = tmp_path / "out"
+    with RunFolder(out):  # a plab run holding the folder
+        r = plab(write_cfg(tmp_path), out)
+    assert r.exit_code == 1
+    (line,) = notes(r)
+    assert line.startswith(f"plab: error: {out} is in use by another plab run (pid ") and "--out" in line
+    assert not (out / "results.csv").exists() and not list((out / "parts").glob("*.csv"))
+    r = plab(write_cfg(tmp_path), out)  # the lock goes with the process (or context) that held it
+    assert r.exit_code == 0 and notes(r) == []
+
+
+# ----------------------------------------------------------------------------- temporary files
+
+
+def test_only_plab_temporaries_are_removed(tmp_path):
+    out = tmp_path / "out"
+    (out / "parts").mkdir(parents=True)
+    mine = [out / ".notes.99999999.tmp", out / "parts" / ".draft.1.tmp", out / "keep.tmp"]
+    plabs = [out / ".results.csv.99999999.plab.tmp", out / "parts" / ".g000.csv.99999998.plab.tmp"]
+    for p in mine + plabs:
+        p.write_text("x")
+    assert plab(write_cfg(tmp_path), out).exit_code == 0
+    assert all(p.exists() for p in mine) and not any(p.exists() for p in plabs)
