@@ -651,7 +651,8 @@ def _alma(path, check, default, doc, off=_IS_ALMA, **kw):
 
 #: Every config key, in the order keys are validated and written out.
 SCHEMA: tuple[Param, ...] = (
-    _P("name", _Text(nonempty=True, pattern=r"[^/\\]*", noun="a non-empty name without '/' or '\\'"),
+    _P("name", _Text(nonempty=True, pattern=r"(?!\.\.?$)[^/\\\x00]*",
+                     noun="a non-empty name without '/', '\\' or NUL that is not '.' or '..'"),
        _FILE_STEM, "Run name; outputs go to runs/<name>. Defaults to the config file's stem "
        "and is never inherited through extends.", grid=False),
     _P("description", _Text(), "", "Free text shown in reports.", grid=False),

@@ -20,6 +20,17 @@ FIGURE2_RULES = (
 )
 
 
+def save_figure(fig, out, **kwargs) -> None:
+    """Render ``fig`` as PNG and write it atomically (like every other output)."""
+    import io
+
+    from .store import atomic_write_bytes
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", **kwargs)
+    atomic_write_bytes(out, buf.getvalue())
+
+
 def _curves(results: pd.DataFrame) -> pd.DataFrame:
     """Mean and std over runs of the multiclass test error, per degree, rule and epoch."""
     df = results[(results["class"].astype(str) == "all")
@@ -78,7 +89,7 @@ def plot_fs1999_figure2(results: pd.DataFrame, out_png, title: str | None = None
     fig.tight_layout()
     out = Path(out_png)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=130)
+    save_figure(fig, out, dpi=130)
     return out
 
 
@@ -127,7 +138,7 @@ def plot_kw2007_figure4(curves: pd.DataFrame, out_png, title: str | None = None)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / fig.get_figheight()))
     out = Path(out_png)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
+    save_figure(fig, out, dpi=110)
     return out
 
 
@@ -202,7 +213,7 @@ def plot_margin_distributions(panels, out_png, title: str | None = None, ncols: 
     fig.tight_layout(rect=(0, bottom, 1, 1))
     out = Path(out_png)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110, metadata={"Software": None})
+    save_figure(fig, out, dpi=110, metadata={"Software": None})
     return out
 
 

@@ -29,6 +29,7 @@ import pandas as pd
 from .causes import FILE_NAME as CAUSES_FILE
 from .causes import VOCABULARY, assign, load_rules
 from .comparison import compared, consistent, read_comparison, sampling_covers, scored
+from .store import atomic_write_text
 
 PAPERS = {
     "fs1999": "Freund & Schapire (1999): the voted perceptron on MNIST",
@@ -521,8 +522,8 @@ def write_report(paths, out_dir) -> tuple[Path, Path]:
     out.mkdir(parents=True, exist_ok=True)
     items = build(rep, out)
     md_path, html_path = out / "report.md", out / "report.html"
-    md_path.write_text(to_markdown(items, out))
-    html_path.write_text(to_html(items))
+    atomic_write_text(md_path, to_markdown(items, out))
+    atomic_write_text(html_path, to_html(items))
     return md_path, html_path
 
 

@@ -46,14 +46,19 @@ LOCK_NAME = ".plab.lock"
 def atomic_write_text(path: Path, text: str):
     """Write ``text`` to a temporary file and move it into place. On any failure the temporary file
     is removed; an OSError (disk full, no permission) becomes an :class:`OutputError` saying what to do."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes):
+    """:func:`atomic_write_text` for bytes (figures)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}{TMP_SUFFIX}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_dir():
             raise PlabError(f"{path} is a folder where plab writes a file; move it away and run the command again")
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+        with open(tmp, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -266,5 +271,5 @@ class RunFolder:
                     p.unlink()
 
 
-__all__ = ["TMP_SUFFIX", "atomic_write_text", "write_error", "remove_stale_temporaries", "check_writable",
+__all__ = ["TMP_SUFFIX", "atomic_write_text", "atomic_write_bytes", "write_error", "remove_stale_temporaries", "check_writable",
            "data_fingerprint", "part_key", "encode_part", "decode_part", "RunFolder"]

@@ -530,3 +530,10 @@ def test_staged_search_plans_and_outer_loop(in_tmp):
 ])
 def test_search_plan_and_outer_problems(in_tmp, text, expected):
     assert problems_of("dataset: {name: sonar}\n" + text) == [expected]
+
+
+@pytest.mark.parametrize("name", ["..", ".", "a/b", "a\\b"])
+def test_run_name_cannot_leave_the_runs_folder(name):
+    with pytest.raises(ConfigError) as e:
+        config_from_dict({"name": name, "dataset": {"name": "sonar"}})
+    assert "name must be a non-empty name without '/'" in str(e.value) and "\n" not in str(e.value)
