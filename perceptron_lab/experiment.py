@@ -713,8 +713,27 @@ class _TimingsWriter:
 _WORKER: dict = {}
 
 
-def _worker_init(cfg, data_dir, queue):
-    """Worker process setup: one thread for BLAS and numba (the pool supplies the parallelism)."""
+def _die_with_parent(parent_pid: int) -> None:
+    """Linux: ask the kernel to SIGKILL this process when its parent dies, however it dies
+    (SIGKILL included), so that no worker outlives a killed ``plab run``; if the parent is already
+    gone, exit now."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+def _worker_init(cfg, data_dir, queue, parent_pid=None):
+    """Worker process setup: die with the parent, one thread for BLAS and numba (the pool supplies
+    the parallelism)."""
+    if parent_pid is not None:
+        _die_with_parent(parent_pid)
     _WORKER["limits"] = blas_one_thread()
     import numba
 
@@ -749,7 +768,7 @@ def _run_pool(cfg, todo, data_dir, jobs, finished, bar):
                 bar.update(n)
 
     ex = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_worker_init,
-                             initargs=(cfg, data_dir, q))
+                             initargs=(cfg, data_dir, q, os.getpid()))
     try:
         pending = {ex.submit(_worker_run, p) for p in todo}
         while pending:

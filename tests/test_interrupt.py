@@ -114,3 +114,52 @@ def test_stale_temporaries_of_dead_processes_are_removed(tmp_path):
         p.write_text("x\n")
     assert remove_stale_temporaries(tmp_path) == 1
     assert not stale.exists() and live.exists() and result.exists() and all(p.exists() for p in users)
+
+
+def _children(pid: int) -> set[int]:
+    """Every descendant of ``pid`` (from /proc)."""
+    kids: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        kids.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = set(), [pid]
+    while todo:
+        for c in kids.get(todo.pop(), []):
+            out.add(c)
+            todo.append(c)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_no_worker_outlives_a_killed_parallel_run(tmp_path, sig):
+    cfg = tmp_path / "interrupt.yaml"
+    cfg.write_text(CONFIG)
+    out = tmp_path / "out"
+    r = plab("run", cfg, "--out", out, "--jobs", "2", "-q")
+    t0 = time.time()
+    workers: set[int] = set()
+    while time.time() - t0 < 120 and len(workers) < 2:  # the pool's workers (and resource tracker)
+        time.sleep(0.2)
+        workers = {p for p in _children(r.pid) if "perceptron_lab" in Path(f"/proc/{p}/cmdline").read_text()
+                   or "multiprocessing" in Path(f"/proc/{p}/cmdline").read_text()} if r.poll() is None else set()
+    assert len(workers) >= 2, "the pool did not start"
+    everyone = _children(r.pid)
+    r.send_signal(sig)
+    r.wait(timeout=60)
+    t0 = time.time()
+    while time.time() - t0 < 20 and any(_alive(p) for p in everyone):
+        time.sleep(0.2)
+    assert not [p for p in everyone if _alive(p)], "child processes outlived plab run"
+    assert not (out / "results.csv").exists()
