@@ -102,8 +102,11 @@ def _load(config):
 @click.option("--scheduler", metavar="ADDRESS",
               help="Dask scheduler address for --executor dask, e.g. tcp://head-node:8786. Workers load the "
                    "datasets themselves: --data-dir / PLAB_DATA must be a valid path on every worker.")
+@click.option("--no-verify", is_flag=True,
+              help="Run even on dataset files whose sha256 does not match the registry's (e.g. a copy you "
+                   "edited on purpose); by default a mismatch stops the run with exit status 3.")
 @friendly_errors
-def run(config, out_dir, data_dir, force, quiet, jobs, executor, scheduler):
+def run(config, out_dir, data_dir, force, quiet, jobs, executor, scheduler, no_verify):
     """Run the experiment described by CONFIG (a YAML file).
 
     Without CONFIG, runs the packaged quickstart: the voted perceptron on the UCI sonar data
@@ -124,7 +127,7 @@ def run(config, out_dir, data_dir, force, quiet, jobs, executor, scheduler):
     check_executor(executor, scheduler, jobs)
     cfg = _load(config)
     res = run_experiment(cfg, out_dir=out_dir, data_dir=data_dir, force=force, progress=not quiet, jobs=jobs,
-                         executor=executor, scheduler=scheduler)
+                         executor=executor, scheduler=scheduler, verify=not no_verify)
     main_epochs = sorted(set(cfg.training.checkpoints) | {cfg.training.epochs})
     table = summarize(res.results, main_only_epochs=main_epochs)
     click.echo(format_summary(cfg, res, table))

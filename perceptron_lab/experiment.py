@@ -525,14 +525,15 @@ class RunResult:
 
 
 def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=False, progress=True, jobs=1,
-                   executor="local", scheduler=None):
+                   executor="local", scheduler=None, verify=True):
     """Run every part of a config (reusing the finished parts that belong to it unless ``force``)
     and write the results.
 
     ``jobs`` > 1 runs parts in that many worker processes (one BLAS and numba thread each);
     ``executor="dask"`` sends them to the Dask scheduler at ``scheduler`` instead (see
     :mod:`perceptron_lab.executors`). The results are byte-identical to a serial run. The output
-    folder is locked for the whole run (:class:`perceptron_lab.store.RunFolder`).
+    folder is locked for the whole run (:class:`perceptron_lab.store.RunFolder`). With ``verify``
+    the dataset files are checked against the registry's sha256 first (:func:`verify_inputs`).
     """
     from .executors import check_executor
 
@@ -544,6 +545,7 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
             folder.clear_parts()
         started, t0 = datetime.now(timezone.utc), time.perf_counter()
         _DATA_CACHE.clear()  # every run reads its data afresh (the files may have changed since the last)
+        verified = verify_inputs(cfg, data_dir) if verify else False
         ds = load_data(cfg, data_dir)
         units = plan(cfg, ds.X_test is not None)
         parts = plan_parts(cfg, units)
@@ -553,6 +555,7 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
         todo = [p for p in parts if p.key not in texts]
         n_todo = sum(len(p.units) for p in todo)
         info = _run_info(cfg, ds, fingerprint, units, parts, jobs, executor, scheduler, started)
+        info["dataset"]["checksums_verified"] = verified
         atomic_write_text(out / "run.json", json.dumps(info, indent=2, default=str) + "\n")
         timings = _execute(cfg, folder, todo, keys, texts, data_dir, ds, jobs, executor, scheduler, progress, force,
                            len(units))
@@ -567,6 +570,25 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
                      "eval_seconds_total": round(sum(t["eval_seconds"] for t in timings.values()), 3)})
         atomic_write_text(out / "run.json", json.dumps(info, indent=2, default=str) + "\n")
     return RunResult(out, df, info, skipped=len(units) - n_todo, ran=n_todo, timings=list(timings.values()))
+
+
+def verify_inputs(cfg: ExperimentConfig, data_dir=None, note=None) -> bool:
+    """Check the sha256 of every registry dataset a config reads (its grid's ``dataset.name``
+    values included; :func:`perceptron_lab.datasets.registry.check_dataset_files`): a mismatch is a
+    one-line DatasetError (exit status 3). A packaged copy read instead of the data root's is said
+    on the terminal. Returns True."""
+    from .constants import DATASET_SYNTHETIC
+    from .datasets.registry import check_dataset_files
+
+    say = note or (lambda msg: print(f"plab: note: {msg}", file=sys.stderr, flush=True))
+    names = dict.fromkeys([cfg.dataset.name, *cfg.evaluation.grid.get("dataset.name", [])])
+    for name in names:
+        if name in DATASET_SYNTHETIC:
+            continue
+        msg = check_dataset_files(name, data_dir)
+        if msg:
+            say(msg)
+    return True
 
 
 def _check_same_config(cfg: ExperimentConfig, out: Path, force: bool) -> None:

@@ -47,15 +47,15 @@ def data_copy(tmp_path):
     return tmp_path / "data"
 
 
-def plab(cfg, out, data=None):
-    args = ["run", str(cfg), "--out", str(out), "-q"] + (["--data-dir", str(data)] if data else [])
+def plab(cfg, out, data=None, *extra):
+    args = ["run", str(cfg), "--out", str(out), "-q"] + (["--data-dir", str(data)] if data else []) + list(extra)
     r = CliRunner().invoke(main, args, catch_exceptions=False)
     assert "Traceback" not in r.output
     return r
 
 
 def notes(r):
-    return [ln for ln in r.output.splitlines() if ln.startswith("plab: ")]
+    return [ln for ln in r.output.splitlines() if ln.startswith(("plab: warning:", "plab: error:"))]
 
 
 def reference(tmp_path, cfg, data=None):
@@ -82,6 +82,8 @@ def test_changed_output_format_recomputes_every_part(tmp_path):
 
 
 def test_changed_data_file_recomputes_every_part(tmp_path):
+    # the checksum check stops such a run (test_data_file_with_a_wrong_checksum...); past it, with
+    # --no-verify, the parts computed on the old data are still not reused
     data, out = data_copy(tmp_path), tmp_path / "out"
     cfg = write_cfg(tmp_path)
     assert plab(cfg, out, data).exit_code == 0
@@ -89,9 +91,11 @@ def test_changed_data_file_recomputes_every_part(tmp_path):
     lines = f.read_text().splitlines()
     lines[0] = lines[0][:-1] + ("M" if lines[0].endswith("R") else "R")  # flip one label
     f.write_text("\n".join(lines) + "\n")
-    r = plab(cfg, out, data)
+    r = plab(cfg, out, data, "--no-verify")
     assert r.exit_code == 0 and len(notes(r)) == 1 and "not reused (computed for another" in notes(r)[0]
-    assert (out / "results.csv").read_bytes() == reference(tmp_path, cfg, data)
+    ref = tmp_path / "ref"
+    assert plab(cfg, ref, data, "--no-verify").exit_code == 0
+    assert (out / "results.csv").read_bytes() == (ref / "results.csv").read_bytes()
 
 
 @pytest.mark.parametrize("damage", ["delete", "corrupt"])
@@ -182,3 +186,33 @@ def test_only_plab_temporaries_are_removed(tmp_path):
         p.write_text("x")
     assert plab(write_cfg(tmp_path), out).exit_code == 0
     assert all(p.exists() for p in mine) and not any(p.exists() for p in plabs)
+
+
+# ----------------------------------------------------------------------------- data integrity
+
+
+def test_data_file_with_a_wrong_checksum_stops_the_run_unless_no_verify(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    data, out, cfg = data_copy(tmp_path), tmp_path / "out", write_cfg(tmp_path)
+    assert plab(cfg, out, data).exit_code == 0  # verified, and remembered by size and mtime
+    f = data / "uci" / "sonar.all-data"
+    f.write_text(f.read_text().replace(",R\n", ",M\n", 1))  # an edited label
+    r = plab(cfg, tmp_path / "out2", data)
+    assert r.exit_code == 3
+    assert notes(r) == [ln for ln in r.output.splitlines() if ln.strip()] and len(notes(r)) == 1
+    assert notes(r)[0].startswith(f"plab: error: dataset 'sonar': {f} does not match its checksum")
+    assert "--no-verify" in notes(r)[0] and not (tmp_path / "out2" / "results.csv").exists()
+    r = CliRunner().invoke(main, ["run", str(cfg), "--out", str(tmp_path / "out2"), "-q", "--data-dir", str(data),
+                                  "--no-verify"], catch_exceptions=False)
+    assert r.exit_code == 0 and notes(r) == []
+
+
+def test_broken_data_file_is_never_replaced_by_the_packaged_copy(tmp_path):
+    data = tmp_path / "data" / "uci"
+    data.mkdir(parents=True)
+    (data / "sonar.all-data").symlink_to(tmp_path / "nowhere")
+    r = plab(write_cfg(tmp_path), tmp_path / "out", tmp_path / "data")
+    assert r.exit_code == 3 and len(notes(r)) == 1
+    assert "is not a readable file (a dangling link or a folder)" in notes(r)[0]
+    r = plab(write_cfg(tmp_path), tmp_path / "out", tmp_path / "empty")  # no copy at all: the packaged one, said
+    assert r.exit_code == 0 and "plab: note: reading the packaged copy of sonar" in r.output

@@ -426,10 +426,20 @@ def _missing_error(entry: DatasetEntry, folder: Path, missing: list[str], data_d
 
 
 def _locate(entry: DatasetEntry, data_dir) -> tuple[Path, bool, list[str]]:
-    """(folder to read, whether it is the packaged copy, files missing from the data root)."""
+    """(folder to read, whether it is the packaged copy, files missing from the data root).
+
+    The packaged copy (sonar, ionosphere) is read only when the data root has none of the
+    dataset's files: a file that is there but broken (a dangling link, a folder) is an error, never
+    silently replaced."""
     folder = resolve_data_dir(data_dir) / entry.subfolder
     missing = [f.name for f in entry.files if not (folder / f.name).is_file()]
-    if missing and entry.embedded and all((EMBEDDED_DIR / f.name).is_file() for f in entry.files):
+    broken = [f.name for f in entry.files if f.name in missing and ((folder / f.name).is_symlink()
+                                                                     or (folder / f.name).exists())]
+    if broken:
+        raise DatasetError(f"dataset {entry.name!r}: {folder / broken[0]} is not a readable file (a dangling "
+                           f"link or a folder); fix or remove it (plab data fetch {entry.name} downloads a copy)")
+    if (missing and len(missing) == len(entry.files) and entry.embedded
+            and all((EMBEDDED_DIR / f.name).is_file() for f in entry.files)):
         return EMBEDDED_DIR, True, missing
     return folder, False, missing
 
@@ -468,6 +478,71 @@ def verify_dataset(name: str, data_dir: str | os.PathLike | None = None) -> list
             FileCheck(c.file, c.status, f"{c.detail}; packaged copy (none in {where})") for c in checks
         ]
     return checks
+
+
+# --------------------------------------------------------------------------- checked on every run
+
+#: File (in the user cache) remembering files whose sha256 matched, by path, size and mtime.
+VERIFIED_CACHE_NAME = ".verified.json"
+
+
+def _verified_cache() -> Path:
+    return default_data_dir() / VERIFIED_CACHE_NAME
+
+
+def check_dataset_files(name: str, data_dir: str | os.PathLike | None = None) -> str | None:
+    """Check the sha256 of every file :func:`load_dataset` would read for ``name`` before a run.
+
+    A file whose (path, size, mtime) matched before is not hashed again (the record lives in the
+    user cache). Raises a one-line :class:`DatasetError` (exit status 3) on a mismatch or an
+    unreadable file. Returns a note when the packaged copy is read (nothing is substituted without
+    saying so), else None.
+    """
+    import json
+
+    entry = get_entry(name)
+    folder, embedded, missing = _locate(entry, data_dir)
+    if missing and not embedded:
+        raise _missing_error(entry, folder, missing, data_dir)
+    cache_path = _verified_cache()
+    try:
+        cache = json.loads(cache_path.read_text(encoding="utf-8"))
+        cache = cache if isinstance(cache, dict) else {}
+    except (OSError, ValueError):
+        cache = {}
+    changed = False
+    for spec in entry.files:
+        path = (folder / spec.name).resolve()
+        try:
+            st = path.stat()
+        except OSError as exc:
+            raise DatasetError(f"dataset {entry.name!r}: cannot read {path}: {exc.strerror or exc}") from None
+        stamp = [st.st_size, st.st_mtime_ns]
+        rec = cache.get(str(path))
+        if isinstance(rec, dict) and rec.get("stamp") == stamp and rec.get("sha256") in spec.sha256:
+            continue
+        try:
+            actual = sha256_file(path)
+        except OSError as exc:
+            raise DatasetError(f"dataset {entry.name!r}: cannot read {path}: {exc.strerror or exc}") from None
+        if actual not in spec.sha256:
+            raise DatasetError(f"dataset {entry.name!r}: {path} does not match its checksum (sha256 {actual[:16]}…, "
+                               f"expected {spec.sha256[0][:16]}…); run `plab data fetch {entry.name} --force` to "
+                               "replace it, or pass --no-verify to run on it anyway")
+        cache[str(path)] = {"stamp": stamp, "sha256": actual}
+        changed = True
+    if changed:
+        try:
+            cache_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache_path.with_name(f".{cache_path.name}.{os.getpid()}.plab.tmp")
+            tmp.write_text(json.dumps(cache, indent=0, sort_keys=True), encoding="utf-8")
+            os.replace(tmp, cache_path)
+        except OSError:
+            pass  # no cache: the next run hashes again
+    if embedded:
+        return (f"reading the packaged copy of {entry.name} ({EMBEDDED_DIR}): the data root has none in "
+                f"{resolve_data_dir(data_dir) / entry.subfolder}")
+    return None
 
 
 # --------------------------------------------------------------------------- load
