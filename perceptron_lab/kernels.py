@@ -107,6 +107,8 @@ class Kernel:
                 raise NumericError(
                     f"{what}: values reach 2^{self.degree} = 1e{self.degree * math.log10(2.0):.0f}, so scores "
                     f"overflow {dt.name} (largest {fmax:.3g}). Fix: set {more}kernel.degree <= {top}")
+            if self.code == GAUSSIAN:
+                self._check_not_identity(X, dt, what)
             return self
         c = 1.0 + sq / self.scale
         if not math.isfinite(c):
@@ -114,7 +116,22 @@ class Kernel:
                 f"{what}: 1 + |x|^2/scale = inf. Fix: set kernel.scale to at least {sq:.3g}, or "
                 "dataset.preprocess: standardize")
         if dt == np.float32:
-            return Kernel(self.name, self.degree, self.scale, self.sigma, max(c, 1.0))
+            scaled = Kernel(self.name, self.degree, self.scale, self.sigma, max(c, 1.0))
+            # the division keeps the largest K(x, x) at 1; it must not push the smallest below
+            # float32's normal range, or those examples' kernel rows become all zero
+            with np.errstate(divide="ignore"):
+                sq_min = float(np.min(np.einsum("ij,ij->i", X, X, dtype=np.float64)))
+            low = self.degree * (math.log10(1.0 + sq_min / self.scale) - math.log10(max(c, 1.0)))
+            floor = math.log10(float(np.finfo(dt).tiny)) + 2.0  # some room for the products of a row
+            if low < floor:
+                top = max(int(floor / (math.log10(1.0 + sq_min / self.scale) - math.log10(max(c, 1.0)))), 1) \
+                    if c > 1.0 + sq_min / self.scale else self.degree
+                raise NumericError(
+                    f"{what}: scaled to fit float32, K(x, x) falls to 1e{low:.0f} on some training rows (those with "
+                    f"the smallest |x|), below float32's range, so their kernel rows would be all zero. Fix: set "
+                    f"training.dtype: float64, or lower kernel.degree to {top} or less, or set "
+                    "dataset.preprocess: unit_norm (every K(x, x) alike)")
+            return scaled
         log_k = self.degree * math.log10(c)
         if log_k + headroom > log_max:
             top = max(int((log_max - headroom) / math.log10(c)), 1)
@@ -128,6 +145,32 @@ class Kernel:
                 f"{scale} or larger, lower kernel.degree to {top} or less, or "
                 "preprocess the features (dataset.preprocess: unit_norm)")
         return self
+
+    def _check_not_identity(self, X, dt, what: str, sample: int = 2000) -> None:
+        """Refuse a Gaussian width so small that every example is unlike every other: K = I in
+        ``dt`` (each nearest neighbour's kernel value underflows to 0), so no test point gets a
+        score and every prediction falls to label 0. Checked on up to ``sample`` training rows."""
+        n = len(X)
+        if n < 2:
+            return
+        rows = np.random.default_rng(0).choice(n, size=min(n, sample), replace=False)
+        A = np.asarray(X[rows], dtype=np.float64)
+        sq = np.einsum("ij,ij->i", A, A)
+        d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * (A @ A.T), 0.0)
+        np.fill_diagonal(d2, np.inf)
+        nn = d2.min(axis=1)
+        nn = nn[np.isfinite(nn)]
+        if nn.size == 0:
+            return
+        with np.errstate(under="ignore"):
+            k_nn = np.exp(-nn / (2.0 * self.sigma * self.sigma)).astype(dt)
+        if np.mean(k_nn == 0) >= 0.5:
+            typical = float(np.sqrt(np.median(nn)))
+            raise NumericError(
+                f"{what}: kernel.sigma = {self.sigma:g} is far below the distance between examples (median "
+                f"nearest-neighbour distance {typical:.3g}): K(x, y) underflows to 0 for {np.mean(k_nn == 0):.0%} of "
+                f"the examples' nearest neighbours, so K is the identity and every prediction would be label 0. "
+                f"Fix: set kernel.sigma near {_ceil_1digit(typical):g}")
 
     @property
     def value_factor(self) -> float:

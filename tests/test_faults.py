@@ -463,3 +463,37 @@ def test_unwritable_output_file_names_the_file_and_out(tmp_path, monkeypatch):
     monkeypatch.setattr(experiment.os, "replace", replace)
     code, line = run_plab(tmp_path, "sonar", SMALL_RUN, data=False, expect=1)
     assert_says(line, "cannot write", "run.json", "Permission denied", "--out")
+
+
+# --------------------------------------------------------------------------- numerics that would go silently wrong
+
+
+def test_float32_poly_kernel_that_underflows_is_refused_with_a_degree_that_fits(tmp_path):
+    # scaled to keep the largest K(x, x) at 1, the smallest falls below float32's range: those
+    # examples' kernel rows would be all zero (a wrong result with exit 0 before)
+    extra = "kernel: {type: poly, degree: 80}\ntraining: {epochs: 1, dtype: float32}"
+    code, line = run_plab(tmp_path, "sonar", extra, data=False, expect=4)
+    assert_says(line, "K(x, x) falls to 1e-", "below float32's range", "training.dtype: float64",
+                "lower kernel.degree to")
+    top = int(line.split("lower kernel.degree to ")[1].split()[0])
+    ok = f"kernel: {{type: poly, degree: {top}}}\ntraining: {{epochs: 1, dtype: float32}}"
+    r = CliRunner().invoke(main, ["run", str(_write(tmp_path, ok)), "--out", str(tmp_path / "ok"), "-q"],
+                           catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+
+
+def test_gaussian_width_that_makes_k_the_identity_is_refused_with_a_width(tmp_path):
+    code, line = run_plab(tmp_path, "sonar", "kernel: {type: gaussian, sigma: 0.001}\ntraining: {epochs: 1}",
+                          data=False, expect=4)
+    assert_says(line, "K is the identity", "every prediction would be label 0", "set kernel.sigma near")
+    sigma = line.split("set kernel.sigma near ")[1].split()[0]
+    r = CliRunner().invoke(main, ["run", str(_write(tmp_path, f"kernel: {{type: gaussian, sigma: {sigma}}}\n"
+                                                            "training: {epochs: 1}")),
+                                  "--out", str(tmp_path / "ok"), "-q"], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+
+
+def _write(tmp_path, extra):
+    p = tmp_path / "ok.yaml"
+    p.write_text(KFOLD.format(name="sonar", extra=extra))
+    return p
