@@ -105,8 +105,11 @@ def _load(config):
 @click.option("--no-verify", is_flag=True,
               help="Run even on dataset files whose sha256 does not match the registry's (e.g. a copy you "
                    "edited on purpose); by default a mismatch stops the run with exit status 3.")
+@click.option("--allow-large", is_flag=True,
+              help="Run even when the run's estimated size (runs, training steps, checkpoints) is beyond what a "
+                   "config normally asks for; by default such a run stops before it starts, with its estimate.")
 @friendly_errors
-def run(config, out_dir, data_dir, force, quiet, jobs, executor, scheduler, no_verify):
+def run(config, out_dir, data_dir, force, quiet, jobs, executor, scheduler, no_verify, allow_large):
     """Run the experiment described by CONFIG (a YAML file).
 
     Without CONFIG, runs the packaged quickstart: the voted perceptron on the UCI sonar data
@@ -127,7 +130,7 @@ def run(config, out_dir, data_dir, force, quiet, jobs, executor, scheduler, no_v
     check_executor(executor, scheduler, jobs)
     cfg = _load(config)
     res = run_experiment(cfg, out_dir=out_dir, data_dir=data_dir, force=force, progress=not quiet, jobs=jobs,
-                         executor=executor, scheduler=scheduler, verify=not no_verify)
+                         executor=executor, scheduler=scheduler, verify=not no_verify, allow_large=allow_large)
     main_epochs = sorted(set(cfg.training.checkpoints) | {cfg.training.epochs})
     table = summarize(res.results, main_only_epochs=main_epochs)
     click.echo(format_summary(cfg, res, table))

@@ -31,6 +31,7 @@ import numbers
 import os
 import re
 import reprlib
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +64,8 @@ __all__ = [
 PACKAGE_CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 
 SECTIONS = ("dataset", "kernel", "algorithm", "training", "prediction", "evaluation", "output")
+#: A config file (or a file it extends) larger than this is refused before it is read.
+MAX_CONFIG_BYTES = 1 << 20
 _TOP_KEYS = ("name", "description", "extends")
 
 
@@ -1047,7 +1050,17 @@ def _read_yaml(src: _Source, problems: list[str]) -> Any:
         return INVALID
 
     try:
-        raw = src.path.read_bytes()
+        st = src.path.stat()
+        if stat.S_ISDIR(st.st_mode):
+            return fail("is a directory, not a config file")
+        if not stat.S_ISREG(st.st_mode):
+            return fail("is not a regular file (a device, FIFO or socket); a config is a YAML text file")
+        if st.st_size > MAX_CONFIG_BYTES:
+            return fail(f"is {st.st_size} bytes; a config is at most {MAX_CONFIG_BYTES} bytes")
+        with open(src.path, "rb") as fh:
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            return fail(f"is larger than {MAX_CONFIG_BYTES} bytes; a config is at most that")
     except FileNotFoundError:
         return fail("file not found")
     except IsADirectoryError:

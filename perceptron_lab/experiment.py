@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from . import __version__
+from .bounds import check_run_size
 from .config import ExperimentConfig, with_overrides
 from .constants import EPOCH_TOL, SINGLE_THREAD_MAX_ENTRIES
 from .datasets.base import Dataset, validate_dataset
@@ -525,7 +526,7 @@ class RunResult:
 
 
 def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=False, progress=True, jobs=1,
-                   executor="local", scheduler=None, verify=True):
+                   executor="local", scheduler=None, verify=True, allow_large=False):
     """Run every part of a config (reusing the finished parts that belong to it unless ``force``)
     and write the results.
 
@@ -533,7 +534,8 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
     ``executor="dask"`` sends them to the Dask scheduler at ``scheduler`` instead (see
     :mod:`perceptron_lab.executors`). The results are byte-identical to a serial run. The output
     folder is locked for the whole run (:class:`perceptron_lab.store.RunFolder`). With ``verify``
-    the dataset files are checked against the registry's sha256 first (:func:`verify_inputs`).
+    the dataset files are checked against the registry's sha256 first (:func:`verify_inputs`);
+    a run beyond :mod:`perceptron_lab.bounds`' limits is refused unless ``allow_large``.
     """
     from .executors import check_executor
 
@@ -547,6 +549,7 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
         _DATA_CACHE.clear()  # every run reads its data afresh (the files may have changed since the last)
         verified = verify_inputs(cfg, data_dir) if verify else False
         ds = load_data(cfg, data_dir)
+        check_run_size(cfg, len(ds.y_train), allow_large)
         units = plan(cfg, ds.X_test is not None)
         parts = plan_parts(cfg, units)
         fingerprint = data_fingerprint(ds)

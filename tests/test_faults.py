@@ -497,3 +497,58 @@ def _write(tmp_path, extra):
     p = tmp_path / "ok.yaml"
     p.write_text(KFOLD.format(name="sonar", extra=extra))
     return p
+
+
+# --------------------------------------------------------------------------- bounds checked before work starts
+
+_HUGE_GRID = "\n".join(f"    {k}: [{', '.join(str(v) for v in range(1, 51))}]" for k in (
+    "algorithm.tau", "algorithm.eta", "algorithm.lambda", "training.epochs", "training.permutations",
+    "training.seed"))
+
+
+@pytest.mark.parametrize("extra, says", [
+    ("training: {epochs: 1000000000}", "training steps (runs x epochs x 208 examples"),
+    ("training: {permutations: 1000000000000}", "2e+12 runs (grid points x folds x permutations"),
+    ("training: {epochs: 1000, curve_every: 0.001}", "checkpoints per run (training.epochs / training.curve_every"),
+])
+def test_absurd_run_sizes_are_refused_before_work(tmp_path, extra, says):
+    code, line = run_plab(tmp_path, "sonar", extra, data=False, expect=2)
+    assert_says(line, "this run would need", says, "hours of training", "--allow-large")
+    assert not (tmp_path / "out" / "parts").exists() or not list((tmp_path / "out" / "parts").iterdir())
+
+
+def test_grid_of_six_keys_by_fifty_values_is_refused_without_building_it(tmp_path):
+    cfg = tmp_path / "big.yaml"
+    cfg.write_text(f"name: big\ndataset: {{name: sonar}}\nevaluation:\n  mode: kfold\n  grid:\n{_HUGE_GRID}\n")
+    r = CliRunner().invoke(main, ["run", str(cfg), "--out", str(tmp_path / "out"), "-q"], catch_exceptions=False)
+    errors = [ln for ln in r.output.splitlines() if ln.startswith("plab: error:")]
+    assert r.exit_code == 2 and len(errors) == 1 and "1.56e+11 runs" in errors[0]
+
+
+def test_allow_large_lifts_the_limits():
+    from perceptron_lab.bounds import check_run_size
+    from perceptron_lab.config import config_from_dict
+
+    cfg = config_from_dict({"dataset": {"name": "sonar"}, "training": {"permutations": 10**12}})
+    assert check_run_size(cfg, 208, allow_large=True)["units"] == 10**12
+    with pytest.raises(Exception, match="--allow-large"):
+        check_run_size(cfg, 208)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+@pytest.mark.parametrize("target", ["fifo", "/dev/zero", "big"])
+def test_extends_of_a_device_fifo_or_huge_file_is_refused(tmp_path, target):
+    if target == "fifo":
+        path = tmp_path / "f.yaml"
+        os.mkfifo(path)
+    elif target == "big":
+        path = tmp_path / "big.yaml"
+        path.write_text("# " + "x" * (2 << 20) + "\n")
+    else:
+        path = Path(target)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"extends: {path}\nname: c\ndataset: {{name: sonar}}\n")
+    r = CliRunner().invoke(main, ["config", "check", str(cfg)], catch_exceptions=False)
+    errors = [ln for ln in r.output.splitlines() if ln.startswith("plab: error:")]
+    assert r.exit_code == 2 and len(errors) == 1
+    assert "not a regular file" in errors[0] or "a config is at most" in errors[0]

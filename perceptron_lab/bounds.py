@@ -1,0 +1,87 @@
+"""The size of a run, estimated from its config and its data before any work starts.
+
+A typo such as ``epochs: 1e9`` or ``permutations: 1e12``, or a grid of six keys with fifty values
+each, would otherwise exhaust the machine (memory for the plan, days of training) before any
+error. :func:`check_run_size` counts the units without building them, estimates the training
+steps, checkpoints and plan memory, and refuses an absurd run with one line that gives the
+estimate (exit status 2) unless the user insists (``plab run --allow-large``).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .errors import ConfigError
+
+#: Above these a run is refused unless the user insists.
+MAX_UNITS = 2_000_000
+MAX_TRAIN_STEPS = 2e11          # example visits over all units
+MAX_CHECKPOINTS_PER_UNIT = 100_000
+#: Example visits per second used for the time estimate (a linear perceptron on one core; kernels
+#: are slower), and bytes the plan and the results take per unit.
+STEPS_PER_SECOND = 2e7
+BYTES_PER_UNIT = 4_000
+
+
+def grid_size(cfg) -> int:
+    """Grid points of a config, counted without building them: the product of the value lists, or
+    with search plans at most (settings) x (1 + the sum over plans of their value products)."""
+    grid = dict(cfg.evaluation.grid)
+    if not grid:
+        return 1
+    plans = cfg.evaluation.search
+    if not plans:
+        return math.prod(len(v) for v in grid.values())
+    planned = set()
+    total = 1
+    for plan in plans:
+        keys = [k for stage in plan for k in (stage if isinstance(stage, (list, tuple)) else [stage])]
+        planned.update(keys)
+        total += math.prod(len(grid.get(k, [None])) for k in keys)
+    settings = math.prod(len(v) for k, v in grid.items() if k not in planned)
+    return settings * total
+
+
+def fold_pairs(cfg) -> int:
+    ev = cfg.evaluation
+    if ev.mode == "holdout":
+        return 1
+    if ev.mode == "kfold":
+        return ev.folds
+    return (1 if ev.outer == "holdout" else ev.folds) * (1 + ev.inner_folds)
+
+
+def estimate(cfg, n_train: int) -> dict:
+    """Units, training steps, checkpoints per unit, plan memory and time of a run."""
+    units = grid_size(cfg) * fold_pairs(cfg) * cfg.training.permutations
+    steps = float(units) * float(cfg.training.epochs) * n_train
+    cps = len(cfg.training.checkpoints) + 1
+    if cfg.training.curve_every:
+        cps += cfg.training.epochs / cfg.training.curve_every
+    return {"units": units, "steps": steps, "checkpoints": cps, "plan_gb": units * BYTES_PER_UNIT / 2**30,
+            "hours": steps / STEPS_PER_SECOND / 3600.0}
+
+
+def check_run_size(cfg, n_train: int, allow_large: bool = False) -> dict:
+    """Refuse (ConfigError, exit status 2) a run beyond the limits above, with its estimate."""
+    e = estimate(cfg, n_train)
+    if allow_large:
+        return e
+    what = None
+    if e["units"] > MAX_UNITS:
+        what = f"{e['units']:.3g} runs (grid points x folds x permutations; at most {MAX_UNITS:.0e})"
+    elif e["checkpoints"] > MAX_CHECKPOINTS_PER_UNIT:
+        what = (f"{e['checkpoints']:.3g} checkpoints per run (training.epochs / training.curve_every; at most "
+                f"{MAX_CHECKPOINTS_PER_UNIT:.0e})")
+    elif e["steps"] > MAX_TRAIN_STEPS:
+        what = (f"{e['steps']:.3g} training steps (runs x epochs x {n_train} examples; at most "
+                f"{MAX_TRAIN_STEPS:.0e})")
+    if what:
+        raise ConfigError(f"{cfg.source}: this run would need {what}: about {e['hours']:.3g} hours of training "
+                          f"and {e['plan_gb']:.3g} GB for its plan. Fix: check training.epochs, "
+                          "training.permutations and evaluation.grid, or pass --allow-large to run it anyway")
+    return e
+
+
+__all__ = ["MAX_UNITS", "MAX_TRAIN_STEPS", "MAX_CHECKPOINTS_PER_UNIT", "grid_size", "fold_pairs", "estimate",
+           "check_run_size"]
