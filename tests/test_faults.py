@@ -552,3 +552,27 @@ def test_extends_of_a_device_fifo_or_huge_file_is_refused(tmp_path, target):
     errors = [ln for ln in r.output.splitlines() if ln.startswith("plab: error:")]
     assert r.exit_code == 2 and len(errors) == 1
     assert "not a regular file" in errors[0] or "a config is at most" in errors[0]
+
+
+def test_idx_header_whose_dimensions_overflow_is_refused(tmp_path):
+    from perceptron_lab.datasets.images import read_idx
+
+    p = tmp_path / "x-idx3-ubyte.gz"
+    with gzip.open(p, "wb") as fh:
+        fh.write(struct.pack(">HBB3I", 0, 8, 3, 2**32 - 1, 2**32 - 1, 2**32 - 1) + b"\0" * 100)
+    with pytest.raises(DatasetError, match=r"more than the \d+ plab reads"):
+        read_idx(p, 3)
+
+
+def test_gzip_bomb_in_place_of_an_idx_file_is_not_decompressed_past_its_header(tmp_path):
+    from perceptron_lab.datasets.images import read_idx
+
+    p = tmp_path / "bomb-idx1-ubyte.gz"
+    with gzip.open(p, "wb", compresslevel=1) as fh:
+        fh.write(struct.pack(">HBBI", 0, 8, 1, 10))
+        block = b"\0" * (1 << 20)
+        for _ in range(256):  # 256 MB of zeros behind a header that declares 10 labels
+            fh.write(block)
+    assert p.stat().st_size < 2 << 20
+    with pytest.raises(DatasetError, match=r"declares dimensions \(10,\) \(10 values\) but the file holds more"):
+        read_idx(p, 1)

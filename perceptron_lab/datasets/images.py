@@ -9,6 +9,7 @@ byte), then ``ndim`` big-endian uint32 dimensions, then the values in C order. I
 from __future__ import annotations
 
 import gzip
+import math
 import struct
 import zlib
 from pathlib import Path
@@ -54,50 +55,59 @@ def corrupt_file_error(path: Path, what: str, dataset: str | None) -> DatasetErr
     )
 
 
+#: Largest IDX payload read (values = bytes): well above MNIST's 47 million, far below memory.
+MAX_IDX_VALUES = 1 << 30
+
+
 def read_idx(path: str | Path, ndim: int, dataset: str | None = None) -> np.ndarray:
     """Read a gzipped (``.gz``) or plain IDX file of unsigned bytes with ``ndim`` dimensions.
 
     Checks the magic number, the declared dimensions and that the payload has exactly
-    the declared number of values. Any problem raises :class:`DatasetError` naming the file.
+    the declared number of values. The header is read first and its dimensions multiplied in
+    Python integers (no overflow); a declared size above :data:`MAX_IDX_VALUES` is refused, and
+    no more than the declared size (plus one byte, to detect extra data) is ever decompressed, so
+    a gzip bomb in place of a data file cannot exhaust memory. Any problem raises
+    :class:`DatasetError` naming the file.
     """
     path = Path(path)
+    header = 4 + 4 * ndim
     try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rb") as fh:
-                raw = fh.read()
-        else:
-            raw = path.read_bytes()
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rb") as fh:
+            head = fh.read(header)
+            if len(head) < 4:
+                raise corrupt_file_error(path, f"only {len(head)} bytes, no IDX header", dataset)
+            zero, dtype_code, got_ndim = struct.unpack(">HBB", head[:4])
+            if zero != 0 or dtype_code != _UBYTE or got_ndim != ndim:
+                raise corrupt_file_error(
+                    path,
+                    f"bad IDX magic number 0x{head[:4].hex()} "
+                    f"(expected 0x0000{_UBYTE:02x}{ndim:02x}: unsigned bytes, {ndim} dimensions)",
+                    dataset,
+                )
+            if len(head) < header:
+                raise corrupt_file_error(path, "IDX header is cut short", dataset)
+            dims = struct.unpack(f">{ndim}I", head[4:header])
+            count = math.prod(int(d) for d in dims)
+            if count > MAX_IDX_VALUES:
+                raise corrupt_file_error(
+                    path, f"IDX header declares dimensions {dims} ({count} values), more than the "
+                          f"{MAX_IDX_VALUES} plab reads", dataset)
+            raw = fh.read(count + 1)
     except FileNotFoundError:
         raise DatasetError(f"{path} does not exist") from None
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise corrupt_file_error(path, f"gzip error ({exc})", dataset) from None
     except OSError as exc:
         raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from None
-
-    if len(raw) < 4:
-        raise corrupt_file_error(path, f"only {len(raw)} bytes, no IDX header", dataset)
-    zero, dtype_code, got_ndim = struct.unpack(">HBB", raw[:4])
-    if zero != 0 or dtype_code != _UBYTE or got_ndim != ndim:
+    if len(raw) != count:
+        held = f"{len(raw)}" if len(raw) <= count else "more"
         raise corrupt_file_error(
             path,
-            f"bad IDX magic number 0x{raw[:4].hex()} "
-            f"(expected 0x0000{_UBYTE:02x}{ndim:02x}: unsigned bytes, {ndim} dimensions)",
+            f"IDX header declares dimensions {dims} ({count} values) but the file holds {held}",
             dataset,
         )
-    header = 4 + 4 * ndim
-    if len(raw) < header:
-        raise corrupt_file_error(path, "IDX header is cut short", dataset)
-    dims = struct.unpack(f">{ndim}I", raw[4:header])
-    count = int(np.prod(dims, dtype=np.int64))
-    payload = len(raw) - header
-    if payload != count:
-        raise corrupt_file_error(
-            path,
-            f"IDX header declares dimensions {dims} ({count} values) but the file holds "
-            f"{payload}",
-            dataset,
-        )
-    return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(dims)
+    return np.frombuffer(raw, dtype=np.uint8).reshape(dims)
 
 
 def _load_idx_set(folder: Path, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
