@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .errors import PlabError
+from .errors import DatasetError, PlabError
 
 QUICKSTART = "quickstart.yaml"
 
@@ -295,7 +295,7 @@ def data_verify(names, data_dir):
             click.echo(f"{name:24s} {Path(fname).name:32s} {status:9s} {detail}")
             bad += status != "ok"
     if bad:
-        raise PlabError(f"{bad} file(s) missing or not matching; fetch them with 'plab data fetch NAME' "
+        raise DatasetError(f"{bad} file(s) missing or not matching; fetch them with 'plab data fetch NAME' "
                         "or point --data-dir / PLAB_DATA at a folder that has them")
 
 

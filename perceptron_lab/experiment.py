@@ -52,7 +52,7 @@ from .config import ExperimentConfig, with_overrides
 from .constants import EPOCH_TOL, SINGLE_THREAD_MAX_ENTRIES
 from .datasets.base import Dataset, validate_dataset
 from .engine import label_matrix, train_from_config
-from .errors import OutputError, PlabError
+from .errors import ConfigError, OutputError, PlabError
 from .evaluation import (Grid, inner_kfold_indices, kfold_indices,  # noqa: F401  (kfold_indices re-exported)
                          training_folds)
 from .kernels import Kernel
@@ -94,7 +94,7 @@ def _load_source(cfg: ExperimentConfig, data_dir):
         try:
             ds = getattr(synthetic, name)(**params)
         except TypeError as exc:
-            raise PlabError(f"{cfg.source}: dataset.params for {name}: {exc}") from None
+            raise ConfigError(f"{cfg.source}: dataset.params for {name}: {exc}") from None
     else:
         from .datasets.registry import load_dataset
 
@@ -112,13 +112,13 @@ def load_data(cfg: ExperimentConfig, data_dir=None) -> Dataset:
     Xtr, ytr, Xte, yte = ds.X_train, ds.y_train, ds.X_test, ds.y_test
     if cfg.dataset.merge_splits:
         if Xte is None:
-            raise PlabError(f"{cfg.source}: dataset.merge_splits: dataset {name} has no test split to merge; "
+            raise ConfigError(f"{cfg.source}: dataset.merge_splits: dataset {name} has no test split to merge; "
                             "remove the key")
         Xtr, ytr = np.concatenate([Xtr, Xte]), np.concatenate([ytr, yte])
         Xte = yte = None
     if cfg.dataset.train_size is not None:
         if cfg.dataset.train_size > len(ytr):
-            raise PlabError(f"{cfg.source}: dataset.train_size = {cfg.dataset.train_size} exceeds the "
+            raise ConfigError(f"{cfg.source}: dataset.train_size = {cfg.dataset.train_size} exceeds the "
                             f"{len(ytr)} training examples of {name}")
         Xtr, ytr = Xtr[:cfg.dataset.train_size], ytr[:cfg.dataset.train_size]
     if cfg.dataset.test_size is not None and Xte is not None:
@@ -208,10 +208,10 @@ def plan(cfg: ExperimentConfig, has_test_split: bool):
     ev = cfg.evaluation
     needs_test = ev.mode == "holdout" or (ev.mode == "nested" and ev.outer == "holdout")
     if (ev.fold_train_size is not None or "evaluation.fold_train_size" in ev.grid) and ev.mode != "kfold":
-        raise PlabError(f"{cfg.source}: evaluation.fold_train_size needs evaluation.mode: kfold, got {ev.mode}")
+        raise ConfigError(f"{cfg.source}: evaluation.fold_train_size needs evaluation.mode: kfold, got {ev.mode}")
     if needs_test and not has_test_split:
         what = "evaluation.mode: kfold" if ev.mode == "holdout" else "evaluation.outer: kfold"
-        raise PlabError(f"{cfg.source}: dataset {cfg.dataset.name} has no fixed test split; set {what}")
+        raise ConfigError(f"{cfg.source}: dataset {cfg.dataset.name} has no fixed test split; set {what}")
     pairs = _fold_pairs(cfg)
     units = []
     for g, values in enumerate(grid_points(cfg)):
@@ -290,7 +290,7 @@ def unit_data(cfg: ExperimentConfig, ds: Dataset, unit: Unit, splits: _Splits | 
     """(X_train, y_train, X_test, y_test) of a unit, before preprocessing."""
     if unit.fold < 0 and unit.inner_fold < 0:
         if ds.X_test is None:
-            raise PlabError(f"{cfg.source}: dataset {ds.name} has no fixed test split; "
+            raise ConfigError(f"{cfg.source}: dataset {ds.name} has no fixed test split; "
                             "set evaluation.mode: kfold")
         return ds.X_train, ds.y_train, ds.X_test, ds.y_test
     splits = splits or _Splits(cfg, len(ds.y_train))
@@ -312,7 +312,7 @@ def fold_subsample(ucfg: ExperimentConfig, unit: Unit, n: int):
     if size is None:
         return None
     if size > n:
-        raise PlabError(f"{ucfg.source}: evaluation.fold_train_size = {size} exceeds the {n} examples of a "
+        raise ConfigError(f"{ucfg.source}: evaluation.fold_train_size = {size} exceeds the {n} examples of a "
                         "fold's training part; lower it or use fewer folds")
     rng = np.random.default_rng(np.random.SeedSequence([ucfg.training.seed, 104729, unit.fold + 1,
                                                         unit.permutation, size]))

@@ -128,7 +128,7 @@ def test_figures_gentile2001_without_usps_says_what_to_do(tmp_path):
 def test_holdout_on_a_dataset_without_test_split_is_refused(tmp_path):
     cfg = write(tmp_path, "dataset: {name: sonar}\n")
     r = invoke("run", cfg, "--out", tmp_path / "o", "-q")
-    assert r.exit_code == 1 and "kfold" in r.output
+    assert r.exit_code == 2 and "kfold" in r.output  # a config that does not fit its data
 
 
 def test_unwritable_output_folder_fails_before_work(tmp_path):
@@ -201,3 +201,37 @@ def test_click_usage_errors_are_one_plab_error_line_exit_2(args, says):
                        timeout=120)
     lines = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()]
     assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith(says) and "--help')" in lines[0], lines
+
+
+def test_every_exit_status(tmp_path):
+    # the README's table of exit statuses, one case each (130: tests/test_interrupt.py)
+    import subprocess
+    import sys
+
+    from perceptron_lab.store import RunFolder
+
+    def plab(*args):
+        r = subprocess.run([sys.executable, "-m", "perceptron_lab.cli", *map(str, args)], capture_output=True,
+                           text=True, timeout=300)
+        errors = [ln for ln in r.stderr.splitlines() if ln.startswith("plab: error:")]
+        assert "Traceback" not in r.stderr and len(errors) == (r.returncode != 0), r.stderr
+        return r.returncode
+
+    small = tmp_path / "small.yaml"
+    small.write_text("name: small\ndataset: {name: sonar}\ntraining: {epochs: 1}\nevaluation: {mode: kfold, folds: 2}\n")
+    assert plab("run", small, "--out", tmp_path / "ok", "-q") == 0
+    with RunFolder(tmp_path / "busy"):
+        assert plab("run", small, "--out", tmp_path / "busy", "-q") == 1
+    assert plab("run", "--no-such-option") == 2
+    big = tmp_path / "big.yaml"
+    big.write_text("name: big\ndataset: {name: sonar, train_size: 5000}\n")
+    assert plab("run", big, "--out", tmp_path / "big", "-q") == 2
+    assert plab("run", small, "--out", tmp_path / "nodata", "-q", "--data-dir", tmp_path / "empty") == 0  # packaged
+    mnist = tmp_path / "mnist.yaml"
+    mnist.write_text("name: m\ndataset: {name: mnist}\n")
+    assert plab("run", mnist, "--out", tmp_path / "m", "-q", "--data-dir", tmp_path / "empty") == 3
+    assert plab("data", "verify", "mnist", "--data-dir", tmp_path / "empty") == 3
+    narrow = tmp_path / "narrow.yaml"
+    narrow.write_text("name: n\ndataset: {name: sonar}\nkernel: {type: gaussian, sigma: 0.0001}\n"
+                      "evaluation: {mode: kfold, folds: 2}\n")
+    assert plab("run", narrow, "--out", tmp_path / "n", "-q") == 4

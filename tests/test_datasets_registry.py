@@ -321,7 +321,7 @@ class TestCorrupt:
         assert str(target) in message
         assert "plab data verify mnist" in message and "plab data fetch mnist" in message
 
-        with pytest.raises(DatasetError, match=r"failed verification:\n.*train-labels-idx1-ubyte\.gz: mismatch"):
+        with pytest.raises(DatasetError, match=r"failed verification \(.*train-labels-idx1-ubyte\.gz: mismatch"):
             load_dataset("mnist", tmp_path, verify=True)
 
     def test_truncated_usps_is_refused(self, data_dir, tmp_path):

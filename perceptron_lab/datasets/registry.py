@@ -418,7 +418,7 @@ def _missing_error(entry: DatasetEntry, folder: Path, missing: list[str], data_d
     listed = ", ".join(missing)
     return DatasetError(
         f"dataset {entry.name!r} is not available: {len(missing)} of {len(entry.files)} file(s) "
-        f"missing from {folder} ({listed}). The data root {root} was taken from {source}.\n"
+        f"missing from {folder} ({listed}); the data root {root} was taken from {source}. "
         f"Fix: run `plab data fetch {entry.name}` to download it there, or, if you have a copy "
         f"elsewhere, set PLAB_DATA=/path/to/data or pass --data-dir /path/to/data "
         f"(the folder that contains {entry.subfolder}/)."
@@ -566,9 +566,9 @@ def load_dataset(
     if verify:
         bad = [c for c in verify_dataset(entry.name, data_dir) if c.status != "ok"]
         if bad:
-            lines = "\n".join(f"  {c.file}: {c.status}: {c.detail}" for c in bad)
+            lines = "; ".join(f"{c.file}: {c.status}: {c.detail}" for c in bad)
             raise DatasetError(
-                f"dataset {entry.name!r} failed verification:\n{lines}\n"
+                f"dataset {entry.name!r} failed verification ({lines}). "
                 f"Fix: run `plab data fetch {entry.name}` to replace the bad file(s)."
             )
 
