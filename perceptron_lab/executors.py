@@ -17,6 +17,7 @@ many processes (``--nworkers``) as cores.
 
 from __future__ import annotations
 
+import logging
 import os
 import queue as queue_mod
 import threading
@@ -32,6 +33,12 @@ DASK_CONNECT_SECONDS = 10.0
 #: Seconds between checks for finished tasks and progress events.
 DASK_POLL_SECONDS = 0.2
 DASK_INSTALL_HINT = "pip install 'perceptron_lab[dask]' (in a clone: pip install -e '.[dask]')"
+#: Extra seconds past the connect timeout before a handshake that never completes is given up.
+DASK_GRACE_SECONDS = 5.0
+#: Largest first frame accepted from a server as a Dask handshake (a real one is about 100 bytes).
+DASK_HANDSHAKE_MAX_BYTES = 1 << 20
+#: Seconds the client may stay disconnected from the scheduler during a run before it stops.
+DASK_LOST_SECONDS = 10.0
 
 
 def check_executor(executor: str, scheduler: str | None, jobs: int = 1):
@@ -61,22 +68,30 @@ def _reason(exc: BaseException) -> str:
 
 def connect_dask(scheduler: str, timeout: float = DASK_CONNECT_SECONDS):
     """A distributed Client for ``scheduler`` with at least one worker that runs this version."""
-    import logging
 
     from distributed import Client
 
     # a failed connection is reported in one line below, not by distributed's own log messages
-    log = logging.getLogger("distributed")
-    level = log.level
-    log.setLevel(logging.CRITICAL)
+    saved = _quiet_distributed_logs()
+    not_dask = (f"{scheduler} does not answer as a Dask scheduler within {timeout:g} s; check the address "
+                "(start one with 'dask scheduler')")
     try:
-        client = Client(scheduler, timeout=timeout, set_as_default=False)
+        _probe(scheduler, timeout)
+        client = _with_deadline(lambda: Client(scheduler, timeout=timeout, set_as_default=False),
+                                timeout + DASK_GRACE_SECONDS, not_dask)
     except (OSError, TimeoutError, ValueError, TypeError) as exc:
         why = "" if "timed out" in _reason(exc).lower() else f" ({_reason(exc)})"
         raise PlabError(f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s{why}; "
                         "start it with 'dask scheduler' and check the address") from None
+    except (MemoryError, OverflowError, EOFError) as exc:  # garbage read as a frame length
+        raise PlabError(f"{not_dask} ({type(exc).__name__} while reading its reply)") from None
+    except PlabError:
+        raise
+    except Exception as exc:  # a protocol error of another kind: still one line
+        raise PlabError(f"{not_dask} ({_reason(exc)})") from None
     finally:
-        log.setLevel(level)
+        for log, level in saved:
+            log.setLevel(level)
     try:
         try:
             client.wait_for_workers(1, timeout=timeout)
@@ -96,6 +111,58 @@ def connect_dask(scheduler: str, timeout: float = DASK_CONNECT_SECONDS):
         client.close()
         raise
     return client
+
+
+def _probe(scheduler: str, timeout: float) -> None:
+    """Check that ``scheduler`` (tcp://) talks like a Dask scheduler before distributed does: a
+    Dask server sends its handshake as soon as a connection opens, a small frame whose first 8
+    bytes give its length. A server that stays silent (HTTP, ...) or sends something else (an SSH
+    banner, read as a length of exabytes) is refused in one line, and distributed never reads it."""
+    import socket
+    import struct
+    from urllib.parse import urlsplit
+
+    u = urlsplit(scheduler if "://" in scheduler else f"tcp://{scheduler}")
+    if u.scheme not in ("tcp", "") or not u.hostname or not u.port:
+        return  # tls://, inproc:// ...: left to distributed
+    with socket.create_connection((u.hostname, u.port), timeout=timeout) as sock:
+        head = b""
+        try:
+            while len(head) < 8:
+                chunk = sock.recv(8 - len(head))
+                if not chunk:
+                    break
+                head += chunk
+        except (TimeoutError, socket.timeout):
+            pass
+    if len(head) < 8:
+        raise PlabError(f"{scheduler} does not answer as a Dask scheduler within {timeout:g} s (it sent "
+                        f"{len(head)} bytes of the handshake); check the address (start one with 'dask scheduler')")
+    (n,) = struct.unpack("Q", head)
+    if n > DASK_HANDSHAKE_MAX_BYTES:
+        raise PlabError(f"{scheduler} is not a Dask scheduler: its first bytes {head!r} are no Dask handshake; "
+                        "check the address")
+
+
+def _with_deadline(fn, seconds: float, message: str):
+    """``fn()`` in a daemon thread; a PlabError(``message``) if it has not returned in ``seconds``
+    (distributed can wait for ever on a server that accepts but never completes the handshake)."""
+    box: dict = {}
+
+    def target():
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(seconds)
+    if t.is_alive():
+        raise PlabError(message)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def _worker_version():
@@ -145,6 +212,30 @@ def run_dask(cfg, todo, data_dir, scheduler, finished, bar=None, timeout: float 
 
     if data_dir is not None:
         data_dir = os.path.abspath(os.path.expanduser(str(data_dir)))
+    # failures are reported in one line by this function, not by distributed's own log records
+    # (a lost scheduler makes its client log a traceback per reconnection attempt)
+    saved = _quiet_distributed_logs()
+    try:
+        _run_dask(cfg, todo, data_dir, scheduler, finished, bar, timeout, KilledWorker)
+    except BaseException:
+        raise  # the logs stay quiet: the client's background reconnection may still be winding down
+    else:
+        for log, level in saved:
+            log.setLevel(level)
+
+
+def _quiet_distributed_logs() -> list:
+    """Silence distributed's loggers (each has its own level); returns (logger, level) to restore."""
+    names = ["distributed"] + [n for n in logging.root.manager.loggerDict if n.startswith("distributed.")]
+    saved = []
+    for n in names:
+        log = logging.getLogger(n)
+        saved.append((log, log.level))
+        log.setLevel(logging.CRITICAL + 1)
+    return saved
+
+
+def _run_dask(cfg, todo, data_dir, scheduler, finished, bar, timeout, KilledWorker):
     client = connect_dask(scheduler, timeout)
     topic = f"plab-progress-{uuid.uuid4().hex}"
     events: queue_mod.SimpleQueue = queue_mod.SimpleQueue()
@@ -170,10 +261,18 @@ def run_dask(cfg, todo, data_dir, scheduler, finished, bar=None, timeout: float 
         futures = [client.submit(_dask_task, cfg, p, data_dir, topic, key=f"plab-{p.key}-{token}", pure=False)
                    for p in todo]
         pending = list(futures)
+        lost_since = None
         while pending:
             done = [f for f in pending if f.done()]
             drain()
             if not done:
+                if client.status != "running" or getattr(client.scheduler_comm, "comm", None) is None \
+                        or client.scheduler_comm.comm.closed():
+                    lost_since = lost_since or time.monotonic()
+                    if time.monotonic() - lost_since > DASK_LOST_SECONDS:
+                        raise PlabError(_lost(scheduler, f"no connection for {DASK_LOST_SECONDS:g} s"))
+                else:
+                    lost_since = None
                 time.sleep(DASK_POLL_SECONDS)
                 continue
             pending = [f for f in pending if all(f is not d for d in done)]
@@ -187,6 +286,10 @@ def run_dask(cfg, todo, data_dir, scheduler, finished, bar=None, timeout: float 
                 except KilledWorker as exc:
                     raise PlabError(f"Dask workers died while running {fut.key} ({_reason(exc)}); "
                                     "check the workers' memory and logs") from None
+                except BaseException as exc:  # the scheduler went away, the task was cancelled ...
+                    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                        raise
+                    raise PlabError(_lost(scheduler, _reason(exc))) from None
                 finished(by_key[key], text, tms)
                 done_keys.add(key)
                 if bar is not None:
@@ -194,11 +297,19 @@ def run_dask(cfg, todo, data_dir, scheduler, finished, bar=None, timeout: float 
                 fut.release()
         drain()
     finally:
-        running = [f for f in futures if not f.done()]
-        if running:
-            client.cancel(running)
         try:
+            running = [f for f in futures if not f.done()]
+            if running:
+                client.cancel(running)
             client.unsubscribe_topic(topic)
-        except Exception:  # pragma: no cover - the client may already be closing
+        except Exception:  # the scheduler may be gone already
             pass
-        client.close()
+        try:
+            _with_deadline(lambda: client.close(timeout=DASK_GRACE_SECONDS), 2 * DASK_GRACE_SECONDS, "")
+        except Exception:  # noqa: BLE001 - closing a client whose scheduler died
+            pass
+
+
+def _lost(scheduler: str, why: str) -> str:
+    return (f"lost the Dask scheduler at {scheduler} during the run ({why}); the parts finished so far are "
+            "kept: start the scheduler again and run the same command to resume")

@@ -107,3 +107,108 @@ def test_unreachable_scheduler_is_one_line():
         connect_dask(f"tcp://127.0.0.1:{port}", timeout=1)
     assert "\n" not in str(e.value)
     assert time.perf_counter() - t0 < 10
+
+
+GRID = CONFIG.replace("evaluation:\n", "evaluation:\n  grid: {algorithm.tau: [" + ", ".join(
+    str(0.05 * k) for k in range(40)) + "]}\n").replace("epochs: 3", "epochs: 30").replace(
+    "checkpoints: [0.5, 1, 3]", "checkpoints: [1, 30]")
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_scheduler_killed_mid_run_is_one_line_and_resume_works(tmp_path):
+    import os
+    import signal
+    import subprocess
+
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    env = {**os.environ, "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
+    sched = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                              "--port", str(port), "--dashboard-address", ":0"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers", "1",
+                               "--nthreads", "1", "--no-dashboard"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(GRID)
+    out = tmp_path / "out"
+    try:
+        run = subprocess.Popen([sys.executable, "-m", "perceptron_lab.cli", "run", str(cfg), "--out", str(out), "-q",
+                                "--executor", "dask", "--scheduler", address],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        t0 = time.time()
+        while time.time() - t0 < 120 and len(list((out / "parts").glob("*.csv"))) < 2 and run.poll() is None:
+            time.sleep(0.1)
+        assert len(list((out / "parts").glob("*.csv"))) >= 2, run.communicate(timeout=60)
+        sched.send_signal(signal.SIGKILL)
+        stdout, stderr = run.communicate(timeout=120)
+    finally:
+        for p in (sched, worker):
+            p.kill()
+            p.wait(timeout=30)
+    errors = [ln for ln in stderr.splitlines() if ln.startswith("plab: error:")]
+    assert run.returncode == 1 and "Traceback" not in stderr, stderr
+    assert len(errors) == 1 and "lost the Dask scheduler at" in errors[0] and "resume" in errors[0], stderr
+    assert not (out / "results.csv").exists()
+    kept = len(list((out / "parts").glob("*.csv")))
+    r = invoke("run", cfg, "--out", out, "-q")  # resume locally
+    assert r.exit_code == 0 and f"reused" in r.output
+    ref = tmp_path / "ref"
+    assert invoke("run", cfg, "--out", ref, "-q").exit_code == 0
+    assert (out / "results.csv").read_bytes() == (ref / "results.csv").read_bytes()
+    assert kept >= 2
+
+
+@pytest.mark.parametrize("mode, says", [
+    ("banner", "is not a Dask scheduler: its first bytes b'SSH-2.0-' are no Dask handshake"),
+    ("silent", "does not answer as a Dask scheduler within 2 s"),
+    ("http", "does not answer as a Dask scheduler within 2 s"),
+])
+def test_a_port_that_is_not_a_dask_scheduler_is_one_line(mode, says):
+    # servers on loopback that accept connections but do not speak Dask's protocol: an SSH-like
+    # banner (read by distributed as a frame length of exabytes), silence, an HTTP reply
+    import socket
+    import threading
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    stop = threading.Event()
+
+    def serve():
+        srv.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                continue
+            with c:
+                if mode == "banner":
+                    c.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+                c.settimeout(3)
+                try:
+                    c.recv(1024)
+                    if mode == "http":
+                        c.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+                except OSError:
+                    pass
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(PlabError) as e:
+            connect_dask(f"tcp://127.0.0.1:{srv.getsockname()[1]}", timeout=2.0)
+    finally:
+        stop.set()
+        t.join(5)
+        srv.close()
+    assert says in str(e.value) and "\n" not in str(e.value)
+    assert time.perf_counter() - t0 < 10
