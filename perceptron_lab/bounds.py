@@ -62,8 +62,24 @@ def estimate(cfg, n_train: int) -> dict:
             "hours": steps / STEPS_PER_SECOND / 3600.0}
 
 
+def check_folds(cfg, n_train: int) -> None:
+    """Every cross-validation fold (outer and inner) must get at least one example to test on."""
+    ev = cfg.evaluation
+    outer = ev.mode == "kfold" or (ev.mode == "nested" and ev.outer == "kfold")
+    if outer and ev.folds > n_train:
+        raise ConfigError(f"{cfg.source}: evaluation.folds = {ev.folds} exceeds the {n_train} examples of "
+                          f"{cfg.dataset.name}: some folds would test on nothing; use at most {n_train} folds")
+    if ev.mode == "nested":
+        part = n_train - (-(-n_train // ev.folds) if ev.outer == "kfold" else 0)
+        if ev.inner_folds > part:
+            raise ConfigError(f"{cfg.source}: evaluation.inner_folds = {ev.inner_folds} exceeds the {part} "
+                              "examples of an outer training part: some inner folds would test on nothing; "
+                              f"use at most {part}")
+
+
 def check_run_size(cfg, n_train: int, allow_large: bool = False) -> dict:
     """Refuse (ConfigError, exit status 2) a run beyond the limits above, with its estimate."""
+    check_folds(cfg, n_train)
     e = estimate(cfg, n_train)
     if allow_large:
         return e
@@ -83,5 +99,5 @@ def check_run_size(cfg, n_train: int, allow_large: bool = False) -> dict:
     return e
 
 
-__all__ = ["MAX_UNITS", "MAX_TRAIN_STEPS", "MAX_CHECKPOINTS_PER_UNIT", "grid_size", "fold_pairs", "estimate",
+__all__ = ["check_folds", "MAX_UNITS", "MAX_TRAIN_STEPS", "MAX_CHECKPOINTS_PER_UNIT", "grid_size", "fold_pairs", "estimate",
            "check_run_size"]

@@ -576,3 +576,17 @@ def test_gzip_bomb_in_place_of_an_idx_file_is_not_decompressed_past_its_header(t
     assert p.stat().st_size < 2 << 20
     with pytest.raises(DatasetError, match=r"declares dimensions \(10,\) \(10 values\) but the file holds more"):
         read_idx(p, 1)
+
+
+@pytest.mark.parametrize("evaluation, says", [
+    ("{mode: kfold, folds: 300}", "evaluation.folds = 300 exceeds the 208 examples of sonar"),
+    ("{mode: nested, folds: 2, inner_folds: 150, grid: {algorithm.tau: [0, 1]}, search: [[algorithm.tau]]}",
+     "evaluation.inner_folds = 150 exceeds the 104 examples"),
+])
+def test_more_folds_than_examples_is_refused(tmp_path, evaluation, says):
+    cfg = tmp_path / "f.yaml"
+    cfg.write_text(f"name: f\ndataset: {{name: sonar}}\ntraining: {{epochs: 1}}\nevaluation: {evaluation}\n")
+    r = CliRunner().invoke(main, ["run", str(cfg), "--out", str(tmp_path / "out"), "-q"], catch_exceptions=False)
+    errors = [ln for ln in r.output.splitlines() if ln.startswith("plab: error:")]
+    assert r.exit_code == 2 and len(errors) == 1 and says in errors[0], r.output
+    assert not (tmp_path / "out" / "results.csv").exists()
