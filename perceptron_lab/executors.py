@@ -90,8 +90,7 @@ def connect_dask(scheduler: str, timeout: float = DASK_CONNECT_SECONDS):
     except Exception as exc:  # a protocol error of another kind: still one line
         raise PlabError(f"{not_dask} ({_reason(exc)})") from None
     finally:
-        for log, level in saved:
-            log.setLevel(level)
+        _restore_logs(saved)
     try:
         try:
             client.wait_for_workers(1, timeout=timeout)
@@ -208,20 +207,19 @@ def run_dask(cfg, todo, data_dir, scheduler, finished, bar=None, timeout: float 
     """Run ``todo`` (parts) on the Dask cluster at ``scheduler``; ``finished(part, text, timings)``
     is called in this process, in completion order, as each task ends. ``bar`` (a tqdm bar of
     training steps) advances after each unit."""
-    from distributed import KilledWorker
-
     if data_dir is not None:
         data_dir = os.path.abspath(os.path.expanduser(str(data_dir)))
     # failures are reported in one line by this function, not by distributed's own log records
-    # (a lost scheduler makes its client log a traceback per reconnection attempt)
+    # (a lost scheduler makes its client log a traceback per reconnection attempt); after a
+    # failure the logs stay quiet, as the client's background reconnection may still be winding down
     saved = _quiet_distributed_logs()
-    try:
-        _run_dask(cfg, todo, data_dir, scheduler, finished, bar, timeout, KilledWorker)
-    except BaseException:
-        raise  # the logs stay quiet: the client's background reconnection may still be winding down
-    else:
-        for log, level in saved:
-            log.setLevel(level)
+    _run_dask(cfg, todo, data_dir, scheduler, finished, bar, timeout)
+    _restore_logs(saved)
+
+
+def _restore_logs(saved: list) -> None:
+    for log, level in saved:
+        log.setLevel(level)
 
 
 def _quiet_distributed_logs() -> list:
@@ -235,7 +233,9 @@ def _quiet_distributed_logs() -> list:
     return saved
 
 
-def _run_dask(cfg, todo, data_dir, scheduler, finished, bar, timeout, KilledWorker):
+def _run_dask(cfg, todo, data_dir, scheduler, finished, bar, timeout):
+    from distributed import KilledWorker
+
     client = connect_dask(scheduler, timeout)
     topic = f"plab-progress-{uuid.uuid4().hex}"
     events: queue_mod.SimpleQueue = queue_mod.SimpleQueue()

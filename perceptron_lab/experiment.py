@@ -113,13 +113,13 @@ def load_data(cfg: ExperimentConfig, data_dir=None) -> Dataset:
     if cfg.dataset.merge_splits:
         if Xte is None:
             raise ConfigError(f"{cfg.source}: dataset.merge_splits: dataset {name} has no test split to merge; "
-                            "remove the key")
+                              "remove the key")
         Xtr, ytr = np.concatenate([Xtr, Xte]), np.concatenate([ytr, yte])
         Xte = yte = None
     if cfg.dataset.train_size is not None:
         if cfg.dataset.train_size > len(ytr):
             raise ConfigError(f"{cfg.source}: dataset.train_size = {cfg.dataset.train_size} exceeds the "
-                            f"{len(ytr)} training examples of {name}")
+                              f"{len(ytr)} training examples of {name}")
         Xtr, ytr = Xtr[:cfg.dataset.train_size], ytr[:cfg.dataset.train_size]
     if cfg.dataset.test_size is not None and Xte is not None:
         Xte, yte = Xte[:cfg.dataset.test_size], yte[:cfg.dataset.test_size]
@@ -291,7 +291,7 @@ def unit_data(cfg: ExperimentConfig, ds: Dataset, unit: Unit, splits: _Splits | 
     if unit.fold < 0 and unit.inner_fold < 0:
         if ds.X_test is None:
             raise ConfigError(f"{cfg.source}: dataset {ds.name} has no fixed test split; "
-                            "set evaluation.mode: kfold")
+                              "set evaluation.mode: kfold")
         return ds.X_train, ds.y_train, ds.X_test, ds.y_test
     splits = splits or _Splits(cfg, len(ds.y_train))
     tr, te = splits.inner(unit.fold)[unit.inner_fold] if unit.inner_fold >= 0 else splits.outer()[unit.fold]
@@ -313,7 +313,7 @@ def fold_subsample(ucfg: ExperimentConfig, unit: Unit, n: int):
         return None
     if size > n:
         raise ConfigError(f"{ucfg.source}: evaluation.fold_train_size = {size} exceeds the {n} examples of a "
-                        "fold's training part; lower it or use fewer folds")
+                          "fold's training part; lower it or use fewer folds")
     rng = np.random.default_rng(np.random.SeedSequence([ucfg.training.seed, 104729, unit.fold + 1,
                                                         unit.permutation, size]))
     return np.sort(rng.choice(n, size=size, replace=False))
@@ -508,11 +508,17 @@ def results_hash(cfg: ExperimentConfig) -> str:
     """
     import hashlib
 
+    text = json.dumps(numbers_settings(cfg), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def numbers_settings(cfg: ExperimentConfig) -> dict:
+    """The resolved config without what cannot change a number (name, description, extends and
+    the output section)."""
     d = cfg.to_dict()
     for k in ("name", "description", "output", "extends"):
         d.pop(k, None)
-    text = json.dumps(d, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
+    return d
 
 
 @dataclass
@@ -554,7 +560,7 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
         parts = plan_parts(cfg, units)
         fingerprint = data_fingerprint(ds)
         keys = part_keys(cfg, parts, fingerprint, data_dir)
-        texts = {} if force else reusable_parts(folder, parts, keys)
+        texts = {} if force else folder.reusable((p.key, keys[p.key]) for p in parts)
         todo = [p for p in parts if p.key not in texts]
         n_todo = sum(len(p.units) for p in todo)
         info = _run_info(cfg, ds, fingerprint, units, parts, jobs, executor, scheduler, started)
@@ -618,10 +624,7 @@ def part_keys(cfg: ExperimentConfig, parts, fingerprint: str, data_dir=None) -> 
     keys = {}
     for p in parts:
         pcfg = part_config(cfg, p)
-        d = pcfg.to_dict()
-        for k in ("name", "description", "extends"):
-            d.pop(k, None)
-        d["output"] = {"float_format": pcfg.output.float_format}
+        d = {**numbers_settings(pcfg), "output": {"float_format": pcfg.output.float_format}}
         fp = fingerprint
         if any(k.startswith("dataset.") for k in p.grid_values):
             dkey = json.dumps(d["dataset"], sort_keys=True, default=str)
@@ -630,11 +633,6 @@ def part_keys(cfg: ExperimentConfig, parts, fingerprint: str, data_dir=None) -> 
             fp = prints[dkey]
         keys[p.key] = part_key(d, [u.key for u in p.units], fp, __version__)
     return keys
-
-
-def reusable_parts(folder: RunFolder, parts, keys: dict) -> dict:
-    """CSV text of every finished part that belongs to this run (others are recomputed)."""
-    return folder.reusable((p.key, keys[p.key]) for p in parts)
 
 
 def _run_info(cfg, ds, fingerprint, units, parts, jobs, executor, scheduler, started) -> dict:
@@ -900,10 +898,8 @@ def rewrite_paper_outputs(run_dir, figures: bool = False) -> list[Path]:
     df = pd.read_csv(res_path, dtype=str, keep_default_na=False)
     written = write_paper_outputs(cfg, run_dir, df, (info.get("dataset") or {}).get("n_train"))
     names = [str(Path(p).relative_to(run_dir)) for p in written]
-    if figures or not any(n.endswith(".png") for n in info.get("paper_outputs") or []):
-        info["paper_outputs"] = names
-    else:  # figures kept as they were
-        info["paper_outputs"] = names + [n for n in info["paper_outputs"] if n.endswith(".png") and n not in names]
+    kept = [] if figures else [n for n in info.get("paper_outputs") or [] if n.endswith(".png") and n not in names]
+    info["paper_outputs"] = names + kept  # figures not redrawn are kept as they were
     atomic_write_text(info_path, json.dumps(info, indent=2, default=str) + "\n")
     return written
 

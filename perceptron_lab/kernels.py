@@ -81,7 +81,8 @@ class Kernel:
         log_max = math.log10(fmax)
         headroom = 2.0 * math.log10(max(len(X), 2))  # sums over up to n updates, then over n steps
         with np.errstate(over="ignore", invalid="ignore"):
-            sq = float(np.max(np.einsum("ij,ij->i", X, X, dtype=np.float64)))
+            norms = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+        sq, sq_min = float(np.max(norms)), float(np.min(norms))
         what = f"{self.describe()} kernel in {dt.name}"
         more = "training.dtype: float64, or " if dt != np.float64 else ""
         if not math.isfinite(sq) or sq > fmax / 4:
@@ -119,13 +120,11 @@ class Kernel:
             scaled = Kernel(self.name, self.degree, self.scale, self.sigma, max(c, 1.0))
             # the division keeps the largest K(x, x) at 1; it must not push the smallest below
             # float32's normal range, or those examples' kernel rows become all zero
-            with np.errstate(divide="ignore"):
-                sq_min = float(np.min(np.einsum("ij,ij->i", X, X, dtype=np.float64)))
-            low = self.degree * (math.log10(1.0 + sq_min / self.scale) - math.log10(max(c, 1.0)))
+            per_degree = math.log10(1.0 + sq_min / self.scale) - math.log10(max(c, 1.0))  # <= 0
+            low = self.degree * per_degree
             floor = math.log10(float(np.finfo(dt).tiny)) + 2.0  # some room for the products of a row
             if low < floor:
-                top = max(int(floor / (math.log10(1.0 + sq_min / self.scale) - math.log10(max(c, 1.0)))), 1) \
-                    if c > 1.0 + sq_min / self.scale else self.degree
+                top = max(int(floor / per_degree), 1)
                 raise NumericError(
                     f"{what}: scaled to fit float32, K(x, x) falls to 1e{low:.0f} on some training rows (those with "
                     f"the smallest |x|), below float32's range, so their kernel rows would be all zero. Fix: set "

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
 
-from ..errors import DatasetError
+from ..errors import DatasetError, PlabError
 from .base import Dataset
 from .download import download_file, sha256_file
 from .images import load_fashion_mnist, load_mnist
@@ -532,12 +532,11 @@ def check_dataset_files(name: str, data_dir: str | os.PathLike | None = None) ->
         cache[str(path)] = {"stamp": stamp, "sha256": actual}
         changed = True
     if changed:
+        from ..store import atomic_write_text
+
         try:
-            cache_path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache_path.with_name(f".{cache_path.name}.{os.getpid()}.plab.tmp")
-            tmp.write_text(json.dumps(cache, indent=0, sort_keys=True), encoding="utf-8")
-            os.replace(tmp, cache_path)
-        except OSError:
+            atomic_write_text(cache_path, json.dumps(cache, indent=0, sort_keys=True))
+        except PlabError:
             pass  # no cache: the next run hashes again
     if embedded:
         return (f"reading the packaged copy of {entry.name} ({EMBEDDED_DIR}): the data root has none in "
