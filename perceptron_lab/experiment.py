@@ -57,8 +57,8 @@ from .evaluation import (Grid, inner_kfold_indices, kfold_indices,  # noqa: F401
                          training_folds)
 from .kernels import Kernel
 from .predict import RULES, counts_at_checkpoints, evaluate
-from .store import (RunFolder, atomic_write_text, check_writable, data_fingerprint,  # noqa: F401 (re-exported)
-                    part_key, remove_stale_temporaries, write_error)
+from .store import (RunFolder, atomic_write_text, check_writable, code_fingerprint,  # noqa: F401 (re-exported)
+                    data_fingerprint, part_key, remove_stale_temporaries, write_error)
 
 RESULT_COLUMNS = ["dataset", "kernel", "degree", "algorithm", "params", "grid_point", "fold",
                   "permutation", "epoch", "rule", "normalized", "class", "metric", "value"]
@@ -617,11 +617,12 @@ def _check_same_config(cfg: ExperimentConfig, out: Path, force: bool) -> None:
 
 def part_keys(cfg: ExperimentConfig, parts, fingerprint: str, data_dir=None) -> dict:
     """The key each part must carry (:func:`perceptron_lab.store.part_key`): the part's resolved
-    config with the output format, its units, the fingerprint of the data it reads and the
-    package version. ``fingerprint`` is the config's data's (:func:`perceptron_lab.store.data_fingerprint`);
+    config with the output format, its units, the fingerprint of the data it reads and of the
+    package's code. ``fingerprint`` is the config's data's (:func:`perceptron_lab.store.data_fingerprint`);
     parts whose grid values change the data are fingerprinted on their own data."""
     prints: dict = {}
     keys = {}
+    code = code_fingerprint()
     for p in parts:
         pcfg = part_config(cfg, p)
         d = {**numbers_settings(pcfg), "output": {"float_format": pcfg.output.float_format}}
@@ -631,7 +632,7 @@ def part_keys(cfg: ExperimentConfig, parts, fingerprint: str, data_dir=None) -> 
             if dkey not in prints:
                 prints[dkey] = data_fingerprint(load_data(pcfg, data_dir))
             fp = prints[dkey]
-        keys[p.key] = part_key(d, [u.key for u in p.units], fp, __version__)
+        keys[p.key] = part_key(d, [u.key for u in p.units], fp, code)
     return keys
 
 

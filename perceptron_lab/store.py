@@ -6,9 +6,9 @@ DVC reuse an output only when its inputs' checksums match):
 
 * every part file starts with a header line ``# plab-part 1 key=K rows=N sha256=S`` where ``K``
   is the part's key -- a hash of the resolved config of the part (output format included), the
-  units it holds, a fingerprint of the data actually read (:func:`data_fingerprint`) and the
-  package version -- ``N`` the number of CSV rows after the header and ``S`` the sha256 of those
-  rows. A part whose header, key, row count or checksum does not match is recomputed, with one
+  units it holds, a fingerprint of the data actually read (:func:`data_fingerprint`) and of the
+  package's code (:func:`code_fingerprint`) -- ``N`` the number of CSV rows after the header and
+  ``S`` the sha256 of those rows. A part whose header, key, row count or checksum does not match is recomputed, with one
   warning line (:meth:`RunFolder.read_part`);
 * one ``plab run`` at a time writes a folder: :class:`RunFolder` holds an exclusive ``fcntl``
   lock on ``OUT/.plab.lock`` while it runs (the kernel releases it when the process dies);
@@ -152,10 +152,28 @@ def data_fingerprint(ds) -> str:
     return h.hexdigest()
 
 
-def part_key(config: dict, units: list[str], fingerprint: str, version: str) -> str:
+_CODE: list = []
+
+
+def code_fingerprint() -> str:
+    """The package version and a hash of every module of the installed package: a part computed
+    by other code (an edit, an upgrade without a version change) is not reused."""
+    if not _CODE:
+        from . import __version__
+
+        h = hashlib.blake2b(digest_size=12)
+        root = Path(__file__).resolve().parent
+        for f in sorted(root.rglob("*.py")):
+            h.update(str(f.relative_to(root)).encode())
+            h.update(f.read_bytes())
+        _CODE.append(f"{__version__}+{h.hexdigest()}")
+    return _CODE[0]
+
+
+def part_key(config: dict, units: list[str], fingerprint: str, code: str) -> str:
     """The key a part must carry to be reused: its resolved config (output format included), its
-    units, the data fingerprint and the package version."""
-    text = json.dumps({"config": config, "units": units, "data": fingerprint, "version": version},
+    units, the data fingerprint and the code fingerprint."""
+    text = json.dumps({"config": config, "units": units, "data": fingerprint, "code": code},
                       sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
@@ -175,7 +193,7 @@ def decode_part(text: str, key: str) -> tuple[str | None, str]:
     if int(m.group(1)) != PART_FORMAT:
         return None, f"part format {m.group(1)}, not {PART_FORMAT}"
     if m.group(2) != key:
-        return None, "computed for another config, output format, data set or plab version"
+        return None, "computed for another config, output format, data set or plab code"
     if body.count("\n") != int(m.group(3)) or hashlib.sha256(body.encode("utf-8")).hexdigest() != m.group(4):
         return None, "damaged: its rows do not match their checksum"
     return body, ""
@@ -272,4 +290,4 @@ class RunFolder:
 
 
 __all__ = ["TMP_SUFFIX", "atomic_write_text", "atomic_write_bytes", "write_error", "remove_stale_temporaries", "check_writable",
-           "data_fingerprint", "part_key", "encode_part", "decode_part", "RunFolder"]
+           "data_fingerprint", "code_fingerprint", "part_key", "encode_part", "decode_part", "RunFolder"]

@@ -77,7 +77,7 @@ def test_changed_output_format_recomputes_every_part(tmp_path):
     r = plab(cfg2, out)
     assert r.exit_code == 0
     assert notes(r) == [f"plab: warning: {out / 'parts' / 'g000.csv'} and 2 other part(s) not reused (computed "
-                        "for another config, output format, data set or plab version); recomputing"]
+                        "for another config, output format, data set or plab code); recomputing"]
     assert (out / "results.csv").read_bytes() == reference(tmp_path, cfg2)
 
 
@@ -216,3 +216,15 @@ def test_broken_data_file_is_never_replaced_by_the_packaged_copy(tmp_path):
     assert "is not a readable file (a dangling link or a folder)" in notes(r)[0]
     r = plab(write_cfg(tmp_path), tmp_path / "out", tmp_path / "empty")  # no copy at all: the packaged one, said
     assert r.exit_code == 0 and "plab: note: reading the packaged copy of sonar" in r.output
+
+
+def test_parts_computed_by_other_code_are_not_reused(tmp_path, monkeypatch):
+    from perceptron_lab import store
+
+    out, cfg = tmp_path / "out", write_cfg(tmp_path)
+    assert plab(cfg, out).exit_code == 0
+    first = (out / "results.csv").read_bytes()
+    monkeypatch.setattr(store, "_CODE", ["0.1.0+edited-engine"])  # as after an edit of the package
+    r = plab(cfg, out)
+    assert r.exit_code == 0 and "0 reused" in r.output and len(notes(r)) == 1 and "not reused" in notes(r)[0]
+    assert (out / "results.csv").read_bytes() == first
