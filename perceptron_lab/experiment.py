@@ -539,46 +539,71 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
     ``jobs`` > 1 runs parts in that many worker processes (one BLAS and numba thread each);
     ``executor="dask"`` sends them to the Dask scheduler at ``scheduler`` instead (see
     :mod:`perceptron_lab.executors`). The results are byte-identical to a serial run. The output
-    folder is locked for the whole run (:class:`perceptron_lab.store.RunFolder`). With ``verify``
-    the dataset files are checked against the registry's sha256 first (:func:`verify_inputs`);
-    a run beyond :mod:`perceptron_lab.bounds`' limits is refused unless ``allow_large``.
+    folder is locked for the whole run and holds only what :class:`perceptron_lab.store.RunFolder`
+    writes. With ``verify`` the dataset files are checked against the registry's sha256 first
+    (:func:`verify_inputs`); a run beyond :mod:`perceptron_lab.bounds`' limits is refused unless
+    ``allow_large``.
     """
     from .executors import check_executor
 
     check_executor(executor, scheduler, jobs)
-    out = Path(out_dir) if out_dir else Path(cfg.run_dir)
-    with RunFolder(out) as folder:
-        _check_same_config(cfg, out, force)
+    with RunFolder(Path(out_dir) if out_dir else Path(cfg.run_dir)) as folder:
+        folder.check_config(results_hash(cfg), force)
         if force:
             folder.clear_parts()
         started, t0 = datetime.now(timezone.utc), time.perf_counter()
-        _DATA_CACHE.clear()  # every run reads its data afresh (the files may have changed since the last)
-        verified = verify_inputs(cfg, data_dir) if verify else False
-        ds = load_data(cfg, data_dir)
+        ds, verified = read_inputs(cfg, data_dir, verify)
         check_run_size(cfg, len(ds.y_train), allow_large)
-        units = plan(cfg, ds.X_test is not None)
-        parts = plan_parts(cfg, units)
-        fingerprint = data_fingerprint(ds)
-        keys = part_keys(cfg, parts, fingerprint, data_dir)
-        texts = {} if force else folder.reusable((p.key, keys[p.key]) for p in parts)
-        todo = [p for p in parts if p.key not in texts]
-        n_todo = sum(len(p.units) for p in todo)
-        info = _run_info(cfg, ds, fingerprint, units, parts, jobs, executor, scheduler, started)
-        info["dataset"]["checksums_verified"] = verified
-        atomic_write_text(out / "run.json", json.dumps(info, indent=2, default=str) + "\n")
-        timings = _execute(cfg, folder, todo, keys, texts, data_dir, ds, jobs, executor, scheduler, progress, force,
-                           len(units))
-        df = pd.concat([pd.read_csv(io.StringIO(texts[p.key]), dtype=str, keep_default_na=False) for p in parts],
-                       ignore_index=True)
-        df, outputs = write_outputs(cfg, out, df, len(ds.y_train))
-        info.update(outputs)
-        info.update({"status": "complete", "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                     "wall_seconds": round(time.perf_counter() - t0, 3), "ran": n_todo,
-                     "skipped": len(units) - n_todo,
-                     "train_seconds_total": round(sum(t["train_seconds"] for t in timings.values()), 3),
-                     "eval_seconds_total": round(sum(t["eval_seconds"] for t in timings.values()), 3)})
-        atomic_write_text(out / "run.json", json.dumps(info, indent=2, default=str) + "\n")
-    return RunResult(out, df, info, skipped=len(units) - n_todo, ran=n_todo, timings=list(timings.values()))
+        work = plan_work(cfg, ds, data_dir)
+        texts = {} if force else folder.reusable((p.key, work.keys[p.key]) for p in work.parts)
+        todo = [p for p in work.parts if p.key not in texts]
+        info = _run_info(cfg, ds, work, jobs, executor, scheduler, started, verified)
+        folder.write_info(info)
+        timings = _execute(cfg, folder, todo, work.keys, texts, data_dir, ds, jobs, executor, scheduler,
+                           progress, force, len(work.units))
+        df = merge_parts(work.parts, texts)
+        df, outputs = write_outputs(cfg, folder, df, len(ds.y_train))
+        ran = sum(len(p.units) for p in todo)
+        folder.write_info({**info, **outputs, **_run_summary(t0, ran, len(work.units), timings)})
+    return RunResult(folder.out, df, info, skipped=len(work.units) - ran, ran=ran, timings=list(timings.values()))
+
+
+@dataclass
+class Work:
+    """A run's plan: its units, the parts that persist them, the key each part must carry and the
+    fingerprint of the data read."""
+    units: list
+    parts: list
+    keys: dict
+    fingerprint: str
+
+
+def read_inputs(cfg: ExperimentConfig, data_dir, verify: bool):
+    """(the dataset, whether its files were checked against the registry's sha256). Every run reads
+    its data afresh: the files may have changed since the last."""
+    _DATA_CACHE.clear()
+    verified = verify_inputs(cfg, data_dir) if verify else False
+    return load_data(cfg, data_dir), verified
+
+
+def plan_work(cfg: ExperimentConfig, ds: Dataset, data_dir=None) -> Work:
+    units = plan(cfg, ds.X_test is not None)
+    parts = plan_parts(cfg, units)
+    fingerprint = data_fingerprint(ds)
+    return Work(units, parts, part_keys(cfg, parts, fingerprint, data_dir), fingerprint)
+
+
+def merge_parts(parts, texts: dict) -> pd.DataFrame:
+    """The rows of every part, in plan order (whatever order they were computed in)."""
+    return pd.concat([pd.read_csv(io.StringIO(texts[p.key]), dtype=str, keep_default_na=False) for p in parts],
+                     ignore_index=True)
+
+
+def _run_summary(t0: float, ran: int, n_units: int, timings: dict) -> dict:
+    return {"status": "complete", "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "wall_seconds": round(time.perf_counter() - t0, 3), "ran": ran, "skipped": n_units - ran,
+            "train_seconds_total": round(sum(t["train_seconds"] for t in timings.values()), 3),
+            "eval_seconds_total": round(sum(t["eval_seconds"] for t in timings.values()), 3)}
 
 
 def verify_inputs(cfg: ExperimentConfig, data_dir=None, note=None) -> bool:
@@ -598,21 +623,6 @@ def verify_inputs(cfg: ExperimentConfig, data_dir=None, note=None) -> bool:
         if msg:
             say(msg)
     return True
-
-
-def _check_same_config(cfg: ExperimentConfig, out: Path, force: bool) -> None:
-    """Refuse a folder whose run.json records another config (unless ``force``)."""
-    info_path = out / "run.json"
-    if force or not info_path.is_file():
-        return
-    try:
-        old = json.loads(info_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return  # unreadable: every part still has to prove it belongs to this run
-    chash = results_hash(cfg)
-    if isinstance(old, dict) and old.get("config_hash") not in (None, chash):
-        raise PlabError(f"{out} holds results of a different config (hash {old.get('config_hash')}, "
-                        f"this one {chash}); pass --force to replace them or choose another --out")
 
 
 def part_keys(cfg: ExperimentConfig, parts, fingerprint: str, data_dir=None) -> dict:
@@ -636,7 +646,7 @@ def part_keys(cfg: ExperimentConfig, parts, fingerprint: str, data_dir=None) -> 
     return keys
 
 
-def _run_info(cfg, ds, fingerprint, units, parts, jobs, executor, scheduler, started) -> dict:
+def _run_info(cfg, ds, work: Work, jobs, executor, scheduler, started, verified: bool) -> dict:
     return {
         "name": cfg.name, "config_file": str(cfg.source), "config_hash": results_hash(cfg),
         "config": cfg.to_dict(), "versions": versions(), "git_revision": git_revision(),
@@ -644,9 +654,10 @@ def _run_info(cfg, ds, fingerprint, units, parts, jobs, executor, scheduler, sta
         "dataset": {"name": ds.name, "n_train": int(len(ds.y_train)),
                     "n_test": None if ds.y_test is None else int(len(ds.y_test)),
                     "n_features": ds.n_features, "n_classes": ds.n_classes,
-                    "fingerprint": fingerprint,
-                    "source": {k: str(v) for k, v in ds.meta.items() if k in ("source", "source_files")}},
-        "units": len(units), "parts": len(parts), "jobs": int(jobs), "executor": executor,
+                    "fingerprint": work.fingerprint,
+                    "source": {k: str(v) for k, v in ds.meta.items() if k in ("source", "source_files")},
+                    "checksums_verified": verified},
+        "units": len(work.units), "parts": len(work.parts), "jobs": int(jobs), "executor": executor,
         **({"scheduler": scheduler} if executor == "dask" else {}),
         "started": started.isoformat(timespec="seconds"), "status": "running",
     }
@@ -658,13 +669,7 @@ def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, exec
     and adding its text to ``texts``; returns every unit's timings (earlier invocations' included)."""
     from tqdm.auto import tqdm
 
-    timings_path = folder.out / "timings.json"
-    try:
-        timings = json.loads(timings_path.read_text(encoding="utf-8")) if timings_path.is_file() and not force else {}
-    except (OSError, ValueError):
-        timings = {}
-    if not isinstance(timings, dict):
-        timings = {}
+    timings = {} if force else folder.read_timings()
     total = 0
     if progress:
         for p in todo:
@@ -675,7 +680,7 @@ def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, exec
     bar = tqdm(total=total, disable=not progress, unit="step", unit_scale=True,
                desc=f"{cfg.name} ({n_todo}/{n_units} runs)", dynamic_ncols=True,
                mininterval=0.1 if sys.stderr.isatty() else 30.0)  # a log file gets a line per 30 s
-    flush = _TimingsWriter(timings_path, timings)
+    flush = _TimingsWriter(folder, timings)
     try:
         def finished(part, text, tms):
             folder.write_part(part.key, keys[part.key], text)
@@ -698,18 +703,18 @@ def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, exec
     return timings
 
 
-def write_outputs(cfg: ExperimentConfig, out: Path, df: pd.DataFrame, n_train) -> tuple[pd.DataFrame, dict]:
+def write_outputs(cfg: ExperimentConfig, folder: RunFolder, df: pd.DataFrame, n_train) -> tuple[pd.DataFrame, dict]:
     """results.csv, the protocol outputs (grid, searches, selections) and the paper's tables;
     returns the results and run.json's ``outputs`` / ``paper_outputs`` entries."""
     outputs = []
     grid = Grid.from_config(cfg) if cfg.evaluation.grid else None
     if grid is not None:
-        atomic_write_text(out / "grid.csv", grid.frame().to_csv(index=False, lineterminator="\n"))
-        outputs.append(out / "grid.csv")
+        outputs.append(folder.write_output("grid.csv", grid.frame().to_csv(index=False, lineterminator="\n")))
     if cfg.evaluation.mode == "nested":
         df = _with_selections(cfg, df, grid)
-    atomic_write_text(out / "results.csv", df.to_csv(index=False, lineterminator="\n"))
-    outputs += write_protocol_outputs(cfg, out, df, grid)
+    folder.write_output("results.csv", df.to_csv(index=False, lineterminator="\n"))
+    outputs += write_protocol_outputs(cfg, folder, df, grid)
+    out = folder.out
     entries = {"outputs": [str(Path(p).relative_to(out)) for p in outputs]} if outputs else {}
     entries["paper_outputs"] = [str(Path(p).relative_to(out)) for p in write_paper_outputs(cfg, out, df, n_train)]
     return df, entries
@@ -718,8 +723,8 @@ def write_outputs(cfg: ExperimentConfig, out: Path, df: pd.DataFrame, n_train) -
 class _TimingsWriter:
     """Collects unit timings and rewrites timings.json at most every TIMINGS_FLUSH_SECONDS."""
 
-    def __init__(self, path: Path, timings: dict):
-        self.path, self.timings, self.last = path, timings, time.perf_counter()
+    def __init__(self, folder: RunFolder, timings: dict):
+        self.folder, self.timings, self.last = folder, timings, time.perf_counter()
 
     def add(self, tms):
         for t in tms:
@@ -728,7 +733,7 @@ class _TimingsWriter:
             self.write()
 
     def write(self):
-        atomic_write_text(self.path, json.dumps(self.timings, indent=1) + "\n")
+        self.folder.write_timings(self.timings)
         self.last = time.perf_counter()
 
 
@@ -823,21 +828,18 @@ def _with_selections(cfg: ExperimentConfig, df: pd.DataFrame, grid: Grid) -> pd.
     return pd.concat([df, pd.DataFrame(rows, columns=list(df.columns))], ignore_index=True)
 
 
-def write_protocol_outputs(cfg: ExperimentConfig, out: Path, df: pd.DataFrame, grid) -> list[Path]:
+def write_protocol_outputs(cfg: ExperimentConfig, folder: RunFolder, df: pd.DataFrame, grid) -> list[Path]:
     """``search.csv`` for a parameter search (kfold or holdout with evaluation.search) and
     ``nested.csv`` for nested cross-validation."""
     from .evaluation import nested_summary, search_summary
 
-    written = []
     if grid is None or not cfg.evaluation.search:
-        return written
+        return []
     if cfg.evaluation.mode == "nested":
-        path, table = out / "nested.csv", nested_summary(df, grid, cfg)
+        name, table = "nested.csv", nested_summary(df, grid, cfg)
     else:
-        path, table = out / "search.csv", search_summary(df, grid, cfg)
-    atomic_write_text(path, table.to_csv(index=False, lineterminator="\n", float_format="%.6g"))
-    written.append(path)
-    return written
+        name, table = "search.csv", search_summary(df, grid, cfg)
+    return [folder.write_output(name, table.to_csv(index=False, lineterminator="\n", float_format="%.6g"))]
 
 
 def write_paper_outputs(cfg: ExperimentConfig, out: Path, df: pd.DataFrame, n_train=None):

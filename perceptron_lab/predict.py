@@ -218,9 +218,18 @@ def _score_block(Kt, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull, l
 
 
 def random_slices(seed_seq, n_test: int, cp_steps) -> np.ndarray:
-    """One uniform time slice r in {0..T} per (checkpoint, test example), from a seeded generator."""
-    rng = np.random.default_rng(seed_seq)
-    return np.stack([rng.integers(0, int(T) + 1, size=n_test) for T in cp_steps]).astype(np.int64)
+    """One uniform time slice r in {0..T} per (checkpoint, test example).
+
+    The draws at a checkpoint of T steps come from their own generator, keyed by the seed and T
+    alone, so a rule's result at a checkpoint does not depend on which other checkpoints (for
+    example ``training.curve_every``) a run asks for.
+    """
+    base = seed_seq if isinstance(seed_seq, np.random.SeedSequence) else np.random.SeedSequence(seed_seq)
+    out = np.empty((len(cp_steps), n_test), dtype=np.int64)
+    for i, T in enumerate(cp_steps):
+        child = np.random.SeedSequence(base.entropy, spawn_key=tuple(base.spawn_key) + (int(T),))
+        out[i] = np.random.default_rng(child).integers(0, int(T) + 1, size=n_test)
+    return out
 
 
 def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: bool,

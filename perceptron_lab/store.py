@@ -38,6 +38,8 @@ _TMP_RE = re.compile(r"^\..+\.(\d+)" + re.escape(TMP_SUFFIX) + "$")
 PART_FORMAT = 1
 _HEADER_RE = re.compile(r"^# plab-part (\d+) key=([0-9a-f]+) rows=(\d+) sha256=([0-9a-f]{64})$")
 LOCK_NAME = ".plab.lock"
+INFO_NAME = "run.json"
+TIMINGS_NAME = "timings.json"
 
 
 # ----------------------------------------------------------------------------- atomic writes
@@ -287,6 +289,44 @@ class RunFolder:
             for p in self.parts.glob("*.csv"):
                 if p.is_file() or p.is_symlink():
                     p.unlink()
+
+    # -- run.json, timings.json and the final outputs
+
+    def read_info(self) -> dict | None:
+        """The folder's run.json, or None when it is missing or unreadable."""
+        try:
+            info = json.loads((self.out / INFO_NAME).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return info if isinstance(info, dict) else None
+
+    def check_config(self, config_hash: str, force: bool) -> None:
+        """Refuse a folder whose run.json records another config (unless ``force``). An unreadable
+        run.json refuses nothing: every part still has to prove it belongs to this run."""
+        old = None if force else self.read_info()
+        if old is not None and old.get("config_hash") not in (None, config_hash):
+            raise PlabError(f"{self.out} holds results of a different config (hash {old.get('config_hash')}, "
+                            f"this one {config_hash}); pass --force to replace them or choose another --out")
+
+    def write_info(self, info: dict) -> None:
+        atomic_write_text(self.out / INFO_NAME, json.dumps(info, indent=2, default=str) + "\n")
+
+    def read_timings(self) -> dict:
+        """Seconds per unit recorded by earlier invocations ({} when none or unreadable)."""
+        try:
+            timings = json.loads((self.out / TIMINGS_NAME).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return timings if isinstance(timings, dict) else {}
+
+    def write_timings(self, timings: dict) -> None:
+        atomic_write_text(self.out / TIMINGS_NAME, json.dumps(timings, indent=1) + "\n")
+
+    def write_output(self, name: str, text: str) -> Path:
+        """Write a final output (results.csv, a table) atomically; returns its path."""
+        path = self.out / name
+        atomic_write_text(path, text)
+        return path
 
 
 __all__ = ["TMP_SUFFIX", "atomic_write_text", "atomic_write_bytes", "write_error", "remove_stale_temporaries", "check_writable",

@@ -228,3 +228,35 @@ def test_parts_computed_by_other_code_are_not_reused(tmp_path, monkeypatch):
     r = plab(cfg, out)
     assert r.exit_code == 0 and "0 reused" in r.output and len(notes(r)) == 1 and "not reused" in notes(r)[0]
     assert (out / "results.csv").read_bytes() == first
+
+
+# --------------------------------------------------------------------------- determinism
+
+RANDOM_CFG = """
+name: det
+dataset: {{name: sonar}}
+training: {{epochs: 2, {training}}}
+prediction: {{rules: [last, random, random_norm, vote]}}
+evaluation: {{mode: kfold, folds: 3}}
+"""
+
+
+@pytest.mark.parametrize("training", ["checkpoints: [0.5, 2], curve_every: 0.25",
+                                      "checkpoints: [0.5, 2], curve_every: 0.1",
+                                      "checkpoints: [2]"])
+def test_random_rules_do_not_depend_on_the_outputs_requested(tmp_path, training):
+    """The random rules draw their time slices per checkpoint from the seed and the step count
+    alone: asking for a learning curve, or for fewer checkpoints, leaves every shared row as it was."""
+    import pandas as pd
+
+    for out, tr in (("a", "checkpoints: [0.5, 2]"), ("b", training)):
+        cfg = tmp_path / f"{out}.yaml"
+        cfg.write_text(RANDOM_CFG.format(training=tr))
+        assert plab(cfg, tmp_path / out).exit_code == 0
+    a = pd.read_csv(tmp_path / "a" / "results.csv")
+    b = pd.read_csv(tmp_path / "b" / "results.csv")
+    keys = [c for c in a.columns if c != "value"]
+    m = a.merge(b, on=keys, suffixes=("_a", "_b"))
+    assert (m["epoch"] == 2).any() and m["rule"].isin(["random", "random_norm"]).any()
+    assert len(m) >= min(len(a), len(b)) // 2
+    assert (m["value_a"] == m["value_b"]).all(), m[m["value_a"] != m["value_b"]]
