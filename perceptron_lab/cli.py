@@ -418,7 +418,7 @@ def figures_gentile2001(out_dir, data_dir, which, permutations, quiet):
 
     Example: plab figures gentile2001 --data-dir ../shared/data --out results/gentile2001
     """
-    from .figures import gentile_margin_figures
+    from .papers.gentile2001.figures import gentile_margin_figures
 
     figs = tuple(int(w) for w in which) or (3, 4, 5)
     for p in gentile_margin_figures(out_dir, data_dir=data_dir, figures=figs, permutations=permutations,

@@ -1,7 +1,7 @@
 """One schema for the long paper-vs-ours comparisons (``<paper>_table<N>..._comparison.csv``).
 
-Every table writer (:mod:`perceptron_lab.tables` for Freund & Schapire,
-:mod:`perceptron_lab.tables_kw` for Khardon & Wachman, :mod:`perceptron_lab.tables_gentile` for
+Every table writer (:mod:`perceptron_lab.papers.fs1999.tables` for Freund & Schapire,
+:mod:`perceptron_lab.papers.kw2007.tables` for Khardon & Wachman, :mod:`perceptron_lab.papers.gentile2001.tables` for
 Gentile) writes one row per printed cell. The core columns, in this order, are
 :data:`CORE_COLUMNS`:
 

@@ -66,7 +66,7 @@ PACKAGE_CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 SECTIONS = ("dataset", "kernel", "algorithm", "training", "prediction", "evaluation", "output")
 #: A config file (or a file it extends) larger than this is refused before it is read.
 MAX_CONFIG_BYTES = 1 << 20
-_TOP_KEYS = ("name", "description", "extends")
+_TOP_KEYS = ("name", "description", "paper", "extends")
 
 
 # =========================================================================== dataclasses
@@ -189,6 +189,7 @@ class ExperimentConfig:
     prediction: PredictionConfig
     evaluation: EvaluationConfig
     output: OutputConfig
+    paper: str | None = None
     source: str | None = dataclasses.field(default=None, compare=False)
 
     @property
@@ -204,6 +205,8 @@ class ExperimentConfig:
         :func:`config_from_dict`.
         """
         out: dict[str, Any] = {"name": self.name, "description": self.description}
+        if self.paper is not None:
+            out["paper"] = self.paper
         for section in SECTIONS:
             obj = getattr(self, section)
             body: dict[str, Any] = {}
@@ -511,6 +514,22 @@ class _DatasetName(_Check):
         return value
 
 
+class _PaperRef(_Check):
+    noun = "a paper's table as <paper>/<table>"
+
+    def validate(self, value, path, v):
+        from . import plugins
+
+        if value is None:
+            return None
+        refs = [f"{p.name}/{t}" for p in plugins.papers() for t in p.tables]
+        if not isinstance(value, str) or value not in refs:
+            v.expected(path, "must be a paper's table, one of " + ", ".join(refs), value,
+                       wrong_type=not isinstance(value, str), hint=_did_you_mean(value, refs))
+            return INVALID
+        return value
+
+
 class _Grid(_Check):
     noun = "a mapping from parameter paths (such as 'algorithm.tau') to lists of values"
 
@@ -659,6 +678,9 @@ SCHEMA: tuple[Param, ...] = (
        _FILE_STEM, "Run name; outputs go to runs/<name>. Defaults to the config file's stem "
        "and is never inherited through extends.", grid=False),
     _P("description", _Text(), "", "Free text shown in reports.", grid=False),
+    _P("paper", _PaperRef(), None, "The paper table the run reproduces, as <paper>/<table> (e.g. kw2007/table5): "
+       "its outputs are then also written in the paper's layout and scored against it. Runs without it "
+       "are never scored against a paper. Never inherited through extends.", grid=False),
     # ---------------------------------------------------------------- dataset
     _P("dataset.name", _DatasetName(), _REQUIRED,
        "A registered dataset, or a synthetic one: " + ", ".join(C.DATASET_SYNTHETIC) + "."),
@@ -842,7 +864,7 @@ class _Validator:
             elif key == "extends":
                 self.line(("extends",), "extends is resolved when a config file is loaded; "
                           "it cannot appear in a resolved config")
-        self._section("", {k: data[k] for k in ("name", "description") if k in data}, ())
+        self._section("", {k: data[k] for k in ("name", "description", "paper") if k in data}, ())
         for section in SECTIONS:
             raw = data.get(section)
             if raw is None:
@@ -933,7 +955,8 @@ class _Validator:
             values = self.values[section]
             attrs = {p.attr: p.key for p in _params_of(section)}
             sections[section] = cls(**{attr: values[key] for attr, key in attrs.items()})
-        return ExperimentConfig(name=top["name"], description=top["description"], source=source, **sections)
+        return ExperimentConfig(name=top["name"], description=top["description"], paper=top["paper"],
+                                source=source, **sections)
 
 
 def _is_neutral(value: Any, neutral: Any) -> bool:
@@ -1199,8 +1222,9 @@ def _resolve(data: dict, src: _Source, chain: tuple, problems: list[str]) -> Any
             ok = False
             continue
         base_data, base_o = result
-        base_data.pop("name", None)  # a config's name is its own
-        base_o.pop(("name",), None)
+        for own in ("name", "paper"):  # a config's name, and the paper table it reproduces, are its own
+            base_data.pop(own, None)
+            base_o.pop((own,), None)
         merged, merged_o = _merge(merged, merged_o, base_data, base_o)
     if not ok:
         return INVALID

@@ -1,5 +1,5 @@
 """Where the parts of a run are computed: ``local`` (this machine; ``--jobs`` worker processes, see
-:func:`perceptron_lab.experiment._run_pool`) or ``dask`` (an existing Dask distributed cluster).
+:func:`run_pool`) or ``dask`` (an existing Dask distributed cluster).
 
 With ``--executor dask --scheduler ADDRESS`` every part that is not finished yet becomes one task
 on the cluster. A worker loads the dataset itself (``run_part(cfg, part, data_dir)``), so the data
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import queue as queue_mod
 import threading
 import time
@@ -179,7 +180,7 @@ def _one_thread():
     numba.set_num_threads(1)
     with _LIMITS_LOCK:
         if "blas" not in _LIMITS:
-            from .experiment import blas_one_thread
+            from .units import blas_one_thread
 
             _LIMITS["blas"] = blas_one_thread()
 
@@ -188,7 +189,7 @@ def _dask_task(cfg, part, data_dir, topic):
     """One part on a Dask worker: (key, CSV text, unit timings, training steps)."""
     from distributed import get_worker
 
-    from .experiment import run_part
+    from .units import run_part
 
     _one_thread()
     worker = get_worker()
@@ -313,3 +314,83 @@ def _run_dask(cfg, todo, data_dir, scheduler, finished, bar, timeout):
 def _lost(scheduler: str, why: str) -> str:
     return (f"lost the Dask scheduler at {scheduler} during the run ({why}); the parts finished so far are "
             "kept: start the scheduler again and run the same command to resume")
+
+
+# ----------------------------------------------------------------------------- process pool
+
+_WORKER: dict = {}
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Linux: ask the kernel to SIGKILL this process when its parent dies, however it dies
+    (SIGKILL included), so that no worker outlives a killed ``plab run``; if the parent is already
+    gone, exit now."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+def _worker_init(cfg, data_dir, queue, parent_pid=None):
+    """Worker process setup: die with the parent, one thread for BLAS and numba (the pool supplies
+    the parallelism)."""
+    if parent_pid is not None:
+        _die_with_parent(parent_pid)
+    from .units import blas_one_thread
+
+    _WORKER["limits"] = blas_one_thread()
+    import numba
+
+    numba.set_num_threads(1)
+    _WORKER.update(cfg=cfg, data_dir=data_dir, queue=queue)
+
+
+def _worker_run(part):
+    from .units import run_part
+
+    q = _WORKER["queue"]
+    text, tms = run_part(_WORKER["cfg"], part, _WORKER["data_dir"], unit_done=q.put)
+    return part.key, text, tms
+
+
+def run_pool(cfg, todo, data_dir, jobs, finished, bar):
+    """Run parts in ``jobs`` spawned worker processes; ``finished(part, text, timings)`` is called
+    in this process, in completion order, as each part ends."""
+    import multiprocessing as mp
+    import queue as queue_mod
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    by_key = {p.key: p for p in todo}
+
+    def drain():
+        while True:
+            try:
+                n = q.get_nowait()
+            except queue_mod.Empty:
+                return
+            if bar is not None:
+                bar.update(n)
+
+    ex = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_worker_init,
+                             initargs=(cfg, data_dir, q, os.getpid()))
+    try:
+        pending = {ex.submit(_worker_run, p) for p in todo}
+        while pending:
+            done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+            drain()
+            for fut in done:
+                key, text, tms = fut.result()
+                finished(by_key[key], text, tms)
+        drain()
+    except BaseException:
+        ex.shutdown(wait=False, cancel_futures=True)
+        raise
+    ex.shutdown(wait=True)

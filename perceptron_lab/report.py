@@ -26,28 +26,18 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import plugins
 from .causes import FILE_NAME as CAUSES_FILE
 from .causes import VOCABULARY, assign, load_rules
 from .comparison import compared, consistent, read_comparison, sampling_covers, scored
 from .store import atomic_write_text
 
-PAPERS = {
-    "fs1999": "Freund & Schapire (1999): the voted perceptron on MNIST",
-    "kw2007": "Khardon & Wachman (2007): noise-tolerant perceptron variants",
-    "gentile2001": "Gentile (2001): ALMA_p",
-}
-PAPER_SHORT = {"fs1999": "Freund & Schapire", "kw2007": "Khardon & Wachman", "gentile2001": "Gentile"}
-#: Reference tables that are not results tables (Khardon & Wachman Table 1 lists the data sets).
-NOT_RESULT_TABLES = {"kw2007_table1"}
-#: The figures the reproduction issues ask for (file stems); the report says which are missing.
-EXPECTED_FIGURES = {
-    "fs1999_figure2": "Freund & Schapire Figure 2 (test error vs epochs)",
-    "kw2007_figure4": "Khardon & Wachman Figure 4 (accuracy vs parameter value)",
-    "gentile2001_figure3": "Gentile Figure 3 (margin distributions, USPS)",
-    "gentile2001_figure4": "Gentile Figure 4 (margin distributions, artificial data)",
-    "gentile2001_figure5": "Gentile Figure 5 (last vs avg margins, artificial data)",
-}
-_TABLE_RE = re.compile(r"^(fs1999|kw2007|gentile2001)_table(\d+)")
+def _table_match(name: str):
+    """(paper name, table number) of an output or reference table stem ``<paper>_table<N>...``, or None."""
+    m = re.match(r"^(.+?)_table(\d+)", name)
+    if not m or m.group(1) not in plugins.names():
+        return None
+    return m.group(1), int(m.group(2))
 
 
 @dataclass
@@ -69,8 +59,8 @@ class TableResult:
 
     @property
     def number(self) -> int | None:
-        m = _TABLE_RE.match(self.name)
-        return int(m.group(2)) if m else None
+        m = _table_match(self.name)
+        return m[1] if m else None
 
     @property
     def scoped(self) -> pd.DataFrame:
@@ -128,7 +118,7 @@ def find_figures(paths) -> list[Path]:
     figs = set()
     for p in map(Path, paths):
         cands = [p] if p.is_file() else p.rglob("*.png")
-        figs.update(f for f in cands if f.name.split("_", 1)[0] in PAPERS and "_figure" in f.name and not _skip(f))
+        figs.update(f for f in cands if f.name.split("_", 1)[0] in plugins.names() and "_figure" in f.name and not _skip(f))
     return sorted(figs)
 
 
@@ -143,6 +133,8 @@ def collect(paths) -> Report:
         for comp in sorted(d.glob("*_comparison.csv")):
             stem = comp.name[: -len("_comparison.csv")]
             paper = stem.split("_", 1)[0]
+            if paper not in plugins.names():
+                continue
             layout_p = d / f"{stem}.csv"
             layout = pd.read_csv(layout_p, dtype=str, keep_default_na=False) if layout_p.exists() else pd.DataFrame()
             rep.tables.append(TableResult(paper, stem, d, layout, read_comparison(comp)))
@@ -206,28 +198,9 @@ def _num(v) -> str:
 
 
 def scoring_rules() -> list[str]:
-    """How cells are scored, from the tolerance constants of the table modules."""
-    from . import tables as fs
-    from . import tables_gentile as g
-    from . import tables_kw as kw
-
-    return [
-        f"- **{PAPER_SHORT['fs1999']}** (Tables 1-3): test error within max({fs.ERROR_ABS_TOL_PP:g} points, "
-        f"{100 * fs.ERROR_REL_TOL:g}% of the paper's value); support vectors and mistakes within "
-        f"{100 * fs.COUNT_REL_TOL:g}%; the GHW bound (Table 2) within {100 * fs.BOUND_REL_TOL:g}%. Scored for "
-        f"d >= {fs.SCOPE_MIN_DEGREE} and T >= {fs.SCOPE_MIN_T:g}; cells with d = 1 or T = 0.1 are shown, not scored.",
-        f"- **{PAPER_SHORT['kw2007']}** (Tables 3-7): accuracy within the paper's 95% interval where it prints one "
-        f"(Table 6), else within {kw.ACC_TOL_PP:g} points. **Table 2 is not scored**: its cells count on how many of "
-        f"the {kw.TABLE2_SETS_PER_NOISE} artificial data sets per noise rate one rule's mean cross-validated accuracy "
-        "beats another's (or all three tie). A count flips whenever one of 30 accuracy differences changes sign, "
-        "our data sets are fresh draws from the paper's generator, the paper reports only who wins \"because the "
-        "variance in actual results is quite large\" and prints no interval, and the issue states no tolerance "
-        "for counts of this kind; any threshold would be made up. The counts are shown side by side, with the "
-        "paper's own summary of the table (voted vs classical over all data sets) next to ours. Table 5's "
-        "standard deviations are likewise shown, not scored.",
-        f"- **{PAPER_SHORT['gentile2001']}** (Tables 1-6): test error within max({g.ERROR_ABS_TOL_PP:g} points, "
-        f"{100 * g.ERROR_REL_TOL:g}% of the paper's value); corrections and support vectors within "
-        f"{100 * g.COUNT_REL_TOL:g}%.",
+    """How cells are scored: each paper's rule, from its plug-in's tolerances, and the shared rules."""
+    return [f"- **{p.short}** ({', '.join(t.replace('table', 'Table ') for t in p.tables)}): {p.scoring_rule()}"
+            for p in plugins.papers()] + [
         "- *Consistent with sampling*: in-scope cells within tolerance, or whose paper value lies in the range "
         "our own re-sampling gives: the central 95% of independent draws of a generated data set or of "
         "cross-validation fold assignments (Khardon & Wachman Tables 3 UCI, 4 and 6), else the 95% interval of our "
@@ -296,16 +269,17 @@ def summary_lines(rep: Report) -> list[str]:
         lines.append(f"- `{t.name}` ({t.run_dir}{', variant' if t.variant else ''}): **{ok}/{n}** in-scope cells "
                      f"within tolerance, {t.n_consistent}/{n} consistent with sampling; {both} cells compared"
                      f"{extra}" + (f"; outside: {causes}" if causes else ""))
-    for paper in PAPERS:
+    for paper in plugins.names():
+        short = plugins.get(paper).short
         tabs = [t for t in rep.tables if t.paper == paper and not t.variant]
         for number in sorted({t.number for t in tabs if t.number is not None}):
             ok, n, _, cons, causes = _tally([t for t in tabs if t.number == number])
             if n:
-                lines.append(f"- {PAPER_SHORT[paper]} Table {number}: {ok}/{n} within tolerance, {cons}/{n} "
+                lines.append(f"- {short} Table {number}: {ok}/{n} within tolerance, {cons}/{n} "
                              f"consistent with sampling" + (f"; outside: {_causes_text(causes)}" if causes else ""))
         if tabs:
             ok, n, _, cons, causes = _tally(tabs)
-            lines.append(f"- **{PAPER_SHORT[paper]}, the paper's settings: {ok}/{n} within tolerance**, {cons}/{n} "
+            lines.append(f"- **{short}, the paper's settings: {ok}/{n} within tolerance**, {cons}/{n} "
                          f"consistent with sampling" + (f"; outside: {_causes_text(causes)}" if causes else ""))
     main = [t for t in rep.tables if not t.variant]
     ok, n, both, cons, causes = _tally(main)
@@ -332,18 +306,19 @@ def cause_lines(rep: Report) -> list[str]:
 
 def missing_lines(rep: Report) -> list[str]:
     """Paper tables and figures with no results yet."""
-    from .paper import reference_tables
+    from .reference import reference_tables
 
-    have = {(m.group(1), int(m.group(2))) for m in (_TABLE_RE.match(t.name) for t in rep.tables) if m}
+    have = {m for m in (_table_match(t.name) for t in rep.tables) if m}
     todo: dict[str, list[int]] = {}
     for name in reference_tables():
-        m = _TABLE_RE.match(name)
-        if m and name not in NOT_RESULT_TABLES and (m.group(1), int(m.group(2))) not in have:
-            todo.setdefault(m.group(1), []).append(int(m.group(2)))
-    lines = [f"- {PAPER_SHORT[p]} Table{'s' if len(ns) > 1 else ''} {', '.join(map(str, sorted(ns)))}: no results yet"
-             for p, ns in todo.items()]
+        m = _table_match(name)
+        if m and name not in plugins.get(m[0]).not_result_tables and m not in have:
+            todo.setdefault(m[0], []).append(m[1])
+    lines = [f"- {plugins.get(p).short} Table{'s' if len(ns) > 1 else ''} {', '.join(map(str, sorted(ns)))}: "
+             "no results yet" for p, ns in todo.items()]
     stems = {f.stem for f in rep.figures}
-    lines += [f"- {what}: not drawn yet" for stem, what in EXPECTED_FIGURES.items() if stem not in stems]
+    lines += [f"- {what}: not drawn yet" for p in plugins.papers() for stem, what in p.figures.items()
+              if stem not in stems]
     return lines
 
 
@@ -402,13 +377,8 @@ def run_lines(rep: Report) -> list[str]:
 
 
 def _table_notes(t: TableResult) -> list[str]:
-    if t.paper == "kw2007" and t.number == 2:
-        from .tables_kw import table2_claims
-
-        return ["Dominance counts: shown side by side, not scored (no tolerance for them can be justified; see "
-                "the scoring rules)."] \
-            + table2_claims(t.comparison)
-    return []
+    p = plugins.get(t.paper)
+    return p.table_notes(t) if p.table_notes else []
 
 
 def build(rep: Report, out: Path) -> list[tuple]:
@@ -432,7 +402,7 @@ def build(rep: Report, out: Path) -> list[tuple]:
     if not bad.empty:
         items.append(("p", f"{len(bad)} in-scope cells are outside tolerance; each is listed under "
                            "*In-scope cells outside tolerance* at the end."))
-    for paper, title in PAPERS.items():
+    for paper, title in ((p.name, p.title) for p in plugins.papers()):
         tabs = [t for t in rep.tables if t.paper == paper]
         figs = [f for f in rep.figures if f.name.startswith(paper)]
         if not tabs and not figs:

@@ -33,11 +33,11 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pandas as pd
 
+from . import plugins
 from .config import load_config
-from .experiment import atomic_write_text, run_experiment
-from .figures import gentile_margin_figures, plot_fs1999_figure2
+from .experiment import run_experiment
+from .store import atomic_write_text
 from .report import collect, read_log, recorded_seconds, summary_lines, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,22 +92,17 @@ def main(argv=None):
         write_log(log_path, args, None, time.perf_counter() - t0, times, figure_times)
     total = time.perf_counter() - t0
     print(f"all configs done in {total:.0f} s")
-    if Path("results/kw2007").exists():
-        from .tables_kw import combine_kw2007
-
-        combine_kw2007("results/kw2007")
-    fs_runs = sorted(Path("results/fs1999").glob("d*/results.csv"))
-    if fs_runs:
-        curves = pd.concat([pd.read_csv(p, dtype=str, keep_default_na=False) for p in fs_runs])
-        curves = curves[curves["class"] == "all"]
-        plot_fs1999_figure2(curves, Path("results/fs1999/fs1999_figure2.png"),
-                            title="Freund & Schapire (1999) Figure 2, reproduced: test error vs epochs")
-    if any("gentile2001" in str(c) for c in configs):
-        print("Gentile (2001) Figures 3-5 (margin distributions)", flush=True)
-        t1 = time.perf_counter()
-        for p in gentile_margin_figures(Path("results/gentile2001"), data_dir=args.data_dir, progress=True):
-            print(f"  {p}")
-        figure_times["gentile2001_figure3-5"] = {"wall_seconds": round(time.perf_counter() - t1, 1)}
+    # each paper's whole tables and figures, from its runs (Gentile's Figures 3-5 train runs of
+    # their own), for the papers whose configs ran
+    for paper in plugins.papers():
+        if paper.combine:
+            paper.combine("results")
+        if paper.reproduce_figures and any(f"/{paper.name}/" in f"/{c}" for c in configs):
+            print(f"{paper.short}: figures", flush=True)
+            t1 = time.perf_counter()
+            for p in paper.reproduce_figures("results", args.data_dir):
+                print(f"  {p}")
+            figure_times[f"{paper.name}_figures"] = {"wall_seconds": round(time.perf_counter() - t1, 1)}
     # the finished log first: the report states the reproduction's time from it
     write_log(log_path, args, datetime.now(timezone.utc).isoformat(timespec="seconds"), total, times,
               figure_times)

@@ -120,7 +120,7 @@ def test_schema_and_dataclasses_agree():
         attrs = {p.attr for p in SCHEMA if p.section == section}
         assert attrs == {f.name for f in dataclasses.fields(cls)}, section
     top = {f.name for f in dataclasses.fields(ExperimentConfig)}
-    assert top == {"name", "description", "source", *config_module.SECTIONS}
+    assert top == {"name", "description", "paper", "source", *config_module.SECTIONS}
 
 
 # --------------------------------------------------------------------------- extends

@@ -13,10 +13,11 @@ from click.testing import CliRunner
 
 from perceptron_lab import evaluation as ev
 from perceptron_lab import experiment as ex
+from perceptron_lab import units
 from perceptron_lab.cli import main
 from perceptron_lab.config import config_from_dict, load_config
 from perceptron_lab.datasets.synthetic import kw_artificial
-from perceptron_lab.tables_kw import (
+from perceptron_lab.papers.kw2007.tables import (
     COLUMNS,
     format_cell,
     kw2007_layout,
@@ -161,7 +162,7 @@ def test_nested_selection_uses_inner_folds_only_and_sequential_stages():
 
 def _run_in_process(cfg, ds, monkeypatch):
     """Every part of a nested config on a given dataset, with the selection rows appended."""
-    monkeypatch.setattr(ex, "load_data", lambda c, data_dir=None: ds)
+    monkeypatch.setattr(units, "load_data", lambda c, data_dir=None: ds)
     frames = []
     for part in ex.plan_parts(cfg, ex.plan(cfg, False)):
         text, _ = ex.run_part(cfg, part)
@@ -207,6 +208,7 @@ def test_nested_cv_never_looks_at_the_outer_test_fold(monkeypatch):
 
 NESTED = """
 name: kw2007_table6_tiny
+paper: kw2007/table6
 dataset: {name: sonar}
 algorithm: {eta: 0.1, theta_init: avg_sq_norm, C: theta_init}
 training: {epochs: 2}
@@ -224,7 +226,7 @@ output: {figures: false}
 
 
 def test_jobs_2_is_byte_identical_to_jobs_1_and_resume_after_deleting_a_part(tmp_path, monkeypatch):
-    import perceptron_lab.tables_kw as tk
+    import perceptron_lab.papers.kw2007.tables as tk
 
     monkeypatch.setattr(tk, "_svm_wanted", lambda cfg: False)  # the SVM baselines have their own test
     cfg = tmp_path / "n.yaml"
@@ -260,20 +262,20 @@ def test_jobs_2_is_byte_identical_to_jobs_1_and_resume_after_deleting_a_part(tmp
 def test_small_problems_run_on_one_thread_with_the_same_results(tmp_path, monkeypatch):
     import numba
 
-    import perceptron_lab.tables_kw as tk
+    import perceptron_lab.papers.kw2007.tables as tk
 
     monkeypatch.setattr(tk, "_svm_wanted", lambda cfg: False)
     before = numba.get_num_threads()
-    with ex.threads_for(ex.SINGLE_THREAD_MAX_ENTRIES):
+    with ex.threads_for(units.SINGLE_THREAD_MAX_ENTRIES):
         assert numba.get_num_threads() == 1
     assert numba.get_num_threads() == before
-    with ex.threads_for(ex.SINGLE_THREAD_MAX_ENTRIES + 1):
+    with ex.threads_for(units.SINGLE_THREAD_MAX_ENTRIES + 1):
         assert numba.get_num_threads() == before
     cfg = tmp_path / "n.yaml"
     cfg.write_text(NESTED)
     r1 = invoke("run", cfg, "--out", tmp_path / "one", "-q")
     assert r1.exit_code == 0, r1.output
-    monkeypatch.setattr(ex, "SINGLE_THREAD_MAX_ENTRIES", -1)  # every unit on all threads
+    monkeypatch.setattr(units, "SINGLE_THREAD_MAX_ENTRIES", -1)  # every unit on all threads
     r2 = invoke("run", cfg, "--out", tmp_path / "all", "-q")
     assert r2.exit_code == 0, r2.output
     assert (tmp_path / "one" / "results.csv").read_bytes() == (tmp_path / "all" / "results.csv").read_bytes()
@@ -281,7 +283,8 @@ def test_small_problems_run_on_one_thread_with_the_same_results(tmp_path, monkey
 
 def test_kfold_grid_parts_and_search_summary_through_the_cli(tmp_path):
     cfg = tmp_path / "s.yaml"
-    cfg.write_text(NESTED.replace("mode: nested", "mode: kfold").replace("kw2007_table6_tiny", "tiny_search"))
+    cfg.write_text(NESTED.replace("mode: nested", "mode: kfold").replace("kw2007_table6_tiny", "tiny_search")
+                   .replace("paper: kw2007/table6\n", ""))
     r = invoke("run", cfg, "--out", tmp_path / "s", "-q")
     assert r.exit_code == 0, r.output
     df = pd.read_csv(tmp_path / "s" / "results.csv")
@@ -298,7 +301,7 @@ def test_kfold_grid_parts_and_search_summary_through_the_cli(tmp_path):
 def test_svm_l2_route_equals_the_explicit_primal():
     from scipy.optimize import minimize
 
-    from perceptron_lab.svm import fit_l1, fit_l2, linear_kernel
+    from perceptron_lab.papers.kw2007.svm import fit_l1, fit_l2, linear_kernel
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(24, 2))
@@ -328,7 +331,7 @@ def test_svm_l2_route_equals_the_explicit_primal():
 
 
 def _cmp(table, rows):
-    from perceptron_lab.tables_kw import _cmp_row, _finish
+    from perceptron_lab.papers.kw2007.tables import _cmp_row, _finish
 
     return _finish([_cmp_row(table, *r) for r in rows])
 
@@ -372,7 +375,7 @@ def test_table2_dominance_counts_on_a_made_up_frame():
     assert c[("noise=0.1", "V > LS")] == 2 and c[("noise=0.1", "V = LS = C")] == 0
     # dominance counts are shown next to the paper's but not scored
     assert set(cmp["metric"]) == {"n_datasets"} and not cmp["in_scope"].any() and cmp["tolerance"].isna().all()
-    from perceptron_lab.tables_kw import table2_claims
+    from perceptron_lab.papers.kw2007.tables import table2_claims
 
     (claim,) = table2_claims(cmp)  # the paper's sums over noise 0 and 0.1: V > C 0 + 15, C > V 0 + 3
     assert "on 15 of 60 data sets (ours: 1 of 4)" in claim and "on 57 of 60 (ours: 4 of 4)" in claim
@@ -381,7 +384,7 @@ def test_table2_dominance_counts_on_a_made_up_frame():
 def test_every_kw2007_config_loads_and_names_its_table():
     from pathlib import Path
 
-    from perceptron_lab.tables_kw import table_number
+    from perceptron_lab.papers.kw2007.tables import table_number
 
     root = Path(__file__).resolve().parents[1] / "configs" / "kw2007"
     tables = {}
@@ -516,7 +519,7 @@ def test_lambda_trick_that_stops_training_makes_last_longest_and_voted_agree():
 def test_merged_tables_leave_out_variant_runs(tmp_path):
     """combine_kw2007 merges the run folders directly under the root; runs of settings the paper
     does not state live one level deeper (``variants/``) and must not mix into the paper's table."""
-    from perceptron_lab.tables_kw import combine_kw2007
+    from perceptron_lab.papers.kw2007.tables import combine_kw2007
 
     head = ("table,block,row,column,metric,paper,ours_mean,ours_std,n_runs,diff,tolerance,within,in_scope,"
             "dataset,paper_ci,ours_ci,detail\n")
@@ -540,14 +543,14 @@ def test_fold_train_size_draws_distinct_rows_shared_by_a_column():
     # of a column (so the taus are compared on the same examples), a different one per fold and N
     cfg = cfg_of({"mode": "kfold", "folds": 10, "fold_train_size": 20})
     u = ex.Unit(0, {}, 3, 0)
-    rows = ex.fold_subsample(cfg, u, 187)
+    rows = units.fold_subsample(cfg, u, 187)
     assert rows.size == 20 and np.unique(rows).size == 20 and rows.min() >= 0 and rows.max() < 187
-    other_tau = ex.fold_subsample(with_tau(cfg, 2.0), ex.Unit(5, {"algorithm.tau": 2.0}, 3, 0), 187)
+    other_tau = units.fold_subsample(with_tau(cfg, 2.0), ex.Unit(5, {"algorithm.tau": 2.0}, 3, 0), 187)
     assert np.array_equal(rows, other_tau)
-    assert not np.array_equal(rows, ex.fold_subsample(cfg, ex.Unit(0, {}, 4, 0), 187))
-    assert ex.fold_subsample(cfg_of({"mode": "kfold", "folds": 10}), u, 187) is None
+    assert not np.array_equal(rows, units.fold_subsample(cfg, ex.Unit(0, {}, 4, 0), 187))
+    assert units.fold_subsample(cfg_of({"mode": "kfold", "folds": 10}), u, 187) is None
     with pytest.raises(ex.PlabError, match="exceeds the 15 examples"):
-        ex.fold_subsample(cfg, u, 15)
+        units.fold_subsample(cfg, u, 15)
 
 
 def with_tau(cfg, tau):
@@ -590,7 +593,7 @@ def test_keys_at_their_defaults_leave_recorded_run_hashes_unchanged():
 
 
 def test_a_cell_over_draws_is_mean_sd_and_central_95_percent():
-    from perceptron_lab.tables_kw import _cell_over_draws
+    from perceptron_lab.papers.kw2007.tables import _cell_over_draws
 
     vals = [60.0 + 2 * k for k in range(10)]  # 60, 62, ..., 78
     draws = [(v, 1.0, 0.5, 10, "tau=1", ("dataset.params.seed", float(k + 1))) for k, v in enumerate(vals)]

@@ -6,8 +6,8 @@ import pytest
 
 from perceptron_lab.config import load_config, with_overrides
 from perceptron_lab.experiment import run_experiment
-from perceptron_lab.paper import reference_table
-from perceptron_lab.tables import fs1999_comparison
+from perceptron_lab.reference import reference_table
+from perceptron_lab.papers.fs1999.tables import fs1999_comparison
 
 pytestmark = pytest.mark.slow
 

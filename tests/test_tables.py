@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perceptron_lab import tables
+from perceptron_lab.papers.fs1999 import tables
 from perceptron_lab.experiment import RESULT_COLUMNS
-from perceptron_lab.figures import plot_fs1999_figure2
-from perceptron_lab.paper import reference_table, reference_tables
-from perceptron_lab.tables import (fs1999_comparison, fs1999_layout, ghw_sparsity_bound,
+from perceptron_lab.papers.fs1999.figures import plot_fs1999_figure2
+from perceptron_lab.reference import reference_table, reference_tables
+from perceptron_lab.papers.fs1999.tables import (fs1999_comparison, fs1999_layout, ghw_sparsity_bound,
                                    write_fs1999_tables)
 
 MAIN_T = ["0.1", "1", "2", "3", "4", "10", "30"]

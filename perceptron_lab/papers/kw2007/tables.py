@@ -12,7 +12,7 @@ paper's value, ours, the difference, the tolerance and whether ours is within it
 * Table 5 -- Adult: accuracy and standard deviation by training-set size and tau.
 * Tables 6 and 7 -- parameter optimization by nested cross-validation, mean ± the 95% T-interval
   (:func:`perceptron_lab.evaluation.nested_summary`); Table 6 adds the SVM L1 / L2 soft-margin
-  baselines (:mod:`perceptron_lab.svm`, best of the paper's grids on the same outer folds).
+  baselines (:mod:`perceptron_lab.papers.kw2007.svm`, best of the paper's grids on the same outer folds).
 
 Comparisons use the schema of :mod:`perceptron_lab.comparison` (``ours_mean``, ``ours_std``,
 ``n_runs``, ``tolerance``, ``within``, ``in_scope`` ...) plus ``dataset``, ``paper_ci`` (the
@@ -28,14 +28,13 @@ any small change of the underlying accuracies. :func:`table2_claims` compares th
 summary of Table 2 instead.
 
 Several configs fill one paper table (e.g. Table 3: the UCI block, USPS and MNIST); each run writes
-its own rows, and :func:`combine_kw2007` (``python -m perceptron_lab.tables_kw results/kw2007``)
+its own rows, and :func:`combine_kw2007` (``python -m perceptron_lab.papers.kw2007.tables results/kw2007``)
 merges every run folder below a directory into whole tables.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import re
 from pathlib import Path
@@ -43,10 +42,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .comparison import CORE_COLUMNS, SAMPLING_COLUMNS, compared, consistent, normalize, read_comparison
-from .evaluation import TIE_TOL_PP, Grid, final_epoch, nested_summary, search_summary, t_interval
-from .store import atomic_write_text
-from .paper import reference_table
+from ...comparison import CORE_COLUMNS, SAMPLING_COLUMNS, compared, consistent, normalize, read_comparison
+from ...evaluation import TIE_TOL_PP, Grid, final_epoch, nested_summary, search_summary, t_interval
+from ...store import atomic_write_text
+from ...reference import reference_table
 
 #: Tolerance (percentage points) for accuracies the paper prints without an interval.
 ACC_TOL_PP = 2.0
@@ -85,8 +84,8 @@ REPLICATE_KEYS = ("dataset.params.seed", "evaluation.fold_seed")
 
 
 def table_number(cfg) -> int | None:
-    """The paper table a config fills, from its name ``kw2007_table<N>...``."""
-    m = re.match(r"kw2007_table(\d+)", cfg.name)
+    """The paper table a config fills, from its ``paper: kw2007/table<N>``."""
+    m = re.fullmatch(r"kw2007/table(\d+)", cfg.paper or "")
     return int(m.group(1)) if m else None
 
 
@@ -267,8 +266,8 @@ def table34_comparison(cfg, df: pd.DataFrame, table: int, data_dir=None) -> pd.D
 
 def _baseline(cfg, name: str, data_dir=None) -> float:
     """Percentage of the majority class (Table 1's Baseline) of a registry data set."""
-    from .config import with_overrides
-    from .experiment import load_data
+    from ...config import with_overrides
+    from ...experiment import load_data
 
     try:
         ds = load_data(with_overrides(cfg, {"dataset.name": name}), data_dir)
@@ -386,9 +385,9 @@ def _typed_values(text_values: dict) -> dict:
 def svm_baselines(cfg, data_dir=None, out: Path | None = None) -> pd.DataFrame:
     """Best-of-grid SVM L1 and L2 accuracies on the config's outer folds, per data set; cached
     as ``svm_folds.csv`` (every grid value and fold) in ``out``."""
-    from .config import with_overrides
-    from .evaluation import kfold_indices
-    from .experiment import load_data
+    from ...config import with_overrides
+    from ...evaluation import kfold_indices
+    from ...experiment import load_data
     from .svm import best_of_grid, svm_fold_errors
 
     grid = Grid.from_config(cfg)
@@ -585,7 +584,7 @@ def parameter_curves(cfg, df: pd.DataFrame) -> pd.DataFrame:
     """Figure 4 data: for each setting and single parameter, the mean accuracy at each of its
     grid values with every other searched parameter inactive. Columns ``setting``, ``parameter``,
     ``value`` (text), ``position`` (index in the grid's list), ``rule``, ``accuracy_pct``."""
-    from .evaluation import _text, short_name
+    from ...evaluation import _text, short_name
 
     grid = Grid.from_config(cfg)
     d = _point_frame(df, final_epoch(cfg))

@@ -1,4 +1,4 @@
-"""Figures of the reproduced papers, drawn from the long results format."""
+"""Gentile (2001) Figures 3-5: margin distributions of runs trained with the Table configs."""
 
 from __future__ import annotations
 
@@ -6,143 +6,11 @@ import math
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
 
-# Freund & Schapire (1999) Figure 2: "vote" and the unnormalised "last", "average" and "random".
-FIGURE2_RULES = (
-    ("vote", "vote"),
-    ("last", "last (unnorm)"),
-    ("avg", "average (unnorm)"),
-    ("random", "random (unnorm)"),
-)
+from ...plots import save_figure
 
-
-def save_figure(fig, out, **kwargs) -> None:
-    """Render ``fig`` as PNG and write it atomically (like every other output)."""
-    import io
-
-    from .store import atomic_write_bytes
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", **kwargs)
-    atomic_write_bytes(out, buf.getvalue())
-
-
-def _curves(results: pd.DataFrame) -> pd.DataFrame:
-    """Mean and std over runs of the multiclass test error, per degree, rule and epoch."""
-    df = results[(results["class"].astype(str) == "all")
-                 & (results["metric"].astype(str) == "test_error_pct")].copy()
-    df["normalized"] = df["normalized"].astype(str).str.strip().str.lower()
-    df = df[df["normalized"] == "false"]
-    df = df[df["rule"].astype(str).isin([r for r, _ in FIGURE2_RULES])]
-    df["degree"] = pd.to_numeric(df["degree"]).astype(int)
-    df["epoch_f"] = pd.to_numeric(df["epoch"]).astype(float).round(6)
-    df["value"] = pd.to_numeric(df["value"]).astype(float)
-    g = df.groupby(["degree", "rule", "epoch_f"], sort=True)["value"]
-    return g.agg(mean="mean", std=lambda s: s.std(ddof=1) if len(s) > 1 else np.nan,
-                 n="count").reset_index()
-
-
-def plot_fs1999_figure2(results: pd.DataFrame, out_png, title: str | None = None) -> Path:
-    """Freund & Schapire (1999) Figure 2: test error (%, class ``all``) against the number of
-    epochs for vote and the unnormalised last / average / random rules, one panel per degree.
-
-    Every evaluated epoch is a point (the paper plots one per tenth of an epoch); lines are means
-    over runs (permutations) with a light band of ± one standard deviation. The x axis is
-    logarithmic, as in the paper. Returns the path of the PNG written.
-    """
-    curves = _curves(results)
-    if curves.empty:
-        raise ValueError("no multiclass test-error rows for the vote/last/avg/random rules")
-    degrees = sorted(curves["degree"].unique())
-    ncols = min(3, len(degrees))
-    nrows = math.ceil(len(degrees) / ncols)
-    # A bare Figure on the Agg canvas: no pyplot state, no dependence on the session's backend.
-    fig = Figure(figsize=(4.2 * ncols, 3.4 * nrows))
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    colors = dict(zip([r for r, _ in FIGURE2_RULES], ["C0", "C3", "C2", "C1"]))
-    for ax, d in zip(axes.flat, degrees):
-        sub = curves[curves["degree"] == d]
-        for rule, name in FIGURE2_RULES:
-            c = sub[sub["rule"] == rule]
-            if c.empty:
-                continue
-            x, y, s = c["epoch_f"].to_numpy(), c["mean"].to_numpy(), c["std"].to_numpy()
-            ax.plot(x, y, color=colors[rule], lw=1.2, label=name)
-            if np.isfinite(s).any():
-                ax.fill_between(x, y - s, y + s, color=colors[rule], alpha=0.15, lw=0)
-        ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.set_title(f"d = {d}")
-        ax.set_xlabel("epoch")
-        ax.set_ylabel("test error (%)")
-        ax.grid(True, which="both", alpha=0.3, lw=0.5)
-    for ax in list(axes.flat)[len(degrees):]:
-        ax.set_visible(False)
-    axes.flat[0].legend(fontsize="small", frameon=False)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    out = Path(out_png)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    save_figure(fig, out, dpi=130)
-    return out
-
-
-# Khardon & Wachman (2007) Figure 4: one line per prediction rule.
-FIGURE4_RULES = (("Last", "C3"), ("Longest", "C2"), ("Voted", "C0"))
-
-
-def plot_kw2007_figure4(curves: pd.DataFrame, out_png, title: str | None = None) -> Path:
-    """Khardon & Wachman (2007) Figure 4: mean cross-validated accuracy (%) against the value of
-    each parameter (tau, alpha, lambda), the other parameters inactive; one row of panels per data
-    set (setting), one column per parameter, one line per prediction rule.
-
-    ``curves`` has columns ``setting``, ``parameter``, ``value`` (text), ``position`` (the value's
-    index in the grid, which runs from no effect to strong effect, as on the paper's x axes),
-    ``rule`` and ``accuracy_pct`` (:func:`perceptron_lab.tables_kw.parameter_curves`). Returns the
-    path of the PNG written.
-    """
-    if curves.empty:
-        raise ValueError("no parameter curves to plot")
-    settings = list(dict.fromkeys(curves["setting"]))
-    params = list(dict.fromkeys(curves["parameter"]))
-    nrows, ncols = len(settings), len(params)
-    fig = Figure(figsize=(3.6 * ncols, 2.6 * nrows + 0.4))
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    for i, s in enumerate(settings):
-        for j, p in enumerate(params):
-            ax = axes[i][j]
-            sub = curves[(curves["setting"] == s) & (curves["parameter"] == p)]
-            for rule, color in FIGURE4_RULES:
-                c = sub[sub["rule"] == rule].sort_values("position")
-                if c.empty:
-                    continue
-                ax.plot(c["position"], c["accuracy_pct"], marker="o", ms=3, lw=1.2, color=color, label=rule)
-            ticks = sub.drop_duplicates("position").sort_values("position")
-            ax.set_xticks(ticks["position"].tolist())
-            ax.set_xticklabels(ticks["value"].tolist(), fontsize="small")
-            ax.set_xlabel(p)
-            if j == 0:
-                ax.set_ylabel(f"{s}\naccuracy (%)", fontsize="small")
-            ax.grid(True, alpha=0.3, lw=0.5)
-    axes[0][0].legend(fontsize="small", frameon=False)
-    if title:
-        fig.suptitle(title)
-    # keep 0.4 inch at the top for the title
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / fig.get_figheight()))
-    out = Path(out_png)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    save_figure(fig, out, dpi=110)
-    return out
-
-
-# ----------------------------------------------------------------------------- Gentile (2001) Figures 3-5
 
 
 def plot_margin_distributions(panels, out_png, title: str | None = None, ncols: int = 2,
@@ -159,7 +27,7 @@ def plot_margin_distributions(panels, out_png, title: str | None = None, ncols: 
     With ``zoom``, a second row repeats the panels for s in [-zoom, zoom]. ``note`` is printed
     under the panels. Returns the PNG path.
     """
-    from .engine.alma import margin_distribution
+    from ...engine.alma import margin_distribution
 
     ncols = min(ncols, len(panels))
     nrows = math.ceil(len(panels) / ncols)
@@ -218,7 +86,7 @@ def plot_margin_distributions(panels, out_png, title: str | None = None, ncols: 
 
 
 #: Where the configs of Figures 3-5 are read (the repository's ``configs/gentile2001``).
-GENTILE_CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs" / "gentile2001"
+GENTILE_CONFIG_DIR = Path(__file__).resolve().parents[3] / "configs" / "gentile2001"
 #: Figure 3 (USPS): the Perceptron and ALMA_2(alpha) at the kernel width of their Table 1 config.
 FIGURE3_RUNS = (("Perceptron", "table1_usps_perceptron.yaml", {}),
                 ("ALMA2(1.0)", "table1_usps_alma.yaml", {"algorithm.alpha": 1.0}),
@@ -237,10 +105,10 @@ FIGURE45_DATASETS = ((0.0, 3), (0.1, 3), (0.0, 300), (0.1, 300))
 def _margin_runs(cfg, overrides: dict, epochs, rules, permutations: int, data_dir, bar):
     """Train ``cfg`` with ``overrides`` on permutations 0..permutations-1 (the training orders of
     the config's own runs) and return ``{(epoch, rule): [margins per permutation]}``."""
-    from .config import with_overrides
-    from .engine import label_matrix, train_from_config
-    from .engine.alma import training_margins
-    from .experiment import Unit, load_data, preprocess, unit_kernel, unit_order
+    from ...config import with_overrides
+    from ...engine import label_matrix, train_from_config
+    from ...engine.alma import training_margins
+    from ...experiment import Unit, load_data, preprocess, unit_kernel, unit_order
 
     ucfg = with_overrides(cfg, overrides) if overrides else cfg
     ds = load_data(ucfg, data_dir)
@@ -304,7 +172,7 @@ def gentile_margin_panels(data_dir=None, figures=(3, 4, 5), permutations: int | 
     """
     from tqdm.auto import tqdm
 
-    from .config import load_config
+    from ...config import load_config
 
     cdir = Path(config_dir) if config_dir else GENTILE_CONFIG_DIR
     specs = {}

@@ -36,14 +36,13 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 import pandas as pd
 
-from .comparison import CORE_COLUMNS
-from .store import atomic_write_text
-from .paper import reference_table
+from ...comparison import CORE_COLUMNS
+from ...store import atomic_write_text
+from ...reference import reference_table
 
 # ----------------------------------------------------------------------------- tolerances
 #

@@ -41,9 +41,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .comparison import CORE_COLUMNS
-from .experiment import atomic_write_text
-from .paper import reference_table
+from ...comparison import CORE_COLUMNS
+from ...store import atomic_write_text
+from ...reference import reference_table
 
 # ----------------------------------------------------------------------------- tolerances
 #

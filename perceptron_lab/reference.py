@@ -1,0 +1,52 @@
+"""Published results tables, shipped with each paper's plug-in as CSV transcriptions.
+
+The files live in ``perceptron_lab/papers/<paper>/reference/`` (``perceptron_lab/papers/REFERENCE.md``
+gives the column meanings and the transcription notes). Each file holds one table in long format,
+one printed cell per row; ``value`` is the printed number (thousands separators and ``%``
+removed).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import pandas as pd
+
+from . import plugins
+
+
+def _files():
+    """{table name: path} over every paper's reference folder."""
+    out = {}
+    for p in plugins.papers():
+        d = p.reference_dir
+        if d.is_dir():
+            out.update({f.stem: f for f in d.iterdir() if f.suffix == ".csv"})
+    return out
+
+
+def reference_tables() -> list[str]:
+    """Names of the packaged tables (file names without ``.csv``), sorted."""
+    return sorted(_files())
+
+
+def reference_table(name: str) -> pd.DataFrame:
+    """One packaged reference table, e.g. ``reference_table("fs1999_table1")``.
+
+    ``name`` may be given with or without the ``.csv`` suffix. Numeric columns are parsed as
+    numbers (``value`` as float); cells the paper leaves empty have no row.
+    """
+    stem = name[:-4] if name.endswith(".csv") else name
+    files = _files()
+    if stem not in files:
+        raise KeyError(f"no reference table {stem!r}; available: {', '.join(sorted(files))}")
+    with open(files[stem], encoding="utf-8") as fh:
+        df = pd.read_csv(fh)
+    if "value" in df.columns:
+        df["value"] = pd.to_numeric(df["value"], errors="raise").astype(float)
+    return df
+
+
+def reference_readme() -> str:
+    """The transcription notes (``papers/REFERENCE.md``) as text."""
+    return resources.files("perceptron_lab").joinpath("papers", "REFERENCE.md").read_text(encoding="utf-8")

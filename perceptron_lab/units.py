@@ -1,0 +1,446 @@
+"""Units of work: a config becomes units (grid point x fold x permutation), each trained once and
+evaluated at every checkpoint into rows of the long results format; units are persisted in parts.
+
+Work is persisted in *parts*: without a grid, one part per unit (such runs are few and long, e.g. a
+full MNIST permutation); with a grid, one part per grid point holding all its folds, inner folds
+and permutations (such runs are many and small). Every part's rows depend only on the config and
+the part, so results are byte-identical for any number of jobs and after any interruption.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .config import ExperimentConfig, with_overrides
+from .constants import EPOCH_TOL, SINGLE_THREAD_MAX_ENTRIES
+from .datasets.base import Dataset, validate_dataset
+from .engine import label_matrix, train_from_config
+from .errors import ConfigError, PlabError
+from .evaluation import Grid, inner_kfold_indices, kfold_indices, training_folds
+from .kernels import Kernel
+from .predict import RULES, counts_at_checkpoints, evaluate
+
+RESULT_COLUMNS = ["dataset", "kernel", "degree", "algorithm", "params", "grid_point", "fold",
+                  "permutation", "epoch", "rule", "normalized", "class", "metric", "value"]
+#: Nested cross-validation adds the inner fold of a unit and the plan of a selection row.
+NESTED_COLUMNS = RESULT_COLUMNS + ["inner_fold", "search"]
+
+#: Datasets kept in memory per process (a grid over dataset parameters loads one per point).
+DATA_CACHE_SIZE = 8
+
+
+def result_columns(cfg: ExperimentConfig) -> list[str]:
+    return NESTED_COLUMNS if cfg.evaluation.mode == "nested" else RESULT_COLUMNS
+
+
+# ----------------------------------------------------------------------------- data
+
+
+_DATA_CACHE: dict = {}
+
+
+def _load_source(cfg: ExperimentConfig, data_dir):
+    """The dataset as its loader or generator returns it, cached per process (a few entries)."""
+    name = cfg.dataset.name
+    params = dict(cfg.dataset.params or {})
+    key = (name, json.dumps(params, sort_keys=True, default=str), str(data_dir))
+    if key in _DATA_CACHE:
+        return _DATA_CACHE[key]
+    if name in ("kw_artificial", "gentile_sparse"):
+        from .datasets import synthetic
+
+        try:
+            ds = getattr(synthetic, name)(**params)
+        except TypeError as exc:
+            raise ConfigError(f"{cfg.source}: dataset.params for {name}: {exc}") from None
+    else:
+        from .datasets.registry import load_dataset
+
+        ds = load_dataset(name, data_dir)
+    while len(_DATA_CACHE) >= DATA_CACHE_SIZE:
+        _DATA_CACHE.pop(next(iter(_DATA_CACHE)))
+    _DATA_CACHE[key] = ds
+    return ds
+
+
+def load_data(cfg: ExperimentConfig, data_dir=None) -> Dataset:
+    """The dataset of a config, with train/test subsets and preprocessing applied."""
+    name = cfg.dataset.name
+    ds = _load_source(cfg, data_dir)
+    Xtr, ytr, Xte, yte = ds.X_train, ds.y_train, ds.X_test, ds.y_test
+    if cfg.dataset.merge_splits:
+        if Xte is None:
+            raise ConfigError(f"{cfg.source}: dataset.merge_splits: dataset {name} has no test split to merge; "
+                              "remove the key")
+        Xtr, ytr = np.concatenate([Xtr, Xte]), np.concatenate([ytr, yte])
+        Xte = yte = None
+    if cfg.dataset.train_size is not None:
+        if cfg.dataset.train_size > len(ytr):
+            raise ConfigError(f"{cfg.source}: dataset.train_size = {cfg.dataset.train_size} exceeds the "
+                              f"{len(ytr)} training examples of {name}")
+        Xtr, ytr = Xtr[:cfg.dataset.train_size], ytr[:cfg.dataset.train_size]
+    if cfg.dataset.test_size is not None and Xte is not None:
+        Xte, yte = Xte[:cfg.dataset.test_size], yte[:cfg.dataset.test_size]
+    out = Dataset(ds.name, Xtr, ytr, Xte, yte, ds.classes, dict(ds.meta))
+    validate_dataset(out, f"{cfg.source}: dataset {name!r}", folds=training_folds(cfg, ytr),
+                     subset=cfg.dataset.train_size is not None)
+    return out
+
+
+def preprocess(kind: str, Xtr, Xte):
+    """Fit a preprocessing on the training rows and apply it to both sets."""
+    if kind == "none":
+        return Xtr, Xte
+    if kind == "unit_norm":
+        def f(X):
+            n = np.linalg.norm(X, axis=1, keepdims=True)
+            return X / np.where(n > 0, n, 1.0)
+    elif kind == "minmax":
+        lo, hi = Xtr.min(axis=0), Xtr.max(axis=0)
+        span = np.where(hi > lo, hi - lo, 1.0)
+
+        def f(X):
+            return (X - lo) / span
+    elif kind == "standardize":
+        mu, sd = Xtr.mean(axis=0), Xtr.std(axis=0)
+        sd = np.where(sd > 0, sd, 1.0)
+
+        def f(X):
+            return (X - mu) / sd
+    else:
+        raise PlabError(f"unknown preprocessing {kind!r}")
+    return f(Xtr), (None if Xte is None else f(Xte))
+
+
+# ----------------------------------------------------------------------------- plan
+
+
+@dataclass
+class Unit:
+    """One training run: a grid point, a fold (-1 for a held-out test set), an inner fold (nested
+    cross-validation; -1 for an outer unit) and a permutation."""
+
+    grid_point: int
+    grid_values: dict
+    fold: int
+    permutation: int
+    inner_fold: int = -1
+
+    @property
+    def key(self) -> str:
+        if self.inner_fold < 0:
+            return f"g{self.grid_point:03d}_f{self.fold:+03d}_p{self.permutation:03d}"
+        return f"g{self.grid_point:03d}_f{self.fold:+03d}_i{self.inner_fold:02d}_p{self.permutation:03d}"
+
+
+@dataclass
+class Part:
+    """Units persisted together in ``parts/<key>.csv``: all units of one grid point, or one unit."""
+
+    key: str
+    grid_point: int
+    grid_values: dict
+    units: list
+
+
+def grid_points(cfg: ExperimentConfig):
+    """The grid points of a config as {dotted path: value} dicts (one empty point without a grid):
+    the cartesian product of evaluation.grid, or with evaluation.search the union of the plans'
+    value products per setting (see :class:`perceptron_lab.evaluation.Grid`)."""
+    return Grid.from_config(cfg).points
+
+
+def _fold_pairs(cfg: ExperimentConfig):
+    """(fold, inner_fold) of the units of one grid point and permutation, in run order."""
+    ev = cfg.evaluation
+    if ev.mode == "holdout":
+        return [(-1, -1)]
+    if ev.mode == "kfold":
+        return [(k, -1) for k in range(ev.folds)]
+    outer = [-1] if ev.outer == "holdout" else list(range(ev.folds))
+    return [(k, j) for k in outer for j in [-1] + list(range(ev.inner_folds))]
+
+
+def plan(cfg: ExperimentConfig, has_test_split: bool):
+    """Every unit of a config, grid point by grid point."""
+    ev = cfg.evaluation
+    needs_test = ev.mode == "holdout" or (ev.mode == "nested" and ev.outer == "holdout")
+    if (ev.fold_train_size is not None or "evaluation.fold_train_size" in ev.grid) and ev.mode != "kfold":
+        raise ConfigError(f"{cfg.source}: evaluation.fold_train_size needs evaluation.mode: kfold, got {ev.mode}")
+    if needs_test and not has_test_split:
+        what = "evaluation.mode: kfold" if ev.mode == "holdout" else "evaluation.outer: kfold"
+        raise ConfigError(f"{cfg.source}: dataset {cfg.dataset.name} has no fixed test split; set {what}")
+    pairs = _fold_pairs(cfg)
+    units = []
+    for g, values in enumerate(grid_points(cfg)):
+        for f, j in pairs:
+            for p in range(cfg.training.permutations):
+                units.append(Unit(g, values, f, p, j))
+    return units
+
+
+def plan_parts(cfg: ExperimentConfig, units) -> list[Part]:
+    """Group units into parts: one per grid point when the config has a grid, else one per unit."""
+    if not cfg.evaluation.grid:
+        return [Part(u.key, u.grid_point, u.grid_values, [u]) for u in units]
+    n_points = max((u.grid_point for u in units), default=0) + 1
+    width = max(3, len(str(n_points - 1)))
+    parts: dict[int, Part] = {}
+    for u in units:
+        if u.grid_point not in parts:
+            parts[u.grid_point] = Part(f"g{u.grid_point:0{width}d}", u.grid_point, u.grid_values, [])
+        parts[u.grid_point].units.append(u)
+    return list(parts.values())
+
+
+def eval_epochs(cfg: ExperimentConfig):
+    """(all evaluation epochs sorted, the set of main checkpoints)."""
+    main = sorted(set(float(c) for c in cfg.training.checkpoints) | {float(cfg.training.epochs)})
+    pts = set(main)
+    if cfg.training.curve_every:
+        k = 1
+        while k * cfg.training.curve_every <= cfg.training.epochs + EPOCH_TOL:
+            pts.add(round(k * cfg.training.curve_every, 6))
+            k += 1
+    return sorted(pts), set(main)
+
+
+# ----------------------------------------------------------------------------- running
+
+
+def params_string(acfg) -> str:
+    if acfg.name == "perceptron":
+        ab = "inf" if acfg.alpha_bound is None else acfg.alpha_bound
+        return (f"eta={acfg.eta:g};theta_init={acfg.theta_init};C={acfg.C};tau={acfg.tau:g};"
+                f"lambda={acfg.lambda_:g};alpha_bound={ab}")
+    return f"alpha={acfg.alpha:g};B={acfg.B};C={acfg.C:g};p={acfg.p:g}"
+
+
+def _fmt(v, float_format):
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    return float_format % v
+
+
+class _Splits:
+    """Fold indices of one dataset, computed once per part."""
+
+    def __init__(self, cfg: ExperimentConfig, n: int):
+        self.cfg, self.n = cfg, n
+        self._outer = None
+        self._inner = {}
+
+    def outer(self):
+        if self._outer is None:
+            ev = self.cfg.evaluation
+            self._outer = kfold_indices(self.n, ev.folds, ev.fold_seed)
+        return self._outer
+
+    def inner(self, fold: int):
+        if fold not in self._inner:
+            ev = self.cfg.evaluation
+            train = np.arange(self.n) if fold < 0 else self.outer()[fold][0]
+            self._inner[fold] = inner_kfold_indices(train, ev.inner_folds, ev.fold_seed, fold)
+        return self._inner[fold]
+
+
+def unit_data(cfg: ExperimentConfig, ds: Dataset, unit: Unit, splits: _Splits | None = None):
+    """(X_train, y_train, X_test, y_test) of a unit, before preprocessing."""
+    if unit.fold < 0 and unit.inner_fold < 0:
+        if ds.X_test is None:
+            raise ConfigError(f"{cfg.source}: dataset {ds.name} has no fixed test split; "
+                              "set evaluation.mode: kfold")
+        return ds.X_train, ds.y_train, ds.X_test, ds.y_test
+    splits = splits or _Splits(cfg, len(ds.y_train))
+    tr, te = splits.inner(unit.fold)[unit.inner_fold] if unit.inner_fold >= 0 else splits.outer()[unit.fold]
+    return ds.X_train[tr], ds.y_train[tr], ds.X_train[te], ds.y_train[te]
+
+
+def fold_subsample(ucfg: ExperimentConfig, unit: Unit, n: int):
+    """Rows of a fold's training part (``n`` rows) that a unit trains on: all of them, or
+    ``evaluation.fold_train_size`` drawn at random without replacement.
+
+    Khardon & Wachman (2007) Table 5 parameterizes 10-fold cross-validation on Adult "by the number
+    of examples in the training set"; §3.2 permutes the training set at random before running, so
+    N examples of a fold's training part are N examples drawn at random. The draw depends on the
+    fold, the permutation and N only (not on the grid's other values), so every tau of a column
+    trains on the same examples.
+    """
+    size = ucfg.evaluation.fold_train_size
+    if size is None:
+        return None
+    if size > n:
+        raise ConfigError(f"{ucfg.source}: evaluation.fold_train_size = {size} exceeds the {n} examples of a "
+                          "fold's training part; lower it or use fewer folds")
+    rng = np.random.default_rng(np.random.SeedSequence([ucfg.training.seed, 104729, unit.fold + 1,
+                                                        unit.permutation, size]))
+    return np.sort(rng.choice(n, size=size, replace=False))
+
+
+def unit_seed(cfg: ExperimentConfig, unit: Unit) -> np.random.SeedSequence:
+    """The seed of a unit's training order (and of the random rule)."""
+    key = [cfg.training.seed, unit.permutation, unit.fold + 1]
+    if unit.inner_fold >= 0:
+        key.append(unit.inner_fold + 1)
+    return np.random.SeedSequence(key)
+
+
+def blas_one_thread():
+    """Limit BLAS to one thread now; returns the limiter, a context manager that restores the
+    earlier limit on exit (kept unentered, the limit holds for the process's life). A no-op
+    without threadpoolctl (which comes with scikit-learn)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover
+        return contextlib.nullcontext()
+    return threadpool_limits(1)
+
+
+@contextlib.contextmanager
+def threads_for(entries: int):
+    """Run the body on one numba and BLAS thread when the training set is small.
+
+    Small problems (at most ``SINGLE_THREAD_MAX_ENTRIES`` examples x features) lose more to the
+    thread team's start-up on every jitted call than they gain from a second core; results are
+    the same on any number of threads.
+    """
+    if entries > SINGLE_THREAD_MAX_ENTRIES:
+        yield
+        return
+    import numba
+
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        with blas_one_thread():
+            yield
+    finally:
+        numba.set_num_threads(before)
+
+
+def unit_kernel(ucfg: ExperimentConfig, Xtr: np.ndarray):
+    """(float type, kernel checked against ``Xtr`` for overflow in that type) of a unit's run."""
+    dtype = np.float32 if ucfg.training.dtype == "float32" else np.float64
+    return dtype, Kernel.from_config(ucfg.kernel).range_safe(Xtr, dtype)
+
+
+def unit_order(ucfg: ExperimentConfig, unit: Unit, n: int):
+    """(training order, seed of the random prediction rule) of a unit on ``n`` training examples.
+    Anything that retrains a unit (e.g. the Gentile margin figures) takes its order from here."""
+    order_seed, rule_seed = unit_seed(ucfg, unit).spawn(2)
+    return np.random.default_rng(order_seed).permutation(n), rule_seed
+
+
+def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None, ucfg=None, splits=None):
+    """Train and evaluate one unit; returns (rows, timings).
+
+    ``ucfg`` (the config with the unit's grid values applied) and ``splits`` may be passed by a
+    caller that runs many units of one grid point.
+    """
+    if ucfg is None:
+        ucfg = with_overrides(cfg, unit.grid_values) if unit.grid_values else cfg
+    Xtr, ytr, Xte, yte = unit_data(ucfg, ds, unit, splits)
+    Xtr, Xte = preprocess(ucfg.dataset.preprocess, Xtr, Xte)
+    sub = fold_subsample(ucfg, unit, len(ytr))
+    if sub is not None:
+        Xtr, ytr = Xtr[sub], ytr[sub]
+    dtype, kernel = unit_kernel(ucfg, Xtr)
+    binary = ds.n_classes == 2
+    Y = label_matrix(ytr, ds.n_classes)
+    order, rule_seed = unit_order(ucfg, unit, len(ytr))
+    epochs_all, main = eval_epochs(ucfg)
+    with threads_for(Xtr.size):
+        log = train_from_config(ucfg, Xtr, Y, kernel, order, epochs_all, dtype, progress=progress)
+        t1 = time.perf_counter()
+        err_m, err_b = evaluate(log, kernel, Xtr, Xte, yte, binary, vote_weight=ucfg.prediction.vote_weight,
+                                seed=rule_seed, dtype=dtype, rules=ucfg.prediction.rules)
+        eval_s = time.perf_counter() - t1
+    # checkpoints that round to the same step count are evaluated once
+    steps = [int(round(e * len(ytr))) for e in epochs_all]
+    cp_of = {s: i for i, s in enumerate(log.checkpoint_steps.tolist())}
+    counts = counts_at_checkpoints(log)
+
+    ff = cfg.output.float_format
+    base = [ds.name, kernel.name, kernel.degree, ucfg.algorithm.name, params_string(ucfg.algorithm),
+            unit.grid_point, unit.fold, unit.permutation]
+    tail = [str(unit.inner_fold), ""] if cfg.evaluation.mode == "nested" else []
+    labels = ["all"] if binary else [str(c) for c in ds.classes]
+    n_test = len(yte)
+    rows = []
+    for e, s in zip(epochs_all, steps):
+        k = cp_of[s]
+        ep = f"{e:g}"
+        is_main = e in main
+        rows.append(base + [ep, "none", "", "all", "mistakes", _fmt(int(counts["mistakes"][k].sum()), ff)] + tail)
+        rows.append(base + [ep, "none", "", "all", "support_vectors",
+                            _fmt(int(counts["support_vectors_union"][k]), ff)] + tail)
+        if is_main and not binary:
+            for c, lab in enumerate(labels):
+                rows.append(base + [ep, "none", "", lab, "mistakes", _fmt(int(counts["mistakes"][k, c]), ff)] + tail)
+                rows.append(base + [ep, "none", "", lab, "support_vectors",
+                                    _fmt(int(counts["support_vectors"][k, c]), ff)] + tail)
+        for rule in ucfg.prediction.rules:
+            r = RULES.index(rule)
+            name, norm = (rule[:-5], "true") if rule.endswith("_norm") else (rule, "false")
+            rows.append(base + [ep, name, norm, "all", "test_error_pct",
+                                _fmt(100.0 * err_m[k, r] / n_test, ff)] + tail)
+            if is_main and not binary:
+                for c, lab in enumerate(labels):
+                    rows.append(base + [ep, name, norm, lab, "test_error_pct",
+                                        _fmt(100.0 * err_b[k, r, c] / n_test, ff)] + tail)
+    timings = {"unit": unit.key, "train_seconds": round(log.seconds, 3), "eval_seconds": round(eval_s, 3),
+               "updates": log.n_updates, "n_train": len(ytr), "n_test": n_test}
+    return rows, timings
+
+
+def part_config(cfg: ExperimentConfig, part: Part) -> ExperimentConfig:
+    return with_overrides(cfg, part.grid_values) if part.grid_values else cfg
+
+
+def unit_steps(cfg: ExperimentConfig, ds: Dataset, unit: Unit) -> int:
+    """Training steps of a unit (what the progress bar counts)."""
+    n = len(ds.y_train)
+    ev = cfg.evaluation
+    if unit.fold >= 0:
+        n -= len(np.array_split(np.arange(n), ev.folds)[unit.fold])
+    if unit.inner_fold >= 0:
+        n -= len(np.array_split(np.arange(n), ev.inner_folds)[unit.inner_fold])
+    if ev.fold_train_size is not None:
+        n = min(n, ev.fold_train_size)
+    return int(round(cfg.training.epochs * n))
+
+
+def run_part(cfg: ExperimentConfig, part: Part, data_dir=None, progress=None, unit_done=None):
+    """Run every unit of a part; returns (CSV text of its rows, list of unit timings).
+
+    ``progress(steps)`` is called as training advances; ``unit_done(steps)`` after each unit.
+    """
+    ucfg = part_config(cfg, part)
+    ds = load_data(ucfg, data_dir)
+    splits = _Splits(ucfg, len(ds.y_train))
+    rows, timings = [], []
+    for u in part.units:
+        r, tm = run_unit(cfg, ds, u, progress=progress, ucfg=ucfg, splits=splits)
+        rows.extend(r)
+        timings.append(tm)
+        if unit_done is not None:
+            unit_done(unit_steps(ucfg, ds, u))
+    return rows_to_csv(rows, result_columns(cfg)), timings
+
+
+# ----------------------------------------------------------------------------- files
+
+
+def rows_to_csv(rows, columns=RESULT_COLUMNS) -> str:
+    buf = io.StringIO()
+    pd.DataFrame(rows, columns=columns).to_csv(buf, index=False, lineterminator="\n")
+    return buf.getvalue()
+
+
