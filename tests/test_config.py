@@ -191,7 +191,9 @@ def test_problems_in_a_base_name_the_base_file(in_tmp):
 def test_extends_packaged_config(in_tmp, monkeypatch):
     packaged = in_tmp / "packaged"
     write(packaged / "quickstart.yaml", "dataset: {name: ionosphere}\ntraining: {epochs: 2}\n")
-    monkeypatch.setattr(config_module, "PACKAGE_CONFIG_DIR", packaged)
+    from perceptron_lab import config_yaml
+
+    monkeypatch.setattr(config_yaml, "PACKAGE_CONFIG_DIR", packaged)
     write(in_tmp / "mine.yaml", 'extends: "package:quickstart.yaml"\ntraining: {seed: 3}\n')
     cfg = load_config("mine.yaml", dataset_names=NAMES)
     assert (cfg.dataset.name, cfg.training.epochs, cfg.training.seed, cfg.name) == ("ionosphere", 2.0, 3, "mine")
