@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from perceptron_lab.engine import train_from_config
-from perceptron_lab.engine.alma import (AlmaParams, hypothesis_at, link_f, link_f_inv, margin_distribution,
-                                        params_from_config, pnormalize, theorem3_bound, train_alma,
-                                        training_margins)
+from perceptron_lab.engine.alma import (AlmaParams, link_f, link_f_inv, params_from_config, pnormalize,
+                                        theorem3_bound, train_alma)
+from perceptron_lab.margins import hypothesis_at, margin_distribution, training_margins
 from perceptron_lab.engine.perceptron import EngineError, epochs_to_steps, label_matrix
 from perceptron_lab.kernels import Kernel, gram
 from perceptron_lab.predict import RULES, counts_at_checkpoints, evaluate, random_slices

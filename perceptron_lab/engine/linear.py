@@ -43,7 +43,7 @@ import numba as nb
 import numpy as np
 
 from ..kernels import Kernel
-from .perceptron import EngineError, PerceptronParams, TrainLog, chunk_bounds, epochs_to_steps
+from .base import EngineError, PerceptronParams, TrainLog, chunk_bounds, epochs_to_steps
 
 #: Steps per call of a jitted loop (progress is reported between calls).
 SEGMENT_STEPS = 8192

@@ -1,0 +1,112 @@
+"""What the engine's training loops share: their parameters, the training log they write, the
+engine's error and the chunking of training steps. The dual loop (:mod:`.perceptron`), the
+primal loops (:mod:`.linear`) and ALMA (:mod:`.alma`) import these; this module imports none of them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from ..errors import PlabError
+
+UNBOUNDED = np.iinfo(np.int32).max
+
+#: Update rules of the chunk loop (resolved from ``params.rule`` before the hot loop).
+RULE_PERCEPTRON, RULE_ALMA2 = 0, 1
+RULE_CODES = {"perceptron": RULE_PERCEPTRON, "alma": RULE_ALMA2}
+
+
+class EngineError(PlabError):
+    """The engine cannot run with the given settings (e.g. the kernel cache would not fit)."""
+
+
+@dataclass(frozen=True)
+class PerceptronParams:
+    """Resolved numeric parameters of the perceptron engine (see the module docstring).
+
+    ``theta_init``, ``C`` and ``tau_abs`` are absolute values; the config layer resolves the
+    symbolic settings (``avg_sq_norm``, ``tau`` in units of the average ``K(x, x)``).
+    """
+
+    eta: float = 1.0
+    theta_init: float = 0.0
+    C: float = 0.0
+    tau_abs: float = 0.0
+    lam: float = 0.0
+    alpha_bound: int = UNBOUNDED
+
+    rule: ClassVar[str] = "perceptron"
+
+
+@dataclass
+class TrainLog:
+    """Everything a training pass records; prediction rules are computed from it.
+
+    Arrays ``upd_*`` have one entry per update, in the order the updates happened.
+    ``upd_cum_correct`` is the number of correct predictions of that label before the update;
+    ``cum_correct_cp[k, c]`` the same at checkpoint ``k``. ``upd_score`` is the score ``v(x)`` of
+    the updating example before the update (without the lambda term or threshold), which gives the
+    feature-space norms ``|v_{k+1}|^2 = |v_k|^2 + 2 a v_k(x) + a^2 K(x, x)``.
+
+    Generalizations used by ALMA (:mod:`perceptron_lab.engine.alma`); the defaults describe the
+    perceptron:
+
+    * ``upd_scale``: the label's scale after each update: hypothesis k scores
+      ``upd_scale[k] * sum_{j <= k} coef_j K(x_j, x) - theta_k`` (None: all scales are 1);
+    * ``upd_norm``: the hypothesis' norm after each update, when the engine knows it directly
+      (None: from the recursion above, times the scale);
+    * ``kernel_normalized``: coefficients refer to the normalized kernel
+      ``K(x, y) / sqrt(K(x, x) K(y, y))``, which prediction must then use as well;
+    * ``hyp_w``: explicit hypotheses, one weight vector (row) per update, for algorithms whose
+      hypotheses are not kernel expansions (ALMA_p in primal form, any p); hypothesis k then scores
+      ``hyp_w[k] . x - theta_k``, and ``coef``/``upd_score`` are informational only.
+    """
+
+    n_train: int
+    n_labels: int
+    total_steps: int
+    order: np.ndarray
+    checkpoint_steps: np.ndarray
+    theta_init: float
+    upd_step: np.ndarray
+    upd_ex: np.ndarray
+    upd_cls: np.ndarray
+    upd_coef: np.ndarray
+    upd_score: np.ndarray
+    upd_kxx: np.ndarray
+    upd_theta: np.ndarray
+    upd_cum_correct: np.ndarray
+    cum_correct_cp: np.ndarray
+    seconds: float = 0.0
+    info: dict = field(default_factory=dict)
+    upd_scale: np.ndarray | None = None
+    upd_norm: np.ndarray | None = None
+    kernel_normalized: bool = False
+    hyp_w: np.ndarray | None = None
+
+    @property
+    def n_updates(self) -> int:
+        return int(self.upd_step.shape[0])
+
+
+def chunk_bounds(n: int, total_steps: int, checkpoint_steps, chunk_size: int) -> np.ndarray:
+    """Step positions where chunks start/end: epoch boundaries, checkpoints and every chunk_size."""
+    cuts = set(range(0, total_steps, n))
+    cuts.update(int(s) for s in checkpoint_steps)
+    cuts.add(total_steps)
+    bounds = sorted(c for c in cuts if 0 <= c <= total_steps)
+    out = [0]
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        s = a
+        while s + chunk_size < b:
+            s += chunk_size
+            out.append(s)
+        out.append(b)
+    return np.unique(np.asarray(out, dtype=np.int64))
+
+
+def epochs_to_steps(epochs: float, n: int) -> int:
+    """Number of training steps in ``epochs`` passes over ``n`` examples (rounded to the nearest)."""
+    return int(round(epochs * n))
