@@ -37,7 +37,7 @@ reproduce: install ## Regenerate the paper tables under results/ and the report 
 
 bench: install ## Speed benchmarks against scikit-learn and River, written to results/bench/
 	$(BIN)/pip install -q -e '.[bench]'
-	$(BIN)/python -m perceptron_lab.bench
+	$(BIN)/python -m benchmarks
 
 clean: ## Remove caches and run outputs (keeps results/)
 	rm -rf runs .pytest_cache build *.egg-info

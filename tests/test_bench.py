@@ -1,4 +1,4 @@
-"""Smoke tests of ``python -m perceptron_lab.bench --quick`` (MNIST subsets of a few hundred examples).
+"""Smoke tests of ``python -m benchmarks --quick`` (MNIST subsets of a few hundred examples).
 
 They check that the cases run end to end and write their CSV files and the summary; they make no
 assertion about speed. Peers that are not installed (River) are reported, not required. MNIST comes
@@ -14,34 +14,34 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perceptron_lab import bench
+from benchmarks import cases, common, run
 
 HAS_RIVER = importlib.util.find_spec("river") is not None
 
 
 def _run(tmp_path, data, cases):
     out = tmp_path / "bench"
-    bench.main(["--quick", "--data-dir", str(data), "--out", str(out), "--cases", cases])
+    run.main(["--quick", "--data-dir", str(data), "--out", str(out), "--cases", cases])
     return out
 
 
 def test_select_cases():
-    assert [c.name for c in bench.select_cases("3,linear")] == ["linear", "alma"]
-    assert len(bench.select_cases(None)) == len(bench.CASES)
+    assert [c.name for c in common.select_cases("3,linear")] == ["linear", "alma"]
+    assert len(common.select_cases(None)) == len(common.CASES)
     with pytest.raises(SystemExit):
-        bench.select_cases("nope")
+        common.select_cases("nope")
 
 
 def test_growth_exponent():
     n = np.array([1000, 2000, 4000])
-    assert bench.growth_exponent(n, 3.0 * n**2) == pytest.approx(2.0)
-    assert bench.growth_exponent([1000], [1.0]) is None
+    assert cases.growth_exponent(n, 3.0 * n**2) == pytest.approx(2.0)
+    assert cases.growth_exponent([1000], [1.0]) is None
 
 
 def test_missing_peer_and_engine_are_reported(monkeypatch):
-    monkeypatch.setattr(bench, "_river_installed", lambda: False)
-    monkeypatch.setattr(bench, "_alma_available", lambda: "not importable")
-    rows = bench.case_alma(bench.CASE_BY_NAME["alma"], bench.QUICK, None)
+    monkeypatch.setattr(cases, "_river_installed", lambda: False)
+    monkeypatch.setattr(cases, "_alma_available", lambda: "not importable")
+    rows = cases.case_alma(common.CASE_BY_NAME["alma"], common.QUICK, None)
     assert all(r["status"].startswith("not measured") for r in rows)
     assert any("pip install" in r["status"] for r in rows if r["tool"].startswith("river"))
 
@@ -63,13 +63,13 @@ def test_quick_linear(tmp_path, data_dir):
 @pytest.mark.slow
 def test_quick_all_cases(tmp_path, data_dir):
     out = _run(tmp_path, data_dir, "all")
-    for case in bench.CASES:
+    for case in common.CASES:
         assert (out / f"{case.file}.csv").exists(), case.name
     alma = pd.read_csv(out / "alma2_linear.csv")
     river = alma[alma.tool.str.startswith("river")]
     assert (river.status == "ok").all() if HAS_RIVER else river.status.str.contains("not installed").all()
     scaling = pd.read_csv(out / "scaling_d4.csv")
-    assert list(scaling.n_train) == list(bench.QUICK.scaling_sizes)
+    assert list(scaling.n_train) == list(common.QUICK.scaling_sizes)
     assert "exponent_train_seconds" in scaling
     text = (out / "summary.md").read_text()
     assert "## 6. Scaling" in text and "fraction of limit" in text

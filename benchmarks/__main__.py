@@ -1,0 +1,5 @@
+"""``python -m benchmarks`` (``make bench``)."""
+
+from .run import main
+
+main()

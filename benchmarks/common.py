@@ -1,0 +1,80 @@
+"""Settings and the list of benchmark cases."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# ----------------------------------------------------------------------------- settings
+
+SEED = 1999                 # training order: np.random.default_rng(SEED).permutation(n)
+WARMUP_EXAMPLES = 200       # examples of the untimed warm-up call
+ALMA_DIGIT = 0              # case 3 is "this digit vs the rest"
+ALMA_ALPHA = 0.9            # River's default; B = 1/alpha and C = sqrt(2) on both sides
+ALMA_RULES = ("last", "avg")  # case 3: our test computes these (River predicts with the last hypothesis)
+RIVER_BATCH = 256           # River's input dicts are built (untimed) this many at a time
+POLY_DEGREE = 4
+SVC_C = 100.0               # see svc_same_kernel
+SVC_CACHE_MB = 1000         # libsvm kernel cache (scikit-learn's default is 200)
+SVC_PIXEL_MAX_N = 20000     # the second SVC setting (pixels / 255, gamma="scale") up to this n
+SVC_TIMEOUT = 1800.0        # seconds before an SVC child is stopped and reported as timed out
+TARGETS = {"linear": 1.0, "alma": 20.0, "kernel_speedup": 5.0, "kernel_points": 0.5, "limit": 0.30}
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Problem sizes of a benchmark run (None: all of MNIST's examples)."""
+
+    linear_train: int | None = None
+    test: int | None = None
+    kernel_sizes: tuple[int, ...] = (10000, 20000, 60000)
+    kernel_epochs: tuple[float, ...] = (1, 10)
+    limit_train: int | None = None
+    limit_epochs: float = 30
+    scaling_sizes: tuple[int, ...] = (6000, 15000, 30000, 60000)
+    scaling_epochs: float = 30
+
+
+FULL = Sizes()
+QUICK = Sizes(linear_train=1000, test=300, kernel_sizes=(300, 600), limit_train=600, limit_epochs=1,
+              scaling_sizes=(200, 400, 800), scaling_epochs=1)
+
+
+@dataclass(frozen=True)
+class Case:
+    number: int
+    name: str
+    file: str
+    title: str
+
+
+CASES = (
+    Case(1, "linear", "linear_perceptron", "Linear perceptron, MNIST, 1 epoch, one-vs-rest"),
+    Case(2, "averaged", "averaged_perceptron", "Averaged perceptron, MNIST, 1 epoch, one-vs-rest"),
+    Case(3, "alma", "alma2_linear", f"ALMA_2 linear, MNIST digit {ALMA_DIGIT} vs rest, 1 pass"),
+    Case(4, "kernel", "kernel_poly4", "Degree-4 polynomial kernel on MNIST subsets"),
+    Case(5, "limit", "fs1999_d4", "Against the limit: one permutation of configs/mnist_d4.yaml"),
+    Case(6, "scaling", "scaling_d4", "Scaling with the training set, d = 4"),
+)
+CASE_BY_NAME = {c.name: c for c in CASES}
+
+
+def select_cases(text: str | None) -> list[Case]:
+    """Cases named in ``text`` ("1,3" or "linear,alma"; None or "all": every case), in order."""
+    if text is None or text.strip() in ("", "all"):
+        return list(CASES)
+    chosen = set()
+    for word in (w.strip() for w in text.split(",") if w.strip()):
+        if word.isdigit() and 1 <= int(word) <= len(CASES):
+            chosen.add(CASES[int(word) - 1].name)
+        elif word in CASE_BY_NAME:
+            chosen.add(word)
+        else:
+            names = ", ".join(f"{c.number}/{c.name}" for c in CASES)
+            raise SystemExit(f"bench: unknown case {word!r}; expected one of {names}")
+    return [c for c in CASES if c.name in chosen]
+
+
+# ----------------------------------------------------------------------------- machine

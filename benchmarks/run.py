@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from . import __doc__ as PACKAGE_DOC
+from .cases import case_alma, case_kernel, case_linear, case_scaling, limit_run
+from .common import CASES, FULL, QUICK, ROOT, SVC_TIMEOUT, Sizes, select_cases
+from .machine import gemm_gflops, machine
+from .summary import write_summary
+from .workers import worker_main
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=PACKAGE_DOC.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data-dir", default=os.environ.get("PLAB_DATA"))
+    ap.add_argument("--cases", default=None,
+                    help="comma-separated case names or numbers: " + ", ".join(f"{c.number}/{c.name}" for c in CASES)
+                    + " (default: all)")
+    ap.add_argument("--quick", action="store_true",
+                    help="small sizes (a smoke test of the whole pipeline, not a measurement)")
+    ap.add_argument("--train-size", type=int, default=None,
+                    help="case 5: first N MNIST examples (default: all)")
+    ap.add_argument("--epochs", type=float, default=None, help="case 5: epochs (default 30)")
+    ap.add_argument("--kernel-sizes", default=None, help="case 4: training-set sizes, e.g. 10000,20000")
+    ap.add_argument("--scaling-epochs", type=float, default=None, help="case 6: epochs (default 30)")
+    ap.add_argument("--svc-timeout", type=float, default=SVC_TIMEOUT,
+                    help="case 4: stop an SVC fit after this many seconds and report it as timed out")
+    ap.add_argument("--out", default=str(ROOT / "results" / "bench"))
+    ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker is not None:
+        worker_main(json.loads(args.worker))
+        return
+
+    cases = select_cases(args.cases)
+    sz = QUICK if args.quick else FULL
+    if args.kernel_sizes:
+        sz = Sizes(**{**sz.__dict__, "kernel_sizes": tuple(int(x) for x in args.kernel_sizes.split(","))})
+    if args.scaling_epochs is not None:
+        sz = Sizes(**{**sz.__dict__, "scaling_epochs": args.scaling_epochs})
+    limit_train = args.train_size if args.train_size is not None else sz.limit_train
+    limit_epochs = args.epochs if args.epochs is not None else sz.limit_epochs
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    gemm_n = 1024 if args.quick else 4096
+    gf = gemm_gflops(gemm_n)
+    mach = machine(gf)
+    limit_row = None
+    for case in cases:
+        print(f"bench: case {case.number} ({case.name}) ...", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        if case.name == "linear":
+            rows = case_linear(case, sz, args.data_dir)
+        elif case.name == "averaged":
+            rows = case_linear(case, sz, args.data_dir, averaged=True)
+        elif case.name == "alma":
+            rows = case_alma(case, sz, args.data_dir)
+        elif case.name == "kernel":
+            rows = case_kernel(case, sz, args.data_dir, args.svc_timeout)
+        elif case.name == "limit":
+            limit_row = limit_run(args.data_dir, limit_train, limit_epochs, sz.test, gemm_n)
+            rows = [limit_row]
+        else:
+            rows = case_scaling(sz, args.data_dir, gemm_n, reuse=limit_row)
+        rows = [{**r, **{k: v for k, v in mach.items() if k not in r}} for r in rows]
+        pd.DataFrame(rows).to_csv(out / f"{case.file}.csv", index=False)
+        print(f"bench: case {case.number} done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    print(write_summary(out, mach))
+
+
+if __name__ == "__main__":
+    main()
