@@ -38,9 +38,10 @@ from typing import Any, Callable, Iterable
 
 
 from . import constants as C
+from .config_checks import (  # noqa: F401  (re-exported)
+    _FILE_STEM, _PATH_CUTOFF, _REQUIRED, INVALID, _did_you_mean, _fmt_num, _ParamScalar, _plain, _render_path, _show)
 from .config_schema import (  # noqa: F401  (re-exported)
-    _FILE_STEM, _PATH_CUTOFF, _REQUIRED, _TOP_KEYS, INVALID, MAX_CONFIG_BYTES, PACKAGE_CONFIG_DIR, SCHEMA, SECTIONS,
-    Param, _attr, _did_you_mean, _fmt_num, _ParamScalar, _params_of, _plain, _render_path, _show)
+    _TOP_KEYS, MAX_CONFIG_BYTES, PACKAGE_CONFIG_DIR, SCHEMA, SECTIONS, Param, _attr, _params_of)
 from .config_yaml import _origins, _package_source, _read_yaml, _resolve, _Source
 from .errors import ConfigError
 

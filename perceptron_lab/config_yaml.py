@@ -13,7 +13,8 @@ from typing import Any
 import yaml
 
 from . import constants as C
-from .config_schema import INVALID, MAX_CONFIG_BYTES, PACKAGE_CONFIG_DIR, SECTIONS, _show
+from .config_checks import INVALID, _show
+from .config_schema import MAX_CONFIG_BYTES, PACKAGE_CONFIG_DIR, SECTIONS
 
 
 # =========================================================================== YAML and extends

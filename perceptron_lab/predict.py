@@ -38,8 +38,8 @@ import numba as nb
 import numpy as np
 
 from .engine.perceptron import TrainLog, normalizing_factors
-from .errors import NumericError
 from .kernels import Kernel, gram, kernel_diag
+from .numerics import check_finite_training, check_test_block, overflow_error
 
 RULES = ("last", "last_norm", "avg", "avg_norm", "vote", "random", "random_norm", "longest")
 RULE_INDEX = {r: i for i, r in enumerate(RULES)}
@@ -296,7 +296,7 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
                 Kt *= r_sv[None, :]
         else:
             Kt = np.zeros((b - a, 1), dtype=dtype)
-        _check_test_block(Kt, hyp, log, kernel, dtype)
+        check_test_block(Kt, hyp, log, kernel, dtype)
         om = np.zeros((cp_index.size, len(RULES), b - a), dtype=np.int8)
         ob = np.zeros((cp_index.size, len(RULES), b - a, L), dtype=np.int8)
         _score_block(Kt, ucol, hyp.coef, hyp.uoff, hyp.hoff, hyp.step, hyp.theta, hyp.scale, hyp.norm,
@@ -305,74 +305,6 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
         err_m += (b - a) - om.sum(axis=2, dtype=np.int64)
         err_b += (b - a) - ob.sum(axis=2, dtype=np.int64)
     return err_m, err_b
-
-
-def _overflow(kernel: Kernel | None, dtype, what: str, detail: str = "") -> NumericError:
-    k = f"the {kernel.describe()} kernel" if kernel is not None else "this kernel"
-    dt = np.dtype(dtype).name
-    more = "" if dt == "float64" else "training.dtype: float64, "
-    return NumericError(
-        f"{what} overflowed with {k} in {dt}{detail}; no results were written for this run (finished "
-        f"runs are kept). Fix: set {more}a larger kernel.scale or a lower kernel.degree, or preprocess the "
-        "features (dataset.preprocess: standardize or unit_norm)")
-
-
-def _score_factor(log: TrainLog, hyp: Hypotheses) -> float:
-    """Bound on |score| / max|K|: the largest per-label sum of |coefficient| times the largest scale
-    (for explicit hypotheses, whose scores are ``scale * w . x``, the largest scale)."""
-    if not log.n_updates:
-        return 0.0
-    if log.hyp_w is not None:  # explicit hypotheses: a score is one column of Kt, not a sum
-        return float(np.abs(hyp.scale).max())
-    sums = np.bincount(log.upd_cls, weights=np.abs(log.upd_coef), minlength=log.n_labels)
-    return float(sums.max()) * float(np.abs(hyp.scale).max())
-
-
-def check_finite_training(log: TrainLog, hyp: Hypotheses | None, kernel: Kernel, X_train, dtype) -> None:
-    """Refuse a training log whose recorded numbers are not finite, or whose scores may have overflowed.
-
-    Called with ``hyp=None`` on the log alone, then with its :class:`Hypotheses` (feature-space
-    norms and the score bound). Cost: one pass over the updates (and K(x, x) of the support
-    vectors); the jitted loops are untouched. The score bound is
-    ``max K(x, x) * max_label sum |coef| * max scale + max |theta|`` (Cauchy-Schwarz); training sums
-    in ``dtype``, so it must stay below that type's largest number.
-    """
-    if hyp is None:
-        recorded = {"scores": log.upd_score, "kernel values K(x, x)": log.upd_kxx,
-                    "thresholds": log.upd_theta, "update coefficients": log.upd_coef, "hypothesis scales":
-                    log.upd_scale, "hypothesis norms": log.upd_norm, "weight vectors": log.hyp_w}
-    else:
-        recorded = {"feature-space norms": hyp.norm}
-    for what, a in recorded.items():
-        if a is not None and a.size and not np.isfinite(a).all():
-            raise _overflow(kernel, dtype, f"{what} during training")
-    if hyp is None or log.hyp_w is not None or not log.n_updates:
-        return
-    if log.kernel_normalized:
-        kmax = 1.0
-    else:
-        # K(x, x) of every updating example is in the log (gathering the support vectors' rows to
-        # recompute it cost up to 0.3 s on MNIST, more than the linear cases' whole test call)
-        kmax = float(np.max(log.upd_kxx))
-    with np.errstate(over="ignore", invalid="ignore"):
-        bound = kmax * _score_factor(log, hyp) + float(np.abs(hyp.theta).max())
-    if not np.isfinite(bound) or bound > np.finfo(np.dtype(dtype)).max:
-        raise _overflow(kernel, dtype, "training scores",
-                        f" (kernel values up to {kmax:.3g} summed over {log.n_updates} updates can reach "
-                        f"{bound:.3g})")
-
-
-def _check_test_block(Kt, hyp: Hypotheses, log: TrainLog, kernel: Kernel, dtype) -> None:
-    """Refuse a block of test kernel values that is not finite, or whose scores could overflow the
-    float64 sums of :func:`_score_block` (scores, then the averaged rules' sums over steps)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        kt = max(abs(float(Kt.max())), abs(float(Kt.min()))) if Kt.size else 0.0
-        bound = (kt * _score_factor(log, hyp) + float(np.abs(hyp.theta).max())) * (log.total_steps + 1)
-    if not np.isfinite(kt):
-        raise _overflow(kernel, dtype, "kernel values between test and training examples",
-                        " (a test example is probably far larger than every training example: check the test data)")
-    if not np.isfinite(bound) or bound > np.finfo(np.float64).max:
-        raise _overflow(kernel, dtype, "test scores", f" (kernel values up to {kt:.3g} on the test set)")
 
 
 #: Rules that need every hypothesis' score on a test point (not one combined classifier).
@@ -407,7 +339,7 @@ def _evaluate_combined(log, hyp, live, partial, longest, Xte, y_test, binary, dt
                 b[a, r, c] = off
     S = (Xte @ V.reshape(-1, nf).T.astype(dtype)).astype(np.float64).reshape(-1, ncp, R, L) - b[None]
     if not np.isfinite(S).all():
-        raise _overflow(None, dtype, "test scores")
+        raise overflow_error(None, dtype, "test scores")
     err_m = np.full((ncp, len(RULES)), -1, dtype=np.int64)
     err_b = np.full((ncp, len(RULES), L), -1, dtype=np.int64)
     cols = [RULE_INDEX[r] for r in _COMBINED_RULES]

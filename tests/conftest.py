@@ -33,3 +33,14 @@ def data_dir() -> Path:
             f"{_REPO_SIBLING_DATA}"
         )
     return path
+
+
+def pytest_runtest_setup(item):
+    """A test marked ``@pytest.mark.paper(name)`` is skipped when that paper's plug-in is not
+    installed (its folder under perceptron_lab/papers/ removed); modules of one paper skip as a
+    whole through ``pytest.importorskip`` of the paper's package."""
+    from perceptron_lab import plugins
+
+    for mark in item.iter_markers("paper"):
+        if mark.args[0] not in plugins.names():
+            pytest.skip(f"the {mark.args[0]} paper plug-in is not installed")

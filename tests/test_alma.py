@@ -401,6 +401,7 @@ def _made_up_results(dataset="usps", degree=1, n_perm=3):
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
+@pytest.mark.paper("gentile2001")
 def test_gentile_table1_cells_and_tolerance():
     from perceptron_lab.reference import reference_table
     from perceptron_lab.papers.gentile2001.tables import gentile_comparison, gentile_layout
@@ -431,6 +432,7 @@ def test_gentile_table1_cells_and_tolerance():
     assert len(ref) == int((cmp["paper"].notna()).sum())
 
 
+@pytest.mark.paper("gentile2001")
 def test_gentile_digit_tables_and_files(tmp_path):
     from perceptron_lab.papers.gentile2001.tables import gentile_comparison, gentile_layout, write_gentile_tables
 
@@ -460,6 +462,7 @@ def test_gentile_digit_tables_and_files(tmp_path):
     assert (c["in_scope"] == c["paper"].notna()).all() and (c["in_scope"] == c["tolerance"].notna()).all()
 
 
+@pytest.mark.paper("gentile2001")
 def test_gentile_table6_columns_from_dataset_names():
     from perceptron_lab.papers.gentile2001.tables import gentile_comparison, gentile_layout
 
@@ -477,6 +480,7 @@ def test_gentile_table6_columns_from_dataset_names():
     assert lay.loc["ALMA10(0.5) avg", "eps=0.1, s=3"] == "n/a (1.3)"
 
 
+@pytest.mark.paper("gentile2001")
 def test_gentile_tables_refuse_mixed_settings():
     from perceptron_lab.papers.gentile2001.tables import gentile_comparison
 
@@ -498,6 +502,7 @@ def _check_distributions(spec, binary):
                     assert frac[-1] == 1.0 and np.all(np.abs(m) <= 1 + 1e-12), label
 
 
+@pytest.mark.paper("gentile2001")
 def test_margin_figures_are_drawn(tmp_path):
     from perceptron_lab.papers.gentile2001.figures import gentile_margin_figures, gentile_margin_panels, plot_margin_distributions
 
@@ -524,6 +529,7 @@ def test_margin_figures_are_drawn(tmp_path):
     assert all(p.stat().st_size > 1000 for p in paths)
 
 
+@pytest.mark.paper("gentile2001")
 def test_margin_figure3_uses_the_table1_widths(tmp_path, data_dir):
     # Figure 3 on the first 300 USPS examples: the kernel widths come from the Table 1 configs
     from perceptron_lab.config import load_config
@@ -558,6 +564,7 @@ def test_combined_classifiers_give_the_per_hypothesis_errors(n_classes):
     assert (comb_m[:, RULES.index("vote")] == -1).all()
 
 
+@pytest.mark.paper("gentile2001")
 def test_gentile_tables_any_B_compares_other_parameterizations():
     from perceptron_lab.papers.gentile2001.tables import gentile_comparison
 

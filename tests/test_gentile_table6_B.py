@@ -18,6 +18,7 @@ from perceptron_lab.engine.alma import AlmaParams, params_from_config, resolve_B
 from perceptron_lab.engine.perceptron import EngineError
 from perceptron_lab.errors import ConfigError
 from perceptron_lab.experiment import params_string
+pytest.importorskip("perceptron_lab.papers.gentile2001", reason="the gentile2001 paper plug-in is not installed")
 from perceptron_lab.papers.gentile2001.tables import TABLE6_B_EVIDENCE, algorithm_label, gentile_comparison, table6_B_note
 
 ROOT = Path(__file__).resolve().parents[1]

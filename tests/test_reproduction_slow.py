@@ -7,6 +7,7 @@ import pytest
 from perceptron_lab.config import load_config, with_overrides
 from perceptron_lab.experiment import run_experiment
 from perceptron_lab.reference import reference_table
+pytest.importorskip("perceptron_lab.papers.fs1999", reason="the fs1999 paper plug-in is not installed")
 from perceptron_lab.papers.fs1999.tables import fs1999_comparison
 
 pytestmark = pytest.mark.slow

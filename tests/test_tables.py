@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+pytest.importorskip("perceptron_lab.papers.fs1999", reason="the fs1999 paper plug-in is not installed")
 from perceptron_lab.papers.fs1999 import tables
 from perceptron_lab.experiment import RESULT_COLUMNS
 from perceptron_lab.papers.fs1999.figures import plot_fs1999_figure2

@@ -12,7 +12,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def write_outputs(cfg, table, out, results, n_train=None) -> list[Path]:
-    from .tables import write_kw2007_outputs
+    from .layout import write_kw2007_outputs
 
     return write_kw2007_outputs(cfg, out, results)
 
@@ -22,7 +22,7 @@ def combine(results_dir) -> list[Path]:
     root = Path(results_dir) / "kw2007"
     if not root.is_dir():
         return []
-    from .tables import combine_kw2007
+    from .layout import combine_kw2007
 
     return combine_kw2007(root)
 
@@ -30,7 +30,7 @@ def combine(results_dir) -> list[Path]:
 def table_notes(t) -> list[str]:
     if t.number != 2:
         return []
-    from .tables import table2_claims
+    from .layout import table2_claims
 
     return (["Dominance counts: shown side by side, not scored (no tolerance for them can be justified; see "
              "the scoring rules)."] + table2_claims(t.comparison))
