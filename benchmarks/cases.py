@@ -194,6 +194,27 @@ def add_limit(row: dict, gflops: float) -> dict:
     return row
 
 
+def case_evaluation(case: Case, sz: Sizes, data_dir, gemm_n: int = 4096) -> list[dict]:
+    """Case 7: the evaluation of one Khardon & Wachman Table 3 MNIST unit against its limit,
+    ``2 x updates x test points x features / float32 GEMM rate`` (every hypothesis scored on every
+    test point by one GEMM), the rate measured just before and after; with the exact float32
+    kernel block (what runs) and with float64 GEMMs (before it), in the same invocation."""
+    rows = []
+    base = {"task": "ours_eval", "n_train": sz.linear_train, "n_test": sz.test}
+    for exact in (True, False):
+        g0 = gemm_gflops(gemm_n)
+        res = run_worker(dict(base, exact32=exact), data_dir)
+        g1 = gemm_gflops(gemm_n)
+        row = _row(case, "ours", "exact float32 GEMM" if exact else "float64 GEMM", res, 1, "vote")
+        if row.get("status") == "ok":
+            g = 0.5 * (g0 + g1)
+            limit = 2.0 * row["mistakes"] * row["eval_n_test"] * row["n_features"] / (g * 1e9)
+            row.update(gemm_gflops=round(g, 1), limit_seconds=round(limit, 3),
+                       fraction_of_limit=round(limit / row["test_seconds"], 3))
+        rows.append(row)
+    return rows
+
+
 def growth_exponent(n, y) -> float | None:
     """Slope of log y against log n (least squares); None with fewer than two usable points."""
     n, y = np.asarray(n, dtype=float), np.asarray(y, dtype=float)

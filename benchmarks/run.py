@@ -10,7 +10,14 @@ from pathlib import Path
 import pandas as pd
 
 from . import __doc__ as PACKAGE_DOC
-from .cases import case_alma, case_kernel, case_linear, case_scaling, limit_run
+from .cases import (
+    case_alma,
+    case_evaluation,
+    case_kernel,
+    case_linear,
+    case_scaling,
+    limit_run,
+)
 from .common import CASES, FULL, QUICK, ROOT, SVC_TIMEOUT, Sizes, select_cases
 from .machine import gemm_gflops, machine
 from .summary import write_summary
@@ -66,6 +73,8 @@ def main(argv=None):
             rows = case_alma(case, sz, args.data_dir)
         elif case.name == "kernel":
             rows = case_kernel(case, sz, args.data_dir, args.svc_timeout)
+        elif case.name == "evaluation":
+            rows = case_evaluation(case, sz, args.data_dir, gemm_n)
         elif case.name == "limit":
             limit_row = limit_run(args.data_dir, limit_train, limit_epochs, sz.test, gemm_n)
             rows = [limit_row]

@@ -18,6 +18,7 @@ from .common import (
     ALMA_RULES,
     POLY_DEGREE,
     RIVER_BATCH,
+    ROOT,
     SEED,
     SVC_C,
     SVC_CACHE_MB,
@@ -223,7 +224,37 @@ def _svc(spec: dict, d: Data) -> dict:
             "support_vectors": int(model.n_support_.sum())}
 
 
-TASKS = {"ours_perceptron": _ours_perceptron, "sk_perceptron": _sk_linear, "sk_sgd_avg": _sk_linear,
+def _ours_eval_unit(spec: dict, d: Data) -> dict:
+    """One unit of ``configs/kw2007/table3_mnist.yaml`` (linear kernel, tau = 0, one epoch, float64,
+    the rules last / longest / vote): MNIST's train and test examples merged, the first tenth of a
+    seeded permutation as the test fold. ``spec["exact32"]`` False computes the test kernel block
+    by float64 GEMMs instead of the exact float32 ones (the same numbers, for the comparison)."""
+    from perceptron_lab import predict, units
+    from perceptron_lab.config import load_config
+    from perceptron_lab.engine import train_from_config
+    from perceptron_lab.engine.perceptron import label_matrix
+
+    cfg = load_config(ROOT / "configs" / "kw2007" / "table3_mnist.yaml")
+    X, y = np.concatenate([d.Xtr, d.Xte]), np.concatenate([d.ytr, d.yte])
+    perm = np.random.default_rng(SEED).permutation(len(y))
+    te, tr = perm[:len(y) // 10], perm[len(y) // 10:]
+    dtype, kernel = units.unit_kernel(cfg, X[tr])
+    order = np.random.default_rng(SEED + 1).permutation(tr.size)
+    t0 = time.perf_counter()
+    log = train_from_config(cfg, X[tr], label_matrix(y[tr], d.n_classes), kernel, order, [1.0], dtype)
+    t1 = time.perf_counter()
+    if not spec.get("exact32", True):
+        predict.exact32_ok = lambda A: False
+    err, _ = predict.evaluate(log, kernel, X[tr], X[te], y[te], d.n_classes == 2, dtype=dtype,
+                              rules=cfg.prediction.rules, vote_weight=cfg.prediction.vote_weight)
+    t2 = time.perf_counter()
+    errors = {r: _err_pct(err[0, i], te.size) for i, r in enumerate(predict.RULES) if err[0, i] >= 0}
+    return {"fit_seconds": t1 - t0, "test_seconds": t2 - t1, "test_error_pct": errors["vote"], "errors": errors,
+            "mistakes": log.n_updates, "support_vectors": int(np.unique(log.upd_ex).size),
+            "n_features": int(X.shape[1]), "dtype": np.dtype(dtype).name, "eval_n_test": int(te.size)}
+
+
+TASKS = {"ours_perceptron": _ours_perceptron, "ours_eval": _ours_eval_unit, "sk_perceptron": _sk_linear, "sk_sgd_avg": _sk_linear,
          "ours_alma": _ours_alma, "river_alma": _river_alma, "svc": _svc}
 
 

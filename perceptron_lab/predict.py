@@ -38,7 +38,7 @@ import numba as nb
 import numpy as np
 
 from .engine.perceptron import TrainLog, normalizing_factors
-from .kernels import Kernel, gram, kernel_diag
+from .kernels import Kernel, exact32_ok, gram, kernel_diag, sq_norms
 from .numerics import check_finite_training, check_test_block, overflow_error
 
 RULES = ("last", "last_norm", "avg", "avg_norm", "vote", "random", "random_norm", "longest")
@@ -131,7 +131,7 @@ def _sign(v):
 
 @nb.njit(cache=True, parallel=True)
 def _score_block(Kt, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull, live, partial, longest,
-                 rslice, y, binary, direct, out_multi, out_bin):
+                 rslice, y, binary, direct, need_norm, out_multi, out_bin):
     """For each test row: every rule's score per label at every checkpoint, then correctness.
 
     Hypothesis k of a label scores ``scale_k * P_k - theta_k`` with ``P_k`` the prefix sum
@@ -140,6 +140,8 @@ def _score_block(Kt, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull, l
 
     out_multi[cp, rule, x] = 1 when the multiclass (or binary) prediction is right;
     out_bin[cp, rule, x, c] = 1 when label c's binary one-vs-rest prediction is right.
+    Without ``need_norm`` the normalized scores (a division per hypothesis) are not computed and
+    the normalized rules' outputs are meaningless.
     """
     nt = Kt.shape[0]
     L = uoff.shape[0] - 1
@@ -167,8 +169,11 @@ def _score_block(Kt, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull, l
                 else:
                     P += coef[u] * Kt[x, ucol[u]]
                 f[k] = scale[h0 + k] * P - theta[h0 + k]
-                nk = norm[h0 + k]
-                fn[k] = f[k] / nk if nk > 0.0 else 0.0
+                if need_norm:
+                    nk = norm[h0 + k]
+                    fn[k] = f[k] / nk if nk > 0.0 else 0.0
+                else:
+                    fn[k] = 0.0
             cumA = 0.0
             cumAN = 0.0
             cumV = 0.0
@@ -245,7 +250,8 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
     primal perceptron runs, ALMA_2 with the linear kernel), and rules that are linear in the
     hypotheses or pick one of them (all but ``vote`` and the random rules), each rule's classifier
     is formed first and the test set scored against it alone, instead of against every
-    hypothesis; the rules not computed are reported as -1.
+    hypothesis. The normalized rules are computed only when asked for. Rules not computed are
+    reported as -1.
     """
     if cp_index is None:
         cp_index = np.arange(log.checkpoint_steps.size)
@@ -277,11 +283,16 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
         sv, ucol = np.unique(hyp.uex, return_inverse=True)
         ucol = ucol.astype(np.int64)
         Xsv = Xtr[sv]
+        # float64 runs on integer features (raw MNIST pixels): the same kernel values from float32 GEMMs
+        exact = exact32_ok(Xsv) and exact32_ok(Xte)
+        if exact:
+            sv32, sq_sv, sq_te = Xsv.astype(np.float32), sq_norms(Xsv), sq_norms(Xte)
         if log.kernel_normalized:
             r_sv = normalizing_factors(kernel_diag(kernel, Xsv)).astype(dtype)
     y_test = np.asarray(y_test, dtype=np.int64)
     nt = Xte.shape[0]
     rs = random_slices(seed, nt, log.checkpoint_steps[cp_index])
+    need_norm = rules is None or bool(set(rules) & set(_NORM_RULES))
     err_m = np.zeros((cp_index.size, len(RULES)), dtype=np.int64)
     err_b = np.zeros((cp_index.size, len(RULES), L), dtype=np.int64)
     for a in range(0, nt, block):
@@ -289,7 +300,8 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
         if direct:
             Kt = Xte[a:b] @ Wh.T if Wh.shape[0] else np.zeros((b - a, 1), dtype=dtype)
         elif sv.size:
-            Kt = gram(kernel, Xte[a:b], Xsv)
+            Kt = (gram(kernel, Xte[a:b], Xsv, sq_te[a:b], sq_sv, exact32=True, B32=sv32) if exact
+                  else gram(kernel, Xte[a:b], Xsv))
             if log.kernel_normalized:
                 r_te = normalizing_factors(kernel_diag(kernel, Xte[a:b])).astype(dtype)
                 Kt *= r_te[:, None]
@@ -301,12 +313,18 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
         ob = np.zeros((cp_index.size, len(RULES), b - a, L), dtype=np.int8)
         _score_block(Kt, ucol, hyp.coef, hyp.uoff, hyp.hoff, hyp.step, hyp.theta, hyp.scale, hyp.norm,
                      hyp.wfull, live, partial, longest, np.ascontiguousarray(rs[:, a:b]),
-                     y_test[a:b], binary, direct, om, ob)
+                     y_test[a:b], binary, direct, need_norm, om, ob)
         err_m += (b - a) - om.sum(axis=2, dtype=np.int64)
         err_b += (b - a) - ob.sum(axis=2, dtype=np.int64)
+    if not need_norm:  # not computed
+        cols = [RULE_INDEX[r] for r in _NORM_RULES]
+        err_m[:, cols] = -1
+        err_b[:, cols] = -1
     return err_m, err_b
 
 
+#: Rules that divide each hypothesis' score by its feature-space norm.
+_NORM_RULES = ("last_norm", "avg_norm", "random_norm")
 #: Rules that need every hypothesis' score on a test point (not one combined classifier).
 _PER_HYPOTHESIS_RULES = ("vote", "random", "random_norm")
 _COMBINED_RULES = ("last", "last_norm", "avg", "avg_norm", "longest")

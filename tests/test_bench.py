@@ -73,3 +73,15 @@ def test_quick_all_cases(tmp_path, data_dir):
     assert "exponent_train_seconds" in scaling
     text = (out / "summary.md").read_text()
     assert "## 6. Scaling" in text and "fraction of limit" in text
+
+
+def test_quick_evaluation_case_reports_its_limit(tmp_path, data_dir):
+    out = _run(tmp_path, data_dir, "evaluation")
+    ev = pd.read_csv(out / "evaluation_kw_mnist.csv")
+    assert (ev.status == "ok").all() and list(ev.setting) == ["exact float32 GEMM", "float64 GEMM"]
+    # the same unit, the same numbers: the float32 kernel block is exact on MNIST's integer pixels
+    assert ev.test_error_pct.nunique() == 1 and ev.mistakes.nunique() == 1
+    assert (ev.dtype == "float64").all() and (ev.fraction_of_limit > 0).all()
+    expected = 2 * ev.mistakes * ev.eval_n_test * ev.n_features / (ev.gemm_gflops * 1e9)
+    assert np.allclose(ev.limit_seconds, expected, rtol=0.01, atol=1e-3)
+    assert "Case 7: evaluation at" in (out / "summary.md").read_text()

@@ -41,7 +41,7 @@ import time
 import numba as nb
 import numpy as np
 
-from ..kernels import Kernel, dot_rows, gram, kernel_diag, kernel_from_dot, sq_norms
+from ..kernels import Kernel, dot_rows, exact32_ok, gram, kernel_diag, kernel_from_dot, sq_norms
 from .base import (  # noqa: F401  (re-exported: the engine's shared types)
     RULE_ALMA2, RULE_CODES, RULE_PERCEPTRON, UNBOUNDED, EngineError, PerceptronParams, TrainLog, chunk_bounds,
     epochs_to_steps)
@@ -149,7 +149,7 @@ def _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, eta, C, tau_abs, la
 
 def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, checkpoints,
           chunk_size: int = 512, dtype=np.float64, form: str = "auto", cache_limit_gb: float = 8.0,
-          progress=None, flush_at: int = 256, primal_loop: bool = True) -> TrainLog:
+          progress=None, flush_at: int = 256, primal_loop: bool = True, stream: bool | None = None) -> TrainLog:
     """Train one-vs-rest perceptrons on the sequence ``order`` repeated for ``epochs`` passes.
 
     Primal runs of the perceptron (the linear kernel or poly of degree 1, ``form`` auto or primal)
@@ -163,6 +163,9 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
     ``params`` is a :class:`PerceptronParams`, or an ALMA parameter set with ``p = 2``
     (:class:`perceptron_lab.engine.alma.AlmaParams`; use :func:`~perceptron_lab.engine.alma.train_alma`,
     which also handles p > 2): the same driver then runs ALMA_2 on the normalized kernel.
+
+    ``stream`` (default: for runs of at most one pass) computes the dual form's kernel columns
+    block by block without caching them; ``cache_limit_gb`` then does not apply.
     """
     t0 = time.perf_counter()
     n, L = Y.shape
@@ -218,8 +221,13 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
 
     if form == "dual":
         itemsize = np.dtype(dtype).itemsize
-        cap = int(min(n, max(1, cache_limit_gb * 1e9 // (n * itemsize))))
-        Kc = np.empty((cap, n), dtype=dtype)
+        # At most one pass: no example is visited twice, so a support vector's kernel column is
+        # never read after the flush that adds it to S. Such runs stream the columns (a block of
+        # the pending support vectors at a time) instead of caching them: memory O(block x n)
+        # instead of O(support vectors x n), the same numbers.
+        stream = total <= n if stream is None else bool(stream)
+        cap = 0 if stream else int(min(n, max(1, cache_limit_gb * 1e9 // (n * itemsize))))
+        Kc = np.empty((max(cap, 1), n), dtype=dtype)
         S = np.zeros((n, L), dtype=np.float64)
         n_slots = 0
         # Support vectors whose kernel column is not computed yet: their contribution to a chunk's
@@ -232,6 +240,9 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
         # examples first updating in the last chunk while they had no cached column: when many,
         # the next chunk's inner products are computed together by GEMM (see _run_chunk)
         new_last = chunk_size
+        # float64 runs on integer features: kernel blocks from exact float32 GEMMs (same values)
+        exact = np.dtype(dtype) == np.float64 and exact32_ok(Xd)
+        Xd32 = Xd.astype(np.float32) if exact else None
     else:
         Kc = np.empty((1, 1), dtype=dtype)
         Xf = primal_features(kernel, Xd)
@@ -258,7 +269,8 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
                 Xe64 = Xe.astype(np.float64)
                 Dcc = Xe64 @ Xe64.T
             if pend_ex.size:
-                G = gram(kernel, Xe, Xd[pend_ex], sq[ex], sq[pend_ex])
+                G = gram(kernel, Xe, Xd[pend_ex], sq[ex], sq[pend_ex], exact32=exact,
+                         B32=Xd32[pend_ex] if exact else None)
                 if normalized:
                     S0 += rscale[ex, None] * (G @ (rscale[pend_ex, None] * pend_delta).astype(dtype))
                 else:
@@ -300,7 +312,8 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
                 # the pending set has cost about as much as a flush's pass over the data
                 if pend_ex.size and (pend_ex.size >= flush_at or pend_work >= 32 * n or b == total):
                     n_slots = _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta,
-                                             cap, cache_limit_gb, dtype, rscale if normalized else None)
+                                             cap, cache_limit_gb, dtype, rscale if normalized else None, Xd32,
+                                             stream)
                     pend_ex, pend_delta, pend_work = pend_ex[:0], pend_delta[:0], 0
             else:
                 rows = Xf[touched].astype(np.float64)
@@ -372,10 +385,19 @@ def _merge_pending(pend_ex, pend_delta, ex, delta):
 
 
 def _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta, cap, cache_limit_gb, dtype,
-                   rscale=None):
+                   rscale=None, Xd32=None, stream=False):
     """Compute the pending support vectors' kernel columns in one GEMM, cache them, update S.
-    With ``rscale`` the cached columns are those of the normalized kernel ``rscale_i rscale_j K``."""
+    With ``rscale`` the cached columns are those of the normalized kernel ``rscale_i rscale_j K``;
+    with ``Xd32`` (a float32 copy of integer features) by exact float32 GEMMs; with ``stream`` the
+    columns update S and are dropped (nothing is cached)."""
     n = Xd.shape[0]
+    if stream:
+        G = gram(kernel, Xd[pend_ex], Xd, sq[pend_ex], sq, exact32=Xd32 is not None, B32=Xd32)
+        if rscale is not None:
+            r = rscale.astype(dtype)
+            _scale_block(G, r[pend_ex], r)
+        S += G.T @ pend_delta.astype(dtype)
+        return n_slots
     a0, a1 = n_slots, n_slots + pend_ex.size
     if a1 > cap:
         need = a1 * n * np.dtype(dtype).itemsize / 1e9
@@ -384,7 +406,7 @@ def _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta,
             f"(>= {need:.1f} GB for {a1} support vectors of {n} examples); raise "
             "training.cache_limit_gb, train on fewer examples, or use the linear kernel (primal form)")
     slot_of[pend_ex] = np.arange(a0, a1)
-    gram(kernel, Xd[pend_ex], Xd, sq[pend_ex], sq, out=Kc[a0:a1])
+    gram(kernel, Xd[pend_ex], Xd, sq[pend_ex], sq, out=Kc[a0:a1], exact32=Xd32 is not None, B32=Xd32)
     if rscale is not None:
         r = rscale.astype(dtype)
         _scale_block(Kc[a0:a1], r[pend_ex], r)

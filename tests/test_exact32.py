@@ -1,0 +1,113 @@
+"""Float32 inner products standing in for float64 ones on integer features (raw MNIST pixels):
+the same values bit for bit, so float64 runs keep every result while their GEMMs run in float32."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perceptron_lab import kernels, predict
+from perceptron_lab.engine.perceptron import PerceptronParams, label_matrix, train
+from perceptron_lab.kernels import EXACT32_LIMIT, Kernel, exact32_ok, gram, matmul_exact32
+
+
+def _integer_rows(rng, n, d, hi):
+    return rng.integers(0, hi, size=(n, d)).astype(np.float64)
+
+
+def _with_heavy_rows(rng, n=300, d=64):
+    """Mostly small integer rows, plus a few whose norm products pass 2^24, where a float32 sum rounds."""
+    X = _integer_rows(rng, n, d, 256)
+    X[:8] = rng.integers(2000, 4000, size=(8, d))      # |x| ~ 24000: |x||y| > 2^24 with each other
+    return X
+
+
+def test_exact32_ok_accepts_only_integer_values_below_2_24():
+    assert exact32_ok(np.array([[0.0, 255.0], [3.0, -7.0]]))
+    assert not exact32_ok(np.array([[0.5, 1.0]]))
+    assert not exact32_ok(np.array([[np.nan, 1.0]]))
+    assert not exact32_ok(np.array([[np.inf, 1.0]]))
+    assert not exact32_ok(np.array([[EXACT32_LIMIT, 1.0]]))
+    assert not exact32_ok(np.array([[1.0, 2.0]], dtype=np.float32))  # already float32: nothing to gain
+    assert not exact32_ok(np.zeros((0, 3)))
+
+
+def test_matmul_exact32_equals_float64_where_plain_float32_does_not():
+    rng = np.random.default_rng(0)
+    A, B = _with_heavy_rows(rng), _with_heavy_rows(rng)
+    want = A @ B.T
+    plain = (A.astype(np.float32) @ B.astype(np.float32).T).astype(np.float64)
+    assert (plain != want).any()  # the heavy pairs round in float32: the fix-up is needed
+    got = matmul_exact32(A, B)
+    assert got.dtype == np.float64 and np.array_equal(got, want)
+    out = np.empty_like(want)
+    assert matmul_exact32(A, B, out=out, B32=B.astype(np.float32)) is out and np.array_equal(out, want)
+
+
+@pytest.mark.parametrize("kernel", [Kernel("linear"), Kernel("poly", 3, 1000.0), Kernel("gaussian", sigma=3000.0)])
+def test_gram_exact32_is_bit_identical(kernel):
+    rng = np.random.default_rng(1)
+    A, B = _with_heavy_rows(rng), _with_heavy_rows(rng)
+    assert np.array_equal(gram(kernel, A, B, exact32=True), gram(kernel, A, B))
+
+
+def _problem(seed=2, n=400, d=40, L=3):
+    rng = np.random.default_rng(seed)
+    X = _with_heavy_rows(rng, n, d)
+    y = (X[:, :3].sum(1) // 100).astype(np.int64) % L
+    return X, y, L
+
+
+def _force_float64(monkeypatch):
+    monkeypatch.setattr(kernels, "exact32_ok", lambda X: False)
+    monkeypatch.setattr(predict, "exact32_ok", lambda X: False)
+    import perceptron_lab.engine.perceptron as ep
+
+    monkeypatch.setattr(ep, "exact32_ok", lambda X: False)
+
+
+def test_dual_training_and_evaluation_are_unchanged(monkeypatch):
+    """A float64 dual run (kernel cache, pending blocks) and its evaluation on integer features give
+    the same log and the same error counts with and without the float32 GEMMs."""
+    X, y, L = _problem()
+    Xtr, ytr, Xte, yte = X[:300], y[:300], X[300:], y[300:]
+    kernel = Kernel("poly", 2, 1e6)
+    params = PerceptronParams(eta=1.0, theta_init=0.0, C=0.0, tau_abs=0.0, lam=0.0, alpha_bound=2**62)
+    order = np.random.default_rng(3).permutation(300)
+
+    def run():
+        log = train(Xtr, label_matrix(ytr, L), kernel, params, order, 3, [1, 3], chunk_size=32,
+                    dtype=np.float64, form="dual", flush_at=8)
+        return log, predict.evaluate(log, kernel, Xtr, Xte, yte, False, dtype=np.float64, block=37)
+
+    log32, (em32, eb32) = run()
+    _force_float64(monkeypatch)
+    log64, (em64, eb64) = run()
+    assert log32.n_updates == log64.n_updates > 50
+    for name in ("upd_step", "upd_ex", "upd_cls", "upd_score", "upd_theta"):
+        assert np.array_equal(getattr(log32, name), getattr(log64, name)), name
+    assert np.array_equal(em32, em64) and np.array_equal(eb32, eb64)
+
+
+def test_a_single_pass_streams_kernel_columns_with_the_same_log():
+    """One pass never reads a support vector's kernel column again: streaming the columns gives the
+    same log as caching them, and needs no cache (a cache limit far too small for the run is fine)."""
+    from perceptron_lab.engine.base import EngineError
+
+    X, y, L = _problem(seed=5, n=500)
+    X = X / 7.0  # not integer: the float64 GEMMs
+    kernel = Kernel("poly", 3, 1e4)
+    params = PerceptronParams(eta=1.0, theta_init=0.0, C=0.0, tau_abs=0.0, lam=0.0, alpha_bound=2**62)
+    order = np.random.default_rng(6).permutation(500)
+    Y = label_matrix(y, L)
+
+    def run(**kw):
+        return train(X, Y, kernel, params, order, 1, [0.5, 1], chunk_size=16, dtype=np.float64, form="dual",
+                     flush_at=8, **kw)
+
+    cached, streamed = run(stream=False), run(cache_limit_gb=1e-6)
+    assert streamed.n_updates == cached.n_updates > 50
+    for name in ("upd_step", "upd_ex", "upd_cls", "upd_score", "upd_theta", "cum_correct_cp"):
+        assert np.array_equal(getattr(streamed, name), getattr(cached, name)), name
+    with pytest.raises(EngineError, match="kernel cache"):
+        run(stream=False, cache_limit_gb=1e-6)
