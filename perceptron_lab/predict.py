@@ -37,6 +37,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from .counts import counts_at_checkpoints  # noqa: F401  (re-exported: it lived here)
 from .engine.perceptron import TrainLog, normalizing_factors
 from .kernels import Kernel, gram, kernel_diag
 from .numerics import check_finite_training, check_test_block, overflow_error
@@ -131,7 +132,7 @@ def _sign(v):
 
 @nb.njit(cache=True, parallel=True)
 def _score_block(Kt, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull, live, partial, longest,
-                 rslice, y, binary, direct, out_multi, out_bin):
+                 rslice, y, binary, direct, out_multi, out_bin, want_scores, out_scores):
     """For each test row: every rule's score per label at every checkpoint, then correctness.
 
     Hypothesis k of a label scores ``scale_k * P_k - theta_k`` with ``P_k`` the prefix sum
@@ -139,7 +140,8 @@ def _score_block(Kt, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull, l
     column ``Kt[x, ucol_k]`` itself (explicit hypotheses, one column per update).
 
     out_multi[cp, rule, x] = 1 when the multiclass (or binary) prediction is right;
-    out_bin[cp, rule, x, c] = 1 when label c's binary one-vs-rest prediction is right.
+    out_bin[cp, rule, x, c] = 1 when label c's binary one-vs-rest prediction is right;
+    with ``want_scores``, out_scores[cp, rule, x, c] = the score itself.
     """
     nt = Kt.shape[0]
     L = uoff.shape[0] - 1
@@ -199,6 +201,8 @@ def _score_block(Kt, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull, l
                 cumA += w * f[k]
                 cumAN += w * fn[k]
                 cumV += w * _sign(f[k])
+        if want_scores:
+            out_scores[:, :, x, :] = sc
         yx = y[x]
         for cp in range(ncp):
             for rr in range(R):
@@ -258,7 +262,6 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
     hyp = Hypotheses(log, vote_weight)
     check_finite_training(log, hyp, kernel, X_train, dtype)
     live, partial, longest = hyp.at_checkpoints(cp_index)
-    L = log.n_labels
     Xtr = np.ascontiguousarray(X_train, dtype=dtype)
     Xte = np.ascontiguousarray(X_test, dtype=dtype)
     direct = log.hyp_w is not None
@@ -269,6 +272,17 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
             and _has_affine_form(kernel)):
         return _evaluate_combined_expansion(log, kernel, hyp, live, partial, longest, Xtr, Xte,
                                             np.asarray(y_test, dtype=np.int64), binary, rules)
+    return _evaluate_general(log, kernel, hyp, live, partial, longest, Xtr, Xte, y_test, binary, cp_index, seed,
+                             dtype, block)
+
+
+def _evaluate_general(log, kernel, hyp, live, partial, longest, Xtr, Xte, y_test, binary, cp_index, seed,
+                      dtype, block, out_scores=None):
+    """:func:`evaluate` scoring every hypothesis of every label on each test point (all rules);
+    with ``out_scores`` (n_cp, n_rules, n_test, n_labels), the scores are written there too."""
+    L = log.n_labels
+    direct = log.hyp_w is not None
+    given = kernel.name == "precomputed"  # Xte holds K(test, train), Xtr the training Gram matrix
     if direct:
         # explicit hypotheses: one column per update (the hypothesis it created), scored as w . x
         Wh = np.ascontiguousarray(log.hyp_w, dtype=dtype)
@@ -276,7 +290,7 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
     else:
         sv, ucol = np.unique(hyp.uex, return_inverse=True)
         ucol = ucol.astype(np.int64)
-        Xsv = Xtr[sv]
+        Xsv = None if given else Xtr[sv]
         if log.kernel_normalized:
             r_sv = normalizing_factors(kernel_diag(kernel, Xsv)).astype(dtype)
     y_test = np.asarray(y_test, dtype=np.int64)
@@ -288,6 +302,8 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
         b = min(nt, a + block)
         if direct:
             Kt = Xte[a:b] @ Wh.T if Wh.shape[0] else np.zeros((b - a, 1), dtype=dtype)
+        elif sv.size and given:
+            Kt = np.ascontiguousarray(Xte[a:b][:, sv])
         elif sv.size:
             Kt = gram(kernel, Xte[a:b], Xsv)
             if log.kernel_normalized:
@@ -301,10 +317,34 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
         ob = np.zeros((cp_index.size, len(RULES), b - a, L), dtype=np.int8)
         _score_block(Kt, ucol, hyp.coef, hyp.uoff, hyp.hoff, hyp.step, hyp.theta, hyp.scale, hyp.norm,
                      hyp.wfull, live, partial, longest, np.ascontiguousarray(rs[:, a:b]),
-                     y_test[a:b], binary, direct, om, ob)
+                     y_test[a:b], binary, direct, om, ob, out_scores is not None,
+                     _NO_SCORES if out_scores is None else out_scores[:, :, a:b])
         err_m += (b - a) - om.sum(axis=2, dtype=np.int64)
         err_b += (b - a) - ob.sum(axis=2, dtype=np.int64)
     return err_m, err_b
+
+
+_NO_SCORES = np.zeros((1, 1, 1, 1))
+
+
+def decision_scores(log: TrainLog, kernel: Kernel, X_train, X_test, cp_index=None, vote_weight: str = "survival",
+                    seed=0, dtype=np.float64, block: int = 2048):
+    """Every rule's score per label at the given checkpoints (default: all), from the same jitted
+    scoring as :func:`evaluate` (whose predictions are the argmax of these scores, the first label
+    on ties, or for one label ``score > 0``). Returns an array (n_cp, n_rules, n_test, n_labels)."""
+    if cp_index is None:
+        cp_index = np.arange(log.checkpoint_steps.size)
+    cp_index = np.asarray(cp_index, dtype=np.int64)
+    check_finite_training(log, None, kernel, X_train, dtype)
+    hyp = Hypotheses(log, vote_weight)
+    check_finite_training(log, hyp, kernel, X_train, dtype)
+    live, partial, longest = hyp.at_checkpoints(cp_index)
+    Xte = np.ascontiguousarray(X_test, dtype=dtype)
+    out = np.zeros((cp_index.size, len(RULES), Xte.shape[0], log.n_labels))
+    _evaluate_general(log, kernel, hyp, live, partial, longest, np.ascontiguousarray(X_train, dtype=dtype), Xte,
+                      np.zeros(Xte.shape[0], dtype=np.int64), log.n_labels == 1, cp_index, seed, dtype, block,
+                      out_scores=out)
+    return out
 
 
 #: Rules that need every hypothesis' score on a test point (not one combined classifier).
@@ -545,38 +585,3 @@ def _evaluate_combined_expansion(log, kernel, hyp, live, partial, longest, Xtr, 
             truth = yt[:, None] == classes[None, :]
             err_b[:, cols, :] += ((S > 0) != truth[:, None, None, :]).sum(axis=0)
     return err_m, err_b
-
-
-def counts_at_checkpoints(log: TrainLog, cp_index=None):
-    """Mistakes (updates) and support vectors at each checkpoint.
-
-    Returns a dict of arrays: ``mistakes`` (n_cp, L), ``support_vectors`` (n_cp, L) per label and
-    ``support_vectors_union`` (n_cp,): the number of distinct training examples on which any label
-    updated (Freund & Schapire Table 1).
-    """
-    if cp_index is None:
-        cp_index = np.arange(log.checkpoint_steps.size)
-    L = log.n_labels
-    T = log.checkpoint_steps[np.asarray(cp_index, dtype=np.int64)]
-    step, cls, ex = log.upd_step, log.upd_cls.astype(np.int64), log.upd_ex.astype(np.int64)
-    # an example is a support vector of a label from its first update on that label: count the
-    # first steps (per (example, label) pair, and per example for the union) below each checkpoint
-    pairs, pair_first = _first_steps(ex * L + cls, step)
-    pair_cls = pairs % L
-    mist = np.zeros((T.size, L), dtype=np.int64)
-    sv = np.zeros((T.size, L), dtype=np.int64)
-    for c in range(L):
-        mist[:, c] = np.searchsorted(np.sort(step[cls == c]), T, side="left")
-        sv[:, c] = np.searchsorted(np.sort(pair_first[pair_cls == c]), T, side="left")
-    svu = np.searchsorted(np.sort(_first_steps(ex, step)[1]), T, side="left").astype(np.int64)
-    return {"mistakes": mist, "support_vectors": sv, "support_vectors_union": svu}
-
-
-def _first_steps(keys, steps):
-    """(the distinct keys in increasing order, the smallest step of each)."""
-    if keys.size == 0:
-        return keys[:0], np.empty(0, dtype=np.int64)
-    order = np.lexsort((steps, keys))
-    k = keys[order]
-    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-    return k[starts], steps[order][starts].astype(np.int64)

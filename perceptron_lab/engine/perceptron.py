@@ -174,6 +174,11 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
     if form == "primal" and not has_primal:
         raise EngineError(f"primal form needs the linear kernel (or poly of degree 1), got {kernel.describe()}")
     rule = RULE_CODES[getattr(params, "rule", "perceptron")]
+    # kernel "precomputed": X is the Gram matrix of the training examples, taken whole as the cache
+    given = kernel.name == "precomputed"
+    if given and (form != "dual" or rule != RULE_PERCEPTRON or X.shape[1] != n):
+        raise EngineError(f"a precomputed kernel needs the perceptron in dual form and a square Gram matrix, "
+                          f"got form {form!r}, X of shape {X.shape}")
     if form == "primal" and rule == RULE_PERCEPTRON and primal_loop:
         from .linear import train_perceptron_primal
 
@@ -216,7 +221,11 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
     usq = np.zeros(L, dtype=np.float64)
     kcode, kdeg, kscale, ksigma, kdiv = kernel.params()
 
-    if form == "dual":
+    if given:
+        Kc, cap, n_slots = Xd, n, n
+        slot_of[:] = np.arange(n)
+        S = np.zeros((n, L), dtype=np.float64)
+    elif form == "dual":
         itemsize = np.dtype(dtype).itemsize
         cap = int(min(n, max(1, cache_limit_gb * 1e9 // (n * itemsize))))
         Kc = np.empty((cap, n), dtype=dtype)
@@ -232,7 +241,9 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
         # examples first updating in the last chunk while they had no cached column: when many,
         # the next chunk's inner products are computed together by GEMM (see _run_chunk)
         new_last = chunk_size
-    else:
+    if given:
+        pend_ex, pend_delta, pend_work, flush_at, new_last = np.empty(0, np.int64), np.empty((0, L)), 0, 1, 0
+    elif form != "dual":
         Kc = np.empty((1, 1), dtype=dtype)
         Xf = primal_features(kernel, Xd)
         W = np.zeros((L, Xf.shape[1]), dtype=np.float64)
