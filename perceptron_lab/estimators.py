@@ -142,7 +142,9 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         produces: the same online run, continued. It is computed by replaying that sequence
         through the engine, so the model keeps every example seen (in memory and in a pickle) and
         a call costs a pass over all of them, not over the batch alone. ``epochs`` and ``shuffle``
-        apply to ``fit`` only; a model fit with ``epochs > 1`` is not continued. ``classes``
+        apply to ``fit`` only; a model fit with ``epochs > 1`` is not continued. Settings relative
+        to the training set (``tau`` and ``theta_init="avg_sq_norm"`` of :class:`MarginPerceptron`,
+        in units of the average K(x, x)) take the average over every example seen so far. ``classes``
         (every class that will occur) is required on the first call. Not available with
         ``kernel="precomputed"`` (a Gram matrix cannot be extended batch by batch).
         """
