@@ -7,7 +7,9 @@ the environment variable SCIPY_ARRAY_API is set (reported by pytest as skipped).
 
 from __future__ import annotations
 
+import doctest
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -211,3 +213,16 @@ def test_bad_settings_raise_value_errors(est, fit_X, match):
     X, y = _sonar()
     with pytest.raises(ValueError, match=match):
         est.fit(X @ X.T if fit_X == "gram" else X, y)
+
+
+def test_readme_python_example_doctest():
+    """The README's "Use from Python" block runs and prints what it shows."""
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Use from Python", 1)[1]
+    block = section.split("```pycon\n", 1)[1].split("```", 1)[0]
+    test = doctest.DocTestParser().get_doctest(block, {}, "README.md: Use from Python", "README.md", 0)
+    assert len(test.examples) >= 10
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    report = []
+    runner.run(test, out=report.append)
+    assert runner.failures == 0, "".join(report)
