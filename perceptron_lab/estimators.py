@@ -45,7 +45,7 @@ from .engine import label_matrix, train_from_config
 from .errors import PlabError
 from .kernels import Kernel
 from .predict import RULE_INDEX, decision_scores
-from .units import threads_for, unit_order
+from .units import Unit, threads_for, unit_order
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import validate_data as _validate_data
@@ -58,14 +58,17 @@ __all__ = ["VotedPerceptron", "MarginPerceptron", "ALMA"]
 _KERNELS = (*KERNELS, "precomputed")
 
 
-def _holdout(seed: int):
+def _plab_order(seed: int, n: int):
     """(the training order of ``plab run``'s permutation 0 on a fixed test split with
-    ``training.seed = seed``, as a function of n; the random rule's seed)."""
-    cfg = SimpleNamespace(training=SimpleNamespace(seed=seed))
-    from .units import Unit
+    ``training.seed = seed`` on n examples, the seed of its random rule)."""
+    return unit_order(SimpleNamespace(training=SimpleNamespace(seed=seed)), Unit(0, {}, -1, 0), n)
 
-    unit = Unit(0, {}, -1, 0)
-    return lambda n: unit_order(cfg, unit, n)
+
+def _seed(random_state) -> int:
+    """An int seed: ``random_state`` itself, or drawn from it (None: numpy's global generator)."""
+    if isinstance(random_state, Integral):
+        return int(random_state)
+    return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
 
 
 class _EngineClassifier(ClassifierMixin, BaseEstimator):
@@ -104,7 +107,6 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self.kernel == "precomputed"
         tags.classifier_tags.multi_class = True
-        tags.non_deterministic = False
         return tags
 
     def fit(self, X, y):
@@ -122,9 +124,7 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         check_classification_targets(y)
         self.classes_, y_enc = np.unique(y, return_inverse=True)
         self._check_two_classes()
-        seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max)) \
-            if not isinstance(self.random_state, Integral) else int(self.random_state)
-        order, self._rule_seed = _holdout(seed)(len(y_enc))
+        order, self._rule_seed = _plab_order(_seed(self.random_state), len(y_enc))
         if not self.shuffle:
             order = np.arange(len(y_enc))
         self._fit_sequence(X, y_enc, order, float(self.epochs))
@@ -161,9 +161,7 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
                 raise ValueError("classes must be passed on the first call to partial_fit")
             self.classes_ = np.unique(np.asarray(classes))
             self._check_two_classes()
-            seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max)) \
-                if not isinstance(self.random_state, Integral) else int(self.random_state)
-            self._rule_seed = _holdout(seed)(1)[1]
+            self._rule_seed = _plab_order(_seed(self.random_state), 1)[1]
             self._seq = (X[:0], np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
         elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
             raise ValueError(f"classes {np.unique(classes)} differ from those of the first call, {self.classes_}")
