@@ -128,10 +128,17 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         if not self.shuffle:
             order = np.arange(len(y_enc))
         self._fit_sequence(X, y_enc, order, float(self.epochs))
-        # the sequence partial_fit continues (one pass: epochs <= 1), kept by reference
+        # the sequence partial_fit continues (one pass: epochs <= 1), kept by reference and not pickled
         steps = int(round(float(self.epochs) * len(y_enc)))
         self._seq = (X, y_enc, order[:steps]) if float(self.epochs) <= 1.0 else None
+        self._seq_of_fit = True
         return self
+
+    def __getstate__(self):
+        state = dict(super().__getstate__())  # a copy: the base may return the instance's own dict
+        if state.get("_seq_of_fit"):  # a pickle of a fitted model holds its support vectors, not its data
+            state["_seq"] = None
+        return state
 
     @available_if(lambda self: self.kernel != "precomputed")
     def partial_fit(self, X, y, classes=None):
@@ -140,9 +147,11 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         The model is the one a single pass over every example seen so far (those of a previous
         ``fit`` with ``epochs <= 1`` in its order, then each batch in turn, in its order)
         produces: the same online run, continued. It is computed by replaying that sequence
-        through the engine, so the model keeps every example seen (in memory and in a pickle) and
-        a call costs a pass over all of them, not over the batch alone. ``epochs`` and ``shuffle``
-        apply to ``fit`` only; a model fit with ``epochs > 1`` is not continued. Settings relative
+        through the engine, so the model keeps every example seen (in memory, and in a pickle of a
+        model built by partial_fit) and a call costs a pass over all of them, not over the batch
+        alone (``fit``'s examples are kept by reference: do not change them in place before).
+        ``epochs`` and ``shuffle`` apply to ``fit`` only; a model fit with ``epochs > 1``, or
+        unpickled after ``fit``, is not continued. Settings relative
         to the training set (``tau`` and ``theta_init="avg_sq_norm"`` of :class:`MarginPerceptron`,
         in units of the average K(x, x)) take the average over every example seen so far. ``classes``
         (every class that will occur) is required on the first call. Not available with
@@ -152,8 +161,9 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         self._check_kernel()
         first = not hasattr(self, "classes_")
         if not first and getattr(self, "_seq", None) is None:
-            raise ValueError(f"partial_fit continues a single pass; this model was fit with epochs={self.epochs}: "
-                             "fit with epochs <= 1 first, or start with partial_fit")
+            raise ValueError(f"partial_fit continues a single pass over data it still holds; this model was fit "
+                             f"with epochs={self.epochs}, or reloaded from a pickle after fit (which keeps no "
+                             "training data): fit with epochs <= 1 first, or start with partial_fit")
         X, y = _validate_data(self, X, y, dtype=np.float64, reset=first)
         check_classification_targets(y)
         if first:
@@ -172,7 +182,7 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         Xs = np.concatenate([X0[o0], X])
         ys = np.concatenate([y0[o0], np.searchsorted(self.classes_, y)])
         self._fit_sequence(Xs, ys, np.arange(len(ys)), 1.0)
-        self._seq = (Xs, ys, np.arange(len(ys)))
+        self._seq, self._seq_of_fit = (Xs, ys, np.arange(len(ys))), False
         return self
 
     def decision_function(self, X):

@@ -148,7 +148,7 @@ def test_partial_fit_continues_the_online_run(est):
     np.testing.assert_array_equal(pieces.predict(X), expected)
     np.testing.assert_array_equal(pieces.decision_function(X), scores)
     fresh = clone(est).partial_fit(X[:100], y[:100], classes=np.unique(y))
-    fresh.partial_fit(X[100:], y[100:])
+    fresh = pickle.loads(pickle.dumps(fresh)).partial_fit(X[100:], y[100:])  # a pickle keeps its sequence
     np.testing.assert_array_equal(fresh.predict(X), expected)
 
 
@@ -158,6 +158,11 @@ def test_partial_fit_refuses_what_it_cannot_continue():
         VotedPerceptron().partial_fit(X, y)
     with pytest.raises(ValueError, match="epochs=3"):
         VotedPerceptron(epochs=3, random_state=0).fit(X, y).partial_fit(X, y)
+    fitted = VotedPerceptron(random_state=0).fit(X, y)
+    reloaded = pickle.loads(pickle.dumps(fitted))  # holds the support vectors, not the training data
+    assert fitted._seq is not None and reloaded._seq is None
+    with pytest.raises(ValueError, match="reloaded from a pickle"):
+        reloaded.partial_fit(X, y)
     with pytest.raises(ValueError, match="not in classes"):
         VotedPerceptron().partial_fit(X[:10], y[:10], classes=["M", "R"]).partial_fit(X[:3], ["M", "Q", "R"])
     assert not hasattr(VotedPerceptron(kernel="precomputed"), "partial_fit")
