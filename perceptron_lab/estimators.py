@@ -274,7 +274,10 @@ _KERNEL_DOC = """kernel : {"linear", "poly", "gaussian", "poly_gaussian", "preco
         Passes over the training data; a fraction trains on the first part of the sequence.
     rule : str
         Prediction rule, one of ``last``, ``last_norm``, ``avg``, ``avg_norm``, ``vote``,
-        ``random``, ``random_norm``, ``longest`` (see :mod:`perceptron_lab.predict`).
+        ``random``, ``random_norm``, ``longest`` (see :mod:`perceptron_lab.predict`). Every rule
+        comes from the same training pass: changing ``rule`` after ``fit`` needs no refit. The
+        random rules draw one time slice per row of X (by its position, from ``random_state``), so
+        their predictions on a subset of the rows may differ from those on the whole.
     vote_weight : {"survival", "correct"}
         Weights of the voted and averaged rules: Freund & Schapire's survival counts, or Khardon &
         Wachman's counts of correct predictions.
@@ -286,7 +289,7 @@ _KERNEL_DOC = """kernel : {"linear", "poly", "gaussian", "poly_gaussian", "preco
     dtype : {"float64", "float32"}, default "float64"
         Precision of the kernel values (``training.dtype`` of a config).
     chunk_size, cache_limit_gb : engine settings (``training.chunk_size`` and
-        ``training.cache_limit_gb``); they change the speed and memory, never the result.
+        ``training.cache_limit_gb``); they change the speed and memory, not the algorithm.
 
     Attributes
     ----------
@@ -295,7 +298,8 @@ _KERNEL_DOC = """kernel : {"linear", "poly", "gaussian", "poly_gaussian", "preco
     support_ : indices of the training examples on which some label updated.
     support_vectors_ : those examples (None with ``kernel="precomputed"``).
     n_mistakes_ : number of updates (mistakes) over all labels.
-    log_ : the engine's :class:`~perceptron_lab.engine.base.TrainLog`.
+    log_ : the engine's :class:`~perceptron_lab.engine.base.TrainLog` (its examples renumbered as
+        positions in ``support_``).
 """
 
 
