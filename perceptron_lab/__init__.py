@@ -5,3 +5,19 @@ variants, Gentile (2001) ALMA_p, and the Graepel-Herbrich-Williamson (2000) spar
 """
 
 __version__ = "0.1.0"
+
+#: scikit-learn estimators, imported on first use so that ``import perceptron_lab`` stays cheap.
+_ESTIMATORS = ("VotedPerceptron", "MarginPerceptron", "ALMA")
+__all__ = ["__version__", *_ESTIMATORS]
+
+
+def __getattr__(name):
+    if name in _ESTIMATORS:
+        from . import estimators
+
+        return getattr(estimators, name)
+    raise AttributeError(f"module 'perceptron_lab' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_ESTIMATORS))

@@ -9,6 +9,10 @@ Kernels (x, y are rows of the data matrix after preprocessing):
 * ``poly``           K(x, y) = (1 + x·y / s)^d          (Freund & Schapire 1999, Eq. 1, with scale s)
 * ``gaussian``       K(x, y) = exp(-|x - y|² / (2σ²))
 * ``poly_gaussian``  K(x, y) = (1 + exp(-|x - y|² / (2σ²)))^d   (Gentile 2001, §4.3)
+* ``precomputed``    the kernel values are given (scikit-learn's ``kernel="precomputed"``, used by
+                     :mod:`perceptron_lab.estimators` only, never in configs): the training "features"
+                     are the square Gram matrix K(train, train) and a test row holds K(x, train); the
+                     engine takes the whole Gram matrix as its kernel cache
 
 Gram blocks are computed as one BLAS matrix product plus an elementwise transform, so the
 expensive part runs at GEMM speed on all cores.
@@ -27,6 +31,8 @@ from .errors import NumericError
 LINEAR, POLY, GAUSSIAN, POLY_GAUSSIAN = 0, 1, 2, 3
 PARALLEL_MIN_ELEMENTS = 4_000_000  # kernel blocks smaller than this are transformed on one thread
 KERNEL_CODES = {"linear": LINEAR, "poly": POLY, "gaussian": GAUSSIAN, "poly_gaussian": POLY_GAUSSIAN}
+#: Given kernel values (not a config kernel: absent from KERNEL_CODES); see the module docstring.
+PRECOMPUTED = 4
 
 
 @dataclass(frozen=True)
@@ -41,7 +47,7 @@ class Kernel:
 
     @property
     def code(self) -> int:
-        return KERNEL_CODES[self.name]
+        return PRECOMPUTED if self.name == "precomputed" else KERNEL_CODES[self.name]
 
     @property
     def uses_norms(self) -> bool:
@@ -75,6 +81,11 @@ class Kernel:
         factor 1 / (2 sigma^2).
         """
         if len(X) == 0:
+            return self
+        if self.code == PRECOMPUTED:
+            if not np.isfinite(X).all() or float(np.max(np.abs(X))) > float(np.finfo(np.dtype(dtype)).max) / 4:
+                raise NumericError(f"precomputed kernel: the Gram matrix has values that are not finite in "
+                                   f"{np.dtype(dtype).name}; scale it down")
             return self
         dt = np.dtype(dtype)
         fmax = float(np.finfo(dt).max)
@@ -177,8 +188,8 @@ class Kernel:
         return float(self.base_div) ** (-self.degree) if self.code == POLY else 1.0
 
     def describe(self) -> str:
-        if self.name == "linear":
-            return "linear"
+        if self.name in ("linear", "precomputed"):
+            return self.name
         if self.name == "poly":
             return f"poly(d={self.degree}, s={self.scale:g})"
         if self.name == "gaussian":
@@ -396,6 +407,8 @@ def gram(kernel: Kernel, A: np.ndarray, B: np.ndarray, sq_a=None, sq_b=None, out
     ``exact32`` (float64 A and B that pass :func:`exact32_ok`) computes the inner products by
     :func:`matmul_exact32`: the same float64 values, at float32 GEMM speed.
     """
+    if kernel.code == PRECOMPUTED:
+        raise ValueError("a precomputed kernel has no kernel function: take its values from the Gram matrix")
     if exact32 and A.dtype == np.float64:
         G = matmul_exact32(A, B, sq_a, sq_b, out=out, B32=B32)
     else:
@@ -416,7 +429,11 @@ def gram(kernel: Kernel, A: np.ndarray, B: np.ndarray, sq_a=None, sq_b=None, out
 
 
 def kernel_diag(kernel: Kernel, X: np.ndarray) -> np.ndarray:
-    """K(x, x) for every row of X, in float64."""
+    """K(x, x) for every row of X, in float64 (precomputed: the diagonal of the square Gram matrix X)."""
+    if kernel.code == PRECOMPUTED:
+        if X.ndim != 2 or X.shape[0] != X.shape[1]:
+            raise ValueError(f"a precomputed kernel's K(x, x) needs the square Gram matrix, got shape {X.shape}")
+        return np.diagonal(X).astype(np.float64)
     sq = sq_norms(np.asarray(X, dtype=np.float64))
     if kernel.code == LINEAR:
         return sq

@@ -7,9 +7,8 @@ import numpy as np
 
 from .engine.alma import pnormalize
 from .engine.perceptron import TrainLog, normalizing_factors
+from .hypotheses import Hypotheses
 from .kernels import Kernel, gram, kernel_diag
-from .predict import Hypotheses
-
 
 
 def hypothesis_at(log: TrainLog, label: int, rule: str = "last", cp_index: int = -1,

@@ -12,8 +12,8 @@ from .engine.perceptron import TrainLog
 from .errors import NumericError
 from .kernels import Kernel
 
-if TYPE_CHECKING:  # annotations only: predict imports this module
-    from .predict import Hypotheses
+if TYPE_CHECKING:  # annotations only
+    from .hypotheses import Hypotheses
 
 
 def overflow_error(kernel: Kernel | None, dtype, what: str, detail: str = "") -> NumericError:

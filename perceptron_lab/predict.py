@@ -37,89 +37,14 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from .counts import counts_at_checkpoints  # noqa: F401  (re-exported: it lived here)
 from .engine.perceptron import TrainLog, normalizing_factors
+from .hypotheses import VOTE_WEIGHTS, Hypotheses  # noqa: F401  (re-exported)
 from .kernels import Kernel, exact32_ok, gram, kernel_diag, sq_norms
 from .numerics import check_finite_training, check_test_block, overflow_error
 
 RULES = ("last", "last_norm", "avg", "avg_norm", "vote", "random", "random_norm", "longest")
 RULE_INDEX = {r: i for i, r in enumerate(RULES)}
-VOTE_WEIGHTS = ("survival", "correct")
-
-
-class Hypotheses:
-    """Per-label hypothesis sequences derived from a :class:`TrainLog` (no kernel values).
-
-    Hypothesis ``k`` of label ``c`` is the vector after the label's first ``k`` updates
-    (``k = 0`` is the zero vector with the initial threshold). Arrays are concatenated over
-    labels; ``uoff``/``hoff`` give the offsets of each label's updates / hypotheses.
-    """
-
-    def __init__(self, log: TrainLog, vote_weight: str = "survival"):
-        if vote_weight not in VOTE_WEIGHTS:
-            raise ValueError(f"vote_weight must be one of {VOTE_WEIGHTS}, got {vote_weight!r}")
-        L = log.n_labels
-        order = np.argsort(log.upd_cls, kind="stable")
-        self.uidx = order
-        counts = np.bincount(log.upd_cls, minlength=L) if log.n_updates else np.zeros(L, np.int64)
-        self.uoff = np.zeros(L + 1, dtype=np.int64)
-        self.uoff[1:] = np.cumsum(counts)
-        self.hoff = self.uoff + np.arange(L + 1)
-        nh = int(self.hoff[-1])
-        self.step = np.zeros(nh, dtype=np.int64)
-        self.theta = np.zeros(nh)
-        self.norm = np.zeros(nh)
-        self.scale = np.ones(nh)
-        self.cumb = np.zeros(nh, dtype=np.int64)
-        self.wfull = np.zeros(nh)
-        self.correct_full = np.zeros(nh, dtype=np.int64)
-        self.ustep = log.upd_step[order]
-        self.coef = log.upd_coef[order]
-        self.uex = log.upd_ex[order]
-        for c in range(L):
-            u = order[self.uoff[c]:self.uoff[c + 1]]
-            h0, h1 = self.hoff[c], self.hoff[c + 1]
-            self.step[h0 + 1:h1] = log.upd_step[u]
-            self.theta[h0] = log.theta_init
-            self.theta[h0 + 1:h1] = log.upd_theta[u]
-            if log.upd_scale is not None:
-                self.scale[h0 + 1:h1] = log.upd_scale[u]
-            if log.upd_norm is not None:
-                self.norm[h0 + 1:h1] = log.upd_norm[u]
-            else:
-                a = log.upd_coef[u]
-                inc = 2.0 * a * log.upd_score[u] + a * a * log.upd_kxx[u]
-                self.norm[h0 + 1:h1] = self.scale[h0 + 1:h1] * np.sqrt(np.maximum(np.cumsum(inc), 0.0))
-            self.cumb[h0 + 1:h1] = log.upd_cum_correct[u]
-            cb = self.cumb[h0:h1]
-            self.correct_full[h0:h1 - 1] = np.diff(cb)
-            self.wfull[h0:h1 - 1] = np.diff(cb)
-            if vote_weight == "survival":
-                self.wfull[h0 + 1:h1 - 1] += 1
-        self.log = log
-        self.vote_weight = vote_weight
-
-    def at_checkpoints(self, cp_index):
-        """For checkpoints ``cp_index`` (indices into log.checkpoint_steps): index of the live
-        hypothesis (relative to the label), its partial weight, and the longest survivor."""
-        log = self.log
-        L = log.n_labels
-        ncp = len(cp_index)
-        live = np.zeros((ncp, L), dtype=np.int64)
-        partial = np.zeros((ncp, L))
-        longest = np.zeros((ncp, L), dtype=np.int64)
-        for a, k in enumerate(cp_index):
-            T = int(log.checkpoint_steps[k])
-            for c in range(L):
-                h0, h1 = self.hoff[c], self.hoff[c + 1]
-                K = int(np.searchsorted(self.step[h0 + 1:h1], T, side="left"))
-                live[a, c] = K
-                corr_live = int(log.cum_correct_cp[k, c] - self.cumb[h0 + K])
-                partial[a, c] = corr_live + (1 if (self.vote_weight == "survival" and K >= 1) else 0)
-                cc = np.append(self.correct_full[h0:h0 + K], corr_live)
-                longest[a, c] = int(np.argmax(cc))
-        return live, partial, longest
-
-
 @nb.njit(cache=True, inline="always")
 def _sign(v):
     if v > 0.0:
@@ -131,7 +56,7 @@ def _sign(v):
 
 @nb.njit(cache=True, parallel=True)
 def _score_block(Kt, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull, live, partial, longest,
-                 rslice, y, binary, direct, need_norm, out_multi, out_bin):
+                 rslice, y, binary, direct, need_norm, out_multi, out_bin, want_scores, out_scores):
     """For each test row: every rule's score per label at every checkpoint, then correctness.
 
     Hypothesis k of a label scores ``scale_k * P_k - theta_k`` with ``P_k`` the prefix sum
@@ -139,9 +64,10 @@ def _score_block(Kt, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull, l
     column ``Kt[x, ucol_k]`` itself (explicit hypotheses, one column per update).
 
     out_multi[cp, rule, x] = 1 when the multiclass (or binary) prediction is right;
-    out_bin[cp, rule, x, c] = 1 when label c's binary one-vs-rest prediction is right.
-    Without ``need_norm`` the normalized scores (a division per hypothesis) are not computed and
-    the normalized rules' outputs are meaningless.
+    out_bin[cp, rule, x, c] = 1 when label c's binary one-vs-rest prediction is right;
+    with ``want_scores``, out_scores[cp, rule, x, c] = the score itself. Without ``need_norm`` the
+    normalized scores (a division per hypothesis) are not computed and the normalized rules'
+    outputs are meaningless.
     """
     nt = Kt.shape[0]
     L = uoff.shape[0] - 1
@@ -204,6 +130,8 @@ def _score_block(Kt, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull, l
                 cumA += w * f[k]
                 cumAN += w * fn[k]
                 cumV += w * _sign(f[k])
+        if want_scores:
+            out_scores[:, :, x, :] = sc
         yx = y[x]
         for cp in range(ncp):
             for rr in range(R):
@@ -264,7 +192,6 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
     hyp = Hypotheses(log, vote_weight)
     check_finite_training(log, hyp, kernel, X_train, dtype)
     live, partial, longest = hyp.at_checkpoints(cp_index)
-    L = log.n_labels
     Xtr = np.ascontiguousarray(X_train, dtype=dtype)
     Xte = np.ascontiguousarray(X_test, dtype=dtype)
     direct = log.hyp_w is not None
@@ -275,6 +202,18 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
             and _has_affine_form(kernel)):
         return _evaluate_combined_expansion(log, kernel, hyp, live, partial, longest, Xtr, Xte,
                                             np.asarray(y_test, dtype=np.int64), binary, rules)
+    return _evaluate_general(log, kernel, hyp, live, partial, longest, Xtr, Xte, y_test, binary, cp_index, seed,
+                             dtype, block, rules=rules)
+
+
+def _evaluate_general(log, kernel, hyp, live, partial, longest, Xtr, Xte, y_test, binary, cp_index, seed,
+                      dtype, block, out_scores=None, rules=None):
+    """:func:`evaluate` scoring every hypothesis of every label on each test point (``rules``,
+    default all: the normalized scores are computed only when a normalized rule is asked for);
+    with ``out_scores`` (n_cp, n_rules, n_test, n_labels), the scores are written there too."""
+    L = log.n_labels
+    direct = log.hyp_w is not None
+    given = kernel.name == "precomputed"  # Xte holds K(test, train), Xtr the training Gram matrix
     if direct:
         # explicit hypotheses: one column per update (the hypothesis it created), scored as w . x
         Wh = np.ascontiguousarray(log.hyp_w, dtype=dtype)
@@ -282,9 +221,9 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
     else:
         sv, ucol = np.unique(hyp.uex, return_inverse=True)
         ucol = ucol.astype(np.int64)
-        Xsv = Xtr[sv]
+        Xsv = None if given else Xtr[sv]
         # float64 runs on integer features (raw MNIST pixels): the same kernel values from float32 GEMMs
-        exact = exact32_ok(Xsv) and exact32_ok(Xte)
+        exact = not given and exact32_ok(Xsv) and exact32_ok(Xte)
         if exact:
             sv32, sq_sv, sq_te = Xsv.astype(np.float32), sq_norms(Xsv), sq_norms(Xte)
         if log.kernel_normalized:
@@ -299,6 +238,8 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
         b = min(nt, a + block)
         if direct:
             Kt = Xte[a:b] @ Wh.T if Wh.shape[0] else np.zeros((b - a, 1), dtype=dtype)
+        elif sv.size and given:
+            Kt = np.ascontiguousarray(Xte[a:b][:, sv])
         elif sv.size:
             Kt = (gram(kernel, Xte[a:b], Xsv, sq_te[a:b], sq_sv, exact32=True, B32=sv32) if exact
                   else gram(kernel, Xte[a:b], Xsv))
@@ -313,7 +254,8 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
         ob = np.zeros((cp_index.size, len(RULES), b - a, L), dtype=np.int8)
         _score_block(Kt, ucol, hyp.coef, hyp.uoff, hyp.hoff, hyp.step, hyp.theta, hyp.scale, hyp.norm,
                      hyp.wfull, live, partial, longest, np.ascontiguousarray(rs[:, a:b]),
-                     y_test[a:b], binary, direct, need_norm, om, ob)
+                     y_test[a:b], binary, direct, need_norm, om, ob, out_scores is not None,
+                     _NO_SCORES if out_scores is None else out_scores[:, :, a:b])
         err_m += (b - a) - om.sum(axis=2, dtype=np.int64)
         err_b += (b - a) - ob.sum(axis=2, dtype=np.int64)
     if not need_norm:  # not computed
@@ -325,6 +267,31 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
 
 #: Rules that divide each hypothesis' score by its feature-space norm.
 _NORM_RULES = ("last_norm", "avg_norm", "random_norm")
+
+
+_NO_SCORES = np.zeros((1, 1, 1, 1))
+
+
+def decision_scores(log: TrainLog, kernel: Kernel, X_train, X_test, cp_index=None, vote_weight: str = "survival",
+                    seed=0, dtype=np.float64, block: int = 2048):
+    """Every rule's score per label at the given checkpoints (default: all), from the same jitted
+    scoring as :func:`evaluate` (whose predictions are the argmax of these scores, the first label
+    on ties, or for one label ``score > 0``). Returns an array (n_cp, n_rules, n_test, n_labels)."""
+    if cp_index is None:
+        cp_index = np.arange(log.checkpoint_steps.size)
+    cp_index = np.asarray(cp_index, dtype=np.int64)
+    check_finite_training(log, None, kernel, X_train, dtype)
+    hyp = Hypotheses(log, vote_weight)
+    check_finite_training(log, hyp, kernel, X_train, dtype)
+    live, partial, longest = hyp.at_checkpoints(cp_index)
+    Xte = np.ascontiguousarray(X_test, dtype=dtype)
+    out = np.zeros((cp_index.size, len(RULES), Xte.shape[0], log.n_labels))
+    _evaluate_general(log, kernel, hyp, live, partial, longest, np.ascontiguousarray(X_train, dtype=dtype), Xte,
+                      np.zeros(Xte.shape[0], dtype=np.int64), log.n_labels == 1, cp_index, seed, dtype, block,
+                      out_scores=out)
+    return out
+
+
 #: Rules that need every hypothesis' score on a test point (not one combined classifier).
 _PER_HYPOTHESIS_RULES = ("vote", "random", "random_norm")
 _COMBINED_RULES = ("last", "last_norm", "avg", "avg_norm", "longest")
@@ -563,38 +530,3 @@ def _evaluate_combined_expansion(log, kernel, hyp, live, partial, longest, Xtr, 
             truth = yt[:, None] == classes[None, :]
             err_b[:, cols, :] += ((S > 0) != truth[:, None, None, :]).sum(axis=0)
     return err_m, err_b
-
-
-def counts_at_checkpoints(log: TrainLog, cp_index=None):
-    """Mistakes (updates) and support vectors at each checkpoint.
-
-    Returns a dict of arrays: ``mistakes`` (n_cp, L), ``support_vectors`` (n_cp, L) per label and
-    ``support_vectors_union`` (n_cp,): the number of distinct training examples on which any label
-    updated (Freund & Schapire Table 1).
-    """
-    if cp_index is None:
-        cp_index = np.arange(log.checkpoint_steps.size)
-    L = log.n_labels
-    T = log.checkpoint_steps[np.asarray(cp_index, dtype=np.int64)]
-    step, cls, ex = log.upd_step, log.upd_cls.astype(np.int64), log.upd_ex.astype(np.int64)
-    # an example is a support vector of a label from its first update on that label: count the
-    # first steps (per (example, label) pair, and per example for the union) below each checkpoint
-    pairs, pair_first = _first_steps(ex * L + cls, step)
-    pair_cls = pairs % L
-    mist = np.zeros((T.size, L), dtype=np.int64)
-    sv = np.zeros((T.size, L), dtype=np.int64)
-    for c in range(L):
-        mist[:, c] = np.searchsorted(np.sort(step[cls == c]), T, side="left")
-        sv[:, c] = np.searchsorted(np.sort(pair_first[pair_cls == c]), T, side="left")
-    svu = np.searchsorted(np.sort(_first_steps(ex, step)[1]), T, side="left").astype(np.int64)
-    return {"mistakes": mist, "support_vectors": sv, "support_vectors_union": svu}
-
-
-def _first_steps(keys, steps):
-    """(the distinct keys in increasing order, the smallest step of each)."""
-    if keys.size == 0:
-        return keys[:0], np.empty(0, dtype=np.int64)
-    order = np.lexsort((steps, keys))
-    k = keys[order]
-    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-    return k[starts], steps[order][starts].astype(np.int64)

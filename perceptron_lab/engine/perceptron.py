@@ -177,6 +177,11 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
     if form == "primal" and not has_primal:
         raise EngineError(f"primal form needs the linear kernel (or poly of degree 1), got {kernel.describe()}")
     rule = RULE_CODES[getattr(params, "rule", "perceptron")]
+    # kernel "precomputed": X is the Gram matrix of the training examples, taken whole as the cache
+    given = kernel.name == "precomputed"
+    if given and (form != "dual" or rule != RULE_PERCEPTRON or X.shape[1] != n):
+        raise EngineError(f"a precomputed kernel needs the perceptron in dual form and a square Gram matrix, "
+                          f"got form {form!r}, X of shape {X.shape}")
     if form == "primal" and rule == RULE_PERCEPTRON and primal_loop:
         from .linear import train_perceptron_primal
 
@@ -219,7 +224,11 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
     usq = np.zeros(L, dtype=np.float64)
     kcode, kdeg, kscale, ksigma, kdiv = kernel.params()
 
-    if form == "dual":
+    if given:
+        Kc, cap, n_slots = Xd, n, n
+        slot_of[:] = np.arange(n)
+        S = np.zeros((n, L), dtype=np.float64)
+    elif form == "dual":
         itemsize = np.dtype(dtype).itemsize
         # At most one pass: no example is visited twice, so a support vector's kernel column is
         # never read after the flush that adds it to S. Such runs stream the columns (a block of
@@ -243,7 +252,10 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
         # float64 runs on integer features: kernel blocks from exact float32 GEMMs (same values)
         exact = np.dtype(dtype) == np.float64 and exact32_ok(Xd)
         Xd32 = Xd.astype(np.float32) if exact else None
-    else:
+    if given:
+        pend_ex, pend_delta, pend_work, flush_at, new_last = np.empty(0, np.int64), np.empty((0, L)), 0, 1, 0
+        exact, Xd32, stream = False, None, False
+    elif form != "dual":
         Kc = np.empty((1, 1), dtype=dtype)
         Xf = primal_features(kernel, Xd)
         W = np.zeros((L, Xf.shape[1]), dtype=np.float64)

@@ -1,0 +1,43 @@
+"""Mistake and support-vector counts at checkpoints, from a training log (Freund & Schapire
+Table 1's "Mistake" and "SupVec"); re-exported by :mod:`perceptron_lab.predict`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .engine.base import TrainLog
+
+
+def counts_at_checkpoints(log: TrainLog, cp_index=None):
+    """Mistakes (updates) and support vectors at each checkpoint.
+
+    Returns a dict of arrays: ``mistakes`` (n_cp, L), ``support_vectors`` (n_cp, L) per label and
+    ``support_vectors_union`` (n_cp,): the number of distinct training examples on which any label
+    updated (Freund & Schapire Table 1).
+    """
+    if cp_index is None:
+        cp_index = np.arange(log.checkpoint_steps.size)
+    L = log.n_labels
+    T = log.checkpoint_steps[np.asarray(cp_index, dtype=np.int64)]
+    step, cls, ex = log.upd_step, log.upd_cls.astype(np.int64), log.upd_ex.astype(np.int64)
+    # an example is a support vector of a label from its first update on that label: count the
+    # first steps (per (example, label) pair, and per example for the union) below each checkpoint
+    pairs, pair_first = _first_steps(ex * L + cls, step)
+    pair_cls = pairs % L
+    mist = np.zeros((T.size, L), dtype=np.int64)
+    sv = np.zeros((T.size, L), dtype=np.int64)
+    for c in range(L):
+        mist[:, c] = np.searchsorted(np.sort(step[cls == c]), T, side="left")
+        sv[:, c] = np.searchsorted(np.sort(pair_first[pair_cls == c]), T, side="left")
+    svu = np.searchsorted(np.sort(_first_steps(ex, step)[1]), T, side="left").astype(np.int64)
+    return {"mistakes": mist, "support_vectors": sv, "support_vectors_union": svu}
+
+
+def _first_steps(keys, steps):
+    """(the distinct keys in increasing order, the smallest step of each)."""
+    if keys.size == 0:
+        return keys[:0], np.empty(0, dtype=np.int64)
+    order = np.lexsort((steps, keys))
+    k = keys[order]
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    return k[starts], steps[order][starts].astype(np.int64)
