@@ -198,7 +198,7 @@ def verify_inputs(cfg: ExperimentConfig, data_dir=None, note=None) -> bool:
     say = note or (lambda msg: print(f"plab: note: {msg}", file=sys.stderr, flush=True))
     names = dict.fromkeys([cfg.dataset.name, *cfg.evaluation.grid.get("dataset.name", [])])
     for name in names:
-        if name in DATASET_SYNTHETIC:
+        if name is None or name in DATASET_SYNTHETIC:  # None: a file of the user's own (dataset.path)
             continue
         msg = check_dataset_files(name, data_dir)
         if msg:
