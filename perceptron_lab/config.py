@@ -614,7 +614,9 @@ def with_overrides(cfg: ExperimentConfig, overrides: Mapping[str, Any] | None = 
     Keys are dotted paths, e.g. ``with_overrides(cfg, {"algorithm.tau": 0.5})`` or
     ``with_overrides(cfg, **{"kernel.degree": 3})``. Changing a selector (``kernel.type``,
     ``algorithm.name``) drops the parameters that belonged to the old choice only; changing
-    ``training.epochs`` keeps the intermediate checkpoints and moves the final one.
+    ``training.epochs`` keeps the intermediate checkpoints up to the new value and moves the final
+    one; setting ``dataset.path`` drops ``dataset.name`` and setting ``dataset.name`` drops the
+    keys of a file of one's own.
     Problems caused by an override are reported against ``<source> (override)``.
     """
     changes = dict(overrides or {})
@@ -642,7 +644,10 @@ def with_overrides(cfg: ExperimentConfig, overrides: Mapping[str, Any] | None = 
         for key in ("path", "test_path", "format", "label", "categorical"):
             ds.pop(key, None)
     if "training.epochs" in changes and "training.checkpoints" not in changes:
-        data["training"]["checkpoints"] = [c for c in cfg.training.checkpoints if c != cfg.training.epochs]
+        new = changes["training.epochs"]
+        fits = (lambda c: c <= new + C.EPOCH_TOL) if isinstance(new, numbers.Real) and not isinstance(new, bool) \
+            else (lambda c: True)  # an invalid value is reported by the validator
+        data["training"]["checkpoints"] = [c for c in cfg.training.checkpoints if c != cfg.training.epochs and fits(c)]
     label = f"{cfg.source or '<dict>'} (override)"
     origins_extra = {}
     for path, value in changes.items():
