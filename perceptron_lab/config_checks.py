@@ -321,11 +321,14 @@ class _DatasetName(_Check):
         return value
 
 
+#: Directory of the configs shipped with the package (``extends: "package:NAME.yaml"``, ``plab run NAME``).
+PACKAGE_CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+
+
 def config_dir(label: str) -> Path:
     """The folder a config file named ``label`` (as in messages) sits in: relative paths in it are
     relative to that folder (``package:NAME`` configs: the packaged configs' folder; a config given
     as a mapping, such as ``<dict>``: the current folder)."""
-    from .config_schema import PACKAGE_CONFIG_DIR
     from .constants import PACKAGE_CONFIG_PREFIX
 
     label = label[: -len(OVERRIDE_SUFFIX)] if label.endswith(OVERRIDE_SUFFIX) else label

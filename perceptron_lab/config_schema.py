@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 
 from . import constants as C
 
 
-#: Directory of the configs shipped with the package (``extends: "package:NAME.yaml"``).
-PACKAGE_CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 
 SECTIONS = ("dataset", "kernel", "algorithm", "training", "prediction", "evaluation", "output")
 #: A config file (or a file it extends) larger than this is refused before it is read.
@@ -22,6 +19,7 @@ MAX_CONFIG_BYTES = 1 << 20
 _TOP_KEYS = ("name", "description", "paper", "extends")
 
 
+from .config_checks import PACKAGE_CONFIG_DIR  # noqa: F401  (re-exported)
 from .config_checks import (_FILE_STEM, _NULL, _REQUIRED, _Check, _Choice, _ColumnName, _DatasetName, _FilePath, _Flag,
                             _FloatFormat, _Grid, _ListOf, _Literal, _Number, _PaperRef, _ParamValues, _Search, _Text,
                             _Union)

@@ -212,7 +212,7 @@ def _check_present(file, name, col, lines):
 def _check_finite(file, name, values, lines):
     bad = np.flatnonzero(~np.isfinite(values))
     if bad.size:
-        raise _fail(file, f"column {name!r} is {values[bad[0]]!r}, not a finite number ({bad.size} such value(s))",
+        raise _fail(file, f"column {name!r} is {float(values[bad[0]])!r}, not a finite number ({bad.size} such value(s))",
                     "replace the non-finite values or drop those rows", lines[bad[0]])
 
 
@@ -381,7 +381,7 @@ def _load_libsvm(path: Path, test: Path | None):
                         _libsvm_line_of(f, int(bad[0])))
         frac = np.flatnonzero(~np.isfinite(ys) | (ys != np.round(ys)))
         if frac.size:
-            raise _fail(f, f"the label {ys[frac[0]]!r} is not an integer class label", "use class labels such as "
+            raise _fail(f, f"the label {float(ys[frac[0]])!r} is not an integer class label", "use class labels such as "
                         "-1/+1 or 1..k (LIBSVM regression files cannot be classified)",
                         _libsvm_line_of(f, int(frac[0])))
         dense.append((Xd, ys.astype(np.int64)))
@@ -398,6 +398,12 @@ def _load_libsvm(path: Path, test: Path | None):
 
 def _npz_arrays(file: Path):
     fix = "write the file with np.savez(path, X=features, y=labels)"
+    with open(file, "rb") as fh:
+        magic = fh.read(4)
+    if magic != b"PK\x03\x04":
+        what = "an empty file" if not magic else ("a single .npy array" if magic.startswith(b"\x93NUM")
+                                                   else "not a zip archive")
+        raise _fail(file, f"cannot read it as a NumPy .npz file ({what})", fix)
     try:
         with np.load(file, allow_pickle=False) as z:
             keys = list(z.files)
@@ -432,12 +438,12 @@ def _npz_arrays(file: Path):
     bad = np.argwhere(~np.isfinite(X))
     if bad.size:
         i, j = (int(v) for v in bad[0])
-        raise _fail(file, f"X[{i}, {j}] (row {i + 1}) is {X[i, j]!r}, not a finite number ({len(bad)} such "
+        raise _fail(file, f"X[{i}, {j}] (row {i + 1}) is {float(X[i, j])!r}, not a finite number ({len(bad)} such "
                     "value(s))", "replace or drop the non-finite values; plab does not impute them")
     if y.dtype.kind == "f":
         frac = np.flatnonzero(~np.isfinite(y) | (y != np.round(y)))
         if frac.size:
-            raise _fail(file, f"y[{frac[0]}] is {y[frac[0]]!r}, not a class label", "use integer or string "
+            raise _fail(file, f"y[{frac[0]}] is {float(y[frac[0]])!r}, not a class label", "use integer or string "
                         "class labels")
         y = y.astype(np.int64)
     elif y.dtype.kind not in "iubUS":
