@@ -653,12 +653,15 @@ def with_overrides(cfg: ExperimentConfig, overrides: Mapping[str, Any] | None = 
     for path, value in changes.items():
         parts = path.split(".")
         node = data
-        for part in parts[:-1]:
+        for n, part in enumerate(parts[:-1]):
             if not isinstance(node.get(part), dict):
                 node[part] = {}
+                origins_extra[tuple(parts[: n + 1])] = label  # a section the override made up
             node = node[part]
         node[parts[-1]] = value
         origins_extra[tuple(parts)] = label
+        if isinstance(value, Mapping):
+            origins_extra.update(_origins(value, label, tuple(parts)))
     src = _Source(cfg.source or "<dict>", Path(cfg.source or "<dict>"))
     result = (data, _origins(data, src.label))
     # an unchanged dataset name was checked when cfg was built, possibly against another list
