@@ -131,6 +131,7 @@ def run(config, overrides, multirun, out_dir, data_dir, force, quiet, jobs, exec
     from .overrides import load_with_overrides, override_dir
 
     check_executor(executor, scheduler, jobs)
+    _check_overrides(overrides)
     base, cfg, parsed = load_with_overrides(config, overrides, multirun)
     if out_dir is None and parsed:
         out_dir = override_dir(base, cfg, parsed)
@@ -141,6 +142,14 @@ def run(config, overrides, multirun, out_dir, data_dir, force, quiet, jobs, exec
                          | set(cfg.evaluation.grid.get("training.epochs", ())))
     table = summarize(res.results, main_only_epochs=main_epochs)
     click.echo(format_summary(cfg, res, table))
+
+
+def _check_overrides(args):
+    """After CONFIG come key=value overrides only (one config per run)."""
+    extra = [a for a in args if "=" not in a]
+    if extra:
+        raise click.UsageError(f"Got unexpected extra argument ({extra[0]}); after CONFIG come key=value "
+                               "overrides, e.g. training.epochs=3", ctx=click.get_current_context())
 
 
 def format_summary(cfg, res, table) -> str:
@@ -357,6 +366,7 @@ def config_show(config, overrides, multirun):
     """
     import yaml
 
+    _check_overrides(overrides)
     click.echo(yaml.safe_dump(_load(config, overrides, multirun).to_dict(), sort_keys=False), nl=False)
 
 

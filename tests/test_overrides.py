@@ -88,7 +88,8 @@ def test_values_are_yaml(here):
     (["training.epochs=-1"], "small.yaml (override): training.epochs must be a positive number, got -1"),
     (["kernel.type=poly", "kernel.degree=2,3"],
      "kernel.degree must be an integer >= 1, got '2,3' (str) (to sweep kernel.degree over several values, add -m)"),
-    (["training.epochs"], "override 'training.epochs': write overrides as key=value, e.g. training.epochs=3"),
+    (["training.epochs"], "Got unexpected extra argument (training.epochs); after CONFIG come key=value overrides"),
+    (["=3"], "override '=3': write overrides as key=value, e.g. training.epochs=3"),
     (["training.epochs=1", "training.epochs=2"], "override 'training.epochs=2': training.epochs is given twice"),
     (["training.epochs=[1"], "override 'training.epochs=[1': the value is not valid YAML"),
     (["-m", "training.checkpoints=[1],[2]"], "-m training.checkpoints=[1],[2]: training.checkpoints cannot be "
