@@ -135,6 +135,9 @@ def run(config, overrides, multirun, out_dir, data_dir, force, quiet, jobs, exec
     base, cfg, parsed = load_with_overrides(config, overrides, multirun)
     if out_dir is None and parsed:
         out_dir = override_dir(base, cfg, parsed)
+    if base.paper and not cfg.paper:
+        click.echo(f"plab: note: with these overrides the run is a variant, not scored against {base.paper} "
+                   f"(add paper={base.paper} to score it)", err=True)
     res = run_experiment(cfg, out_dir=out_dir, data_dir=data_dir, force=force, progress=not quiet, jobs=jobs,
                          executor=executor, scheduler=scheduler, verify=not no_verify, allow_large=allow_large,
                          overrides=[f"{o.key}={o.text}" for o in parsed])

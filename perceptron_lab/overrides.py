@@ -12,7 +12,8 @@
   training.epochs=1,10`` adds those keys to ``evaluation.grid`` and the run covers the product as
   one grid (:class:`perceptron_lab.evaluation.Grid`), each point in its own part. Only grid keys
   can be swept.
-* An overridden run writes to its own folder, ``<the config's folder>/<key=value,...>`` (sorted by
+* An overridden run is a variant: it is not scored against the paper table its config names
+  (unless ``paper=`` is overridden too), and it writes to its own folder, ``<the config's folder>/<key=value,...>`` (sorted by
   key), never to the base run's (:func:`override_dir`).
 """
 
@@ -169,7 +170,10 @@ def _absolute_paths(overrides: list[Override]) -> list[Override]:
 
 def apply_overrides(cfg: ExperimentConfig, overrides: list[Override]) -> ExperimentConfig:
     """``cfg`` with the overrides applied and the sweeps added to ``evaluation.grid`` (a sweep of a
-    key the grid already has replaces its values), validated by the config schema."""
+    key the grid already has replaces its values), validated by the config schema. An override that
+    changes what is computed drops the config's ``paper``: the run is a variant, not written in the
+    paper's layout nor scored against it (and so never counted in the report), unless the overrides
+    set ``paper`` themselves."""
     overrides = _absolute_paths(overrides)
     changes = {o.key: o.values[0] for o in overrides if not o.sweep}
     sweeps = {o.key: list(o.values) for o in overrides if o.sweep}
@@ -185,6 +189,9 @@ def apply_overrides(cfg: ExperimentConfig, overrides: list[Override]) -> Experim
         hint = _did_you_mean(key, keys, 0.75)
         raise ConfigError(f"-m {key}: unknown key" + (f" ({hint})" if hint else "")
                           + "; keys that can be swept: " + ", ".join(keys))
+    if cfg.paper is not None and "paper" not in changes \
+            and any(o.key not in _NAMING_KEYS + ("output.figures",) for o in overrides):
+        changes["paper"] = None  # a variant is not the paper's table: not scored, not in the report
     if sweeps:
         if "evaluation.grid" in changes:
             raise ConfigError("override evaluation.grid cannot be combined with -m sweeps; sweep with -m only")

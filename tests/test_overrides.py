@@ -175,8 +175,10 @@ def test_packaged_configs_are_the_repository_configs():
 
 
 def test_a_packaged_config_runs_by_name(here):
+    status, out, _ = plab("config", "show", "fs1999/table1_d4")
+    assert status == 0 and "paper: fs1999/table1" in out and "epochs: 30" in out
     status, out, _ = plab("config", "show", "fs1999/table1_d4", "training.epochs=1")
-    assert status == 0 and "paper: fs1999/table1" in out and "epochs: 1" in out
+    assert status == 0 and "paper:" not in out and "epochs: 1" in out
     status, out, errors = plab("run", "golden/kw2007_sonar", "training.epochs=1", "evaluation.folds=2", "-q")
     assert status == 0, errors
     info = json.loads((here / "runs" / "golden_kw2007_sonar" / "evaluation.folds=2,training.epochs=1"
@@ -185,3 +187,19 @@ def test_a_packaged_config_runs_by_name(here):
     line = one_error(2, "run", "fs1999/table1_d9")
     assert "fs1999/table1_d9: no such config file, and no packaged config of that name (did you mean " \
            "'fs1999/table1_d6'?)" in line
+
+
+def test_an_overridden_paper_run_is_a_variant_not_scored_against_the_paper(here):
+    (here / "paper.yaml").write_text("extends: " + str(REPO / "configs" / "golden" / "kw2007_sonar.yaml")
+                                     + "\nname: p\npaper: kw2007/table2\n")
+    r = CliRunner().invoke(main, ["run", "paper.yaml", "training.epochs=1", "evaluation.folds=2", "-q"],
+                           catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    assert "not scored against kw2007/table2 (add paper=kw2007/table2 to score it)" in r.stderr
+    folder = here / "runs" / "p" / "evaluation.folds=2,training.epochs=1"
+    info = json.loads((folder / "run.json").read_text())
+    assert "paper" not in info["config"] and info["paper_outputs"] == []
+    assert not list(folder.glob("kw2007_*"))
+    # naming keys alone keep the paper
+    status, out, _ = plab("config", "show", "paper.yaml", "description=x")
+    assert status == 0 and "paper: kw2007/table2" in out
