@@ -42,6 +42,7 @@ from .config_checks import (  # noqa: F401  (re-exported)
     _FILE_STEM, _PATH_CUTOFF, _REQUIRED, INVALID, _did_you_mean, _fmt_num, _ParamScalar, _plain, _render_path, _show)
 from .config_schema import (  # noqa: F401  (re-exported)
     _TOP_KEYS, MAX_CONFIG_BYTES, PACKAGE_CONFIG_DIR, SCHEMA, SECTIONS, Param, _attr, _params_of)
+from .config_dataset import drop_other_source, rule_dataset_source
 from .config_yaml import _origins, _package_source, _read_yaml, _resolve, _Source
 from .errors import ConfigError
 
@@ -82,12 +83,11 @@ class DatasetConfig:
     params: dict
     #: Append the test split to the training split (cross-validation over the whole data set).
     merge_splits: bool = False
-    #: A data file of the user's own and its test file, relative to the config file's folder.
+    #: A data file of one's own, its test file (relative to the config's folder), its format (``auto``:
+    #: from the extension; csv, tsv, libsvm, npz), and for CSV/TSV the label and categorical columns.
     path: str | None = None
     test_path: str | None = None
-    #: ``auto`` (from the extension), csv, tsv, libsvm or npz.
     format: str = "auto"
-    #: CSV/TSV: the label column and the columns read as categories.
     label: str | None = None
     categorical: tuple[str, ...] = ()
 
@@ -229,19 +229,12 @@ class ExperimentConfig:
         return out
 
 
-_SECTION_TYPES = {
-    "dataset": DatasetConfig,
-    "kernel": KernelConfig,
-    "algorithm": AlgorithmConfig,
-    "training": TrainingConfig,
-    "prediction": PredictionConfig,
-    "evaluation": EvaluationConfig,
-    "output": OutputConfig,
-}
+_SECTION_TYPES = {"dataset": DatasetConfig, "kernel": KernelConfig, "algorithm": AlgorithmConfig,
+                  "training": TrainingConfig, "prediction": PredictionConfig, "evaluation": EvaluationConfig,
+                  "output": OutputConfig}
 
 
 # =========================================================================== the validator
-
 
 
 class _Validator:
@@ -441,70 +434,6 @@ def _rule_checkpoints(v: _Validator) -> None:
     tr["checkpoints"] = tuple(merged) + (epochs,)
 
 
-def _rule_dataset_source(v: _Validator) -> None:
-    """dataset.name or dataset.path (not both); the keys of a file of one's own only with a path; a
-    format the file's extension or dataset.format gives; a label column for CSV/TSV; a test file
-    for an evaluation that needs one."""
-    ds, ev = v.values["dataset"], v.values["evaluation"]
-    name, path = ds.get("name"), ds.get("path")
-    if not _valid(name, path):
-        return
-    if name is None and path is None:
-        v.line(("dataset", "name"), "missing key dataset.name (required; or dataset.path for a data file of "
-               "your own)")
-        return
-    if name is not None and path is not None:
-        v.line(("dataset", "path"), f"dataset.name = {v.shown('dataset', 'name')} and dataset.path = "
-               f"{v.shown('dataset', 'path')}: a run reads a registered dataset or a file of your own; remove one")
-        return
-    own = ("test_path", "label", "categorical") + (("format",) if ("dataset", "format") in v.given else ())
-    if path is None:
-        for key in own:
-            if ("dataset", key) in v.given:
-                v.line(("dataset", key), f"dataset.{key} describes a data file of your own; set dataset.path "
-                       f"or remove dataset.{key}")
-        return
-    if ds.get("params"):
-        v.line(("dataset", "params"), "dataset.params are the arguments of a synthetic dataset; a file "
-               "given by dataset.path takes none")
-    fmt = ds.get("format")
-    if not _valid(fmt):
-        return
-    kinds = {}
-    for key in ("path", "test_path"):
-        file = ds.get(key)
-        if file is None or not _valid(file):
-            continue
-        ext = os.path.splitext(file)[1].lower()
-        kinds[key] = C.USER_EXTENSIONS.get(ext) if fmt == "auto" else fmt
-        if kinds[key] is None:
-            v.line(("dataset", key), f"dataset.{key} = {v.shown('dataset', key)}: cannot tell the format from "
-                   f"the extension {ext or '(none)'!r}; set dataset.format: csv, tsv, libsvm or npz")
-            return
-    if kinds.get("test_path") not in (None, kinds["path"]):
-        v.line(("dataset", "test_path"), f"dataset.test_path is {kinds['test_path']} but dataset.path is "
-               f"{kinds['path']}: give both files in one format")
-        return
-    table = kinds["path"] in ("csv", "tsv")
-    if table and ds.get("label") is None:
-        v.line(("dataset", "label"), f"missing key dataset.label (required for a {kinds['path'].upper()} file: "
-               "the header name of the label column)")
-    for key in ("label", "categorical"):
-        if not table and ("dataset", key) in v.given:
-            v.line(("dataset", key), f"dataset.{key} applies to CSV/TSV files; a {kinds['path']} file has its "
-                   "labels apart from its features: remove it")
-    mode, outer, merge = ev.get("mode"), ev.get("outer"), ds.get("merge_splits")
-    if ds.get("test_path") is None and _valid(mode, outer):
-        if mode == "holdout" or (mode == "nested" and outer == "holdout"):
-            what = "evaluation.mode = 'holdout'" if mode == "holdout" else "evaluation.outer = 'holdout'"
-            fix = "evaluation.mode: kfold" if mode == "holdout" else "evaluation.outer: kfold"
-            v.line(("dataset", "path"), f"{what} tests on a test file, and dataset.path has none: set "
-                   f"dataset.test_path, or {fix} to cross-validate")
-        elif merge is True:
-            v.line(("dataset", "merge_splits"), "dataset.merge_splits appends the test file to the training "
-                   "file, and dataset.path has none: set dataset.test_path or remove dataset.merge_splits")
-
-
 def _rule_nested_grid(v: _Validator) -> None:
     ev = v.values["evaluation"]
     mode, grid = ev.get("mode"), ev.get("grid")
@@ -518,7 +447,7 @@ def _rule_nested_grid(v: _Validator) -> None:
 
 
 _COMBINATIONS: tuple[Callable[[_Validator], None], ...] = (
-    _rule_dataset_source,
+    rule_dataset_source,
     _rule_alma_primal,
     _rule_primal_kernel,
     _rule_checkpoints,
@@ -636,18 +565,11 @@ def with_overrides(cfg: ExperimentConfig, overrides: Mapping[str, Any] | None = 
             same = p.applies(lambda _k: new) and p.applies(lambda k: getattr(getattr(cfg, p.section), k))
             if not same:
                 data[p.section].pop(p.key, None)
-    # a registered dataset and a file of one's own exclude each other: setting one drops the other
-    ds = data.get("dataset", {})
-    if "dataset.path" in changes and "dataset.name" not in changes:
-        ds.pop("name", None)
-    if "dataset.name" in changes and "dataset.path" not in changes:
-        for key in ("path", "test_path", "format", "label", "categorical"):
-            ds.pop(key, None)
+    drop_other_source(data.get("dataset", {}), changes)
     if "training.epochs" in changes and "training.checkpoints" not in changes:
-        new = changes["training.epochs"]
-        fits = (lambda c: c <= new + C.EPOCH_TOL) if isinstance(new, numbers.Real) and not isinstance(new, bool) \
-            else (lambda c: True)  # an invalid value is reported by the validator
-        data["training"]["checkpoints"] = [c for c in cfg.training.checkpoints if c != cfg.training.epochs and fits(c)]
+        new = changes["training.epochs"]  # an invalid value is reported by the validator
+        top = new + C.EPOCH_TOL if isinstance(new, numbers.Real) and not isinstance(new, bool) else float("inf")
+        data["training"]["checkpoints"] = [c for c in cfg.training.checkpoints if c != cfg.training.epochs and c <= top]
     label = f"{cfg.source or '<dict>'} (override)"
     origins_extra = {}
     for path, value in changes.items():
