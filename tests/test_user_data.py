@@ -168,6 +168,8 @@ CSV_CASES = {
     "empty field": (csv_case(GOOD.replace("4,1,no", "4,,no")), ["d.csv, line 6: column 'b' has a missing value"]),
     "inf": (csv_case(GOOD.replace("4,1,no", "inf,1,no")), ["d.csv, line 6: column 'a' is inf, not a finite number"]),
     "not UTF-8": (csv_case(GOOD.replace("4,1,no", "4,1,n\xf6")), []),  # written as UTF-8: valid
+    "regression target": (csv_case(GOOD.replace("yes\n", "1\n").replace("no\n", "0\n").replace("4,1,0", "4,1,0.25")),
+                          ["d.csv, line 6: the label column 'target' holds '0.25', not a class label"]),
     "duplicate column": (csv_case(GOOD.replace("a,b,target", "a,a,target")), ["column 'a' appears 2 times"]),
 }
 

@@ -103,10 +103,15 @@ def _canon(values, numeric: bool | None = None):
     return out, True
 
 
-def _classes(file, labels, where: str):
+def _classes(file, labels, where: str, line_of=lambda i: None):
     """(the sorted distinct labels, index per row, label -> index, whether labels are numbers); one
-    class is refused."""
+    class, and numeric labels that are not integers (a regression target), are refused."""
     canon, numeric = _canon(labels)
+    frac = [i for i, c in enumerate(canon) if isinstance(c, float)] if numeric else []
+    if frac:
+        raise _fail(file, f"{where} holds {labels[frac[0]]!r}, not a class label (numeric labels must be "
+                    "integers)", "choose the class column with dataset.label, or use labels such as -1/+1 or "
+                    "1..k", line_of(frac[0]))
     classes = sorted(set(canon))
     if len(classes) < 2:
         raise _fail(file, f"{where} holds one class ({classes[0]!r}) in all {len(labels)} rows; a classifier "
@@ -237,7 +242,7 @@ def _load_table(path: Path, test: Path | None, delim: str, label: str, categoric
     j_label = header.index(label)
     labels = [r[j_label] for r in rows]
     _check_present(path, label, labels, lines)
-    classes, y, index, numeric = _classes(path, labels, f"the label column {label!r}")
+    classes, y, index, numeric = _classes(path, labels, f"the label column {label!r}", lambda i: lines[i])
     yt = None
     if test is not None:
         t_labels = [r[j_label] for r in t_rows]
@@ -248,18 +253,18 @@ def _load_table(path: Path, test: Path | None, delim: str, label: str, categoric
         if j == j_label:
             continue
         col = [r[j] for r in rows]
-        _check_present(path, name, col, lines)
-        t_col = None
-        if test is not None:
-            t_col = [r[j] for r in t_rows]
-            _check_present(test, name, t_col, t_lines)
+        t_col = None if test is None else [r[j] for r in t_rows]
         values = None if name in categorical else _numeric(col)
+        if values is None or not np.isfinite(values).all():  # only then look for missing-value tokens
+            _check_present(path, name, col, lines)
+        t_values = None if t_col is None or name in categorical else _numeric(t_col)
+        if t_col is not None and (t_values is None or not np.isfinite(t_values).all()):
+            _check_present(test, name, t_col, t_lines)
         if values is not None:
             _check_finite(path, name, values, lines)
             blocks.append(values[:, None])
             names.append(name)
             if t_col is not None:
-                t_values = _numeric(t_col)
                 if t_values is None:
                     i = next(i for i, v in enumerate(t_col) if not _is_number(v))
                     raise _fail(test, f"column {name!r} is {t_col[i]!r}, not a number (the column is numeric "
