@@ -68,7 +68,7 @@ def check_folds(cfg, n_train: int) -> None:
     outer = ev.mode == "kfold" or (ev.mode == "nested" and ev.outer == "kfold")
     if outer and ev.folds > n_train:
         raise ConfigError(f"{cfg.source}: evaluation.folds = {ev.folds} exceeds the {n_train} examples of "
-                          f"{cfg.dataset.name}: some folds would test on nothing; use at most {n_train} folds")
+                          f"{cfg.dataset.title}: some folds would test on nothing; use at most {n_train} folds")
     if ev.mode == "nested":
         part = n_train - (-(-n_train // ev.folds) if ev.outer == "kfold" else 0)
         if ev.inner_folds > part:

@@ -8,20 +8,12 @@ from __future__ import annotations
 
 import functools
 import sys
-from importlib import resources
 from pathlib import Path
 
 import click
 
 from . import __version__
 from .errors import DatasetError, PlabError
-
-QUICKSTART = "quickstart.yaml"
-
-
-def packaged_config(name: str) -> Path:
-    return Path(str(resources.files("perceptron_lab") / "configs" / name))
-
 
 def friendly_errors(fn):
     """Turn PlabError into 'plab: error: ...' lines and its exit code."""
@@ -73,22 +65,26 @@ def main():
     Examples:
       plab run                          # the packaged quickstart (sonar, 10-fold CV)
       plab run configs/mnist_d4.yaml    # Freund & Schapire Table 1, d = 4
+      plab run fs1999/table1_d4 training.epochs=1   # a packaged config by name, one key overridden
+      plab configs                      # the packaged configs
       plab data list                    # which datasets exist and where they are read from
       plab config check my.yaml         # validate a config without running it
     """
 
 
-def _load(config):
-    from .config import load_config
+def _load(config, overrides=(), multirun=False):
+    """The config to run: a file, a packaged config's name, or the quickstart, with overrides applied."""
+    from .overrides import load_with_overrides
 
-    path = packaged_config(QUICKSTART) if config is None else Path(config)
-    if config is not None and config.startswith("package:"):
-        path = packaged_config(config.split(":", 1)[1])
-    return load_config(path)
+    return load_with_overrides(config, overrides, multirun)[1]
 
 
 @main.command()
 @click.argument("config", required=False)
+@click.argument("overrides", nargs=-1)
+@click.option("-m", "--multirun", is_flag=True,
+              help="Sweep: each key=v1,v2,... override adds its values to evaluation.grid, and the run covers "
+                   "their product as one grid.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Output folder (default: runs/NAME).")
 @click.option("--data-dir", type=click.Path(file_okay=False), envvar="PLAB_DATA",
               help="Dataset folder (default: $PLAB_DATA, then ~/.cache/perceptron_lab).")
@@ -109,16 +105,21 @@ def _load(config):
               help="Run even when the run's estimated size (runs, training steps, checkpoints) is beyond what a "
                    "config normally asks for; by default such a run stops before it starts, with its estimate.")
 @friendly_errors
-def run(config, out_dir, data_dir, force, quiet, jobs, executor, scheduler, no_verify, allow_large):
-    """Run the experiment described by CONFIG (a YAML file).
+def run(config, overrides, multirun, out_dir, data_dir, force, quiet, jobs, executor, scheduler, no_verify,
+        allow_large):
+    """Run the experiment described by CONFIG (a YAML file, or a packaged config's name: 'plab configs'
+    lists them), with OVERRIDES (key=value, values in YAML) replacing keys of the config.
 
     Without CONFIG, runs the packaged quickstart: the voted perceptron on the UCI sonar data
-    (shipped inside the package), 10-fold cross-validation. Finished runs are kept in OUT/parts,
+    (shipped inside the package), 10-fold cross-validation. An overridden run writes to its own
+    folder, runs/NAME/KEY=VALUE,... (--out chooses another). Finished runs are kept in OUT/parts,
     so an interrupted command resumes where it stopped.
 
     \b
     Examples:
       plab run
+      plab run fs1999/table1_d4 dataset.train_size=10000 training.epochs=1
+      plab run my.yaml -m kernel.degree=2,3,4 training.epochs=1,10
       plab run configs/mnist_d4.yaml --out results/fs1999/table1_d4
       plab run my.yaml --data-dir ~/datasets --force
       plab run configs/kw2007/table3_uci.yaml --jobs 2
@@ -127,13 +128,31 @@ def run(config, out_dir, data_dir, force, quiet, jobs, executor, scheduler, no_v
     from .executors import check_executor
     from .experiment import run_experiment, summarize
 
+    from .overrides import load_with_overrides, override_dir
+
     check_executor(executor, scheduler, jobs)
-    cfg = _load(config)
+    _check_overrides(overrides)
+    base, cfg, parsed = load_with_overrides(config, overrides, multirun)
+    if out_dir is None and parsed:
+        out_dir = override_dir(base, cfg, parsed)
+    if base.paper and not cfg.paper:
+        click.echo(f"plab: note: with these overrides the run is a variant, not scored against {base.paper} "
+                   f"(add paper={base.paper} to score it)", err=True)
     res = run_experiment(cfg, out_dir=out_dir, data_dir=data_dir, force=force, progress=not quiet, jobs=jobs,
-                         executor=executor, scheduler=scheduler, verify=not no_verify, allow_large=allow_large)
-    main_epochs = sorted(set(cfg.training.checkpoints) | {cfg.training.epochs})
+                         executor=executor, scheduler=scheduler, verify=not no_verify, allow_large=allow_large,
+                         overrides=[f"{o.key}={o.text}" for o in parsed])
+    main_epochs = sorted(set(cfg.training.checkpoints) | {cfg.training.epochs}
+                         | set(cfg.evaluation.grid.get("training.epochs", ())))
     table = summarize(res.results, main_only_epochs=main_epochs)
     click.echo(format_summary(cfg, res, table))
+
+
+def _check_overrides(args):
+    """After CONFIG come key=value overrides only (one config per run)."""
+    extra = [a for a in args if "=" not in a]
+    if extra:
+        raise click.UsageError(f"Got unexpected extra argument ({extra[0]}); after CONFIG come key=value "
+                               "overrides, e.g. training.epochs=3", ctx=click.get_current_context())
 
 
 def format_summary(cfg, res, table) -> str:
@@ -142,9 +161,10 @@ def format_summary(cfg, res, table) -> str:
         return "\n".join(lines)
     if table["grid_point"].nunique() > COMPACT_GRID_POINTS:
         return "\n".join(lines + _compact_grid_summary(res, table))
+    labels = _grid_labels(res)
     for (g, params), part in table.groupby(["grid_point", "params"], sort=True):
         if table["grid_point"].nunique() > 1:
-            lines.append(f"grid point {g}: {params}")
+            lines.append(f"grid point {g}: {labels.get(int(g)) or params}")
         piv_mean = part.pivot(index="rule", columns="epoch", values="mean")
         piv_std = part.pivot(index="rule", columns="epoch", values="std")
         cols = list(piv_mean.columns)
@@ -167,20 +187,25 @@ def format_summary(cfg, res, table) -> str:
 COMPACT_GRID_POINTS = 6
 
 
+def _grid_labels(res) -> dict:
+    """Grid point -> the grid values that vary between points, from the run's grid.csv."""
+    grid = res.out_dir / "grid.csv"
+    if not grid.exists():
+        return {}
+    import pandas as pd
+
+    g = pd.read_csv(grid, dtype=str, keep_default_na=False)
+    cols = [c for c in g.columns if c != "grid_point" and g[c].nunique() > 1]
+    return {int(r["grid_point"]): " ".join(f"{c.split('.')[-1]}={r[c]}" for c in cols) for _, r in g.iterrows()}
+
+
 def _compact_grid_summary(res, table) -> list[str]:
     """One line per grid point: the dataset/parameter values that vary and the test error of
     every rule at the last epoch (mean ± std over runs)."""
     last = table["epoch"].max()
     t = table[(table["epoch"] == last) & ~table["rule"].isin(["mistakes", "support_vectors"])]
     rules = list(dict.fromkeys(t["rule"]))
-    grid = res.out_dir / "grid.csv"
-    labels = {}
-    if grid.exists():
-        import pandas as pd
-
-        g = pd.read_csv(grid, dtype=str, keep_default_na=False)
-        cols = [c for c in g.columns if c != "grid_point" and g[c].nunique() > 1]
-        labels = {int(r["grid_point"]): " ".join(f"{c.split('.')[-1]}={r[c]}" for c in cols) for _, r in g.iterrows()}
+    labels = _grid_labels(res)
     width = max([len(v) for v in labels.values()] + [10]) + 6
     out = [f"test error % at T={last:g} (mean ± std over runs), one line per grid point",
            f"{'':{width}s}" + "".join(f"{r:>16s}" for r in rules)]
@@ -334,15 +359,31 @@ def config_check(configs):
 
 @config_group.command("show")
 @click.argument("config")
+@click.argument("overrides", nargs=-1)
+@click.option("-m", "--multirun", is_flag=True, help="Read key=v1,v2,... as a sweep, as 'plab run -m' does.")
 @friendly_errors
-def config_show(config):
-    """Print CONFIG fully resolved (base configs merged, defaults filled in), as YAML.
+def config_show(config, overrides, multirun):
+    """Print CONFIG fully resolved (base configs merged, defaults filled in, OVERRIDES applied), as YAML.
 
-    Example: plab config show configs/mnist_d4.yaml
+    Example: plab config show fs1999/table1_d4 training.epochs=1
     """
     import yaml
 
-    click.echo(yaml.safe_dump(_load(config).to_dict(), sort_keys=False), nl=False)
+    _check_overrides(overrides)
+    click.echo(yaml.safe_dump(_load(config, overrides, multirun).to_dict(), sort_keys=False), nl=False)
+
+
+@main.command("configs")
+@friendly_errors
+def configs_list():
+    """List the configs shipped in the package, by the name 'plab run NAME' takes.
+
+    Example: plab configs
+    """
+    from .overrides import config_summary, packaged_configs
+
+    for name, path in packaged_configs():
+        click.echo(f"{name:42s} {config_summary(path)}".rstrip())
 
 
 @main.command()

@@ -42,6 +42,7 @@ from .config_checks import (  # noqa: F401  (re-exported)
     _FILE_STEM, _PATH_CUTOFF, _REQUIRED, INVALID, _did_you_mean, _fmt_num, _ParamScalar, _plain, _render_path, _show)
 from .config_schema import (  # noqa: F401  (re-exported)
     _TOP_KEYS, MAX_CONFIG_BYTES, PACKAGE_CONFIG_DIR, SCHEMA, SECTIONS, Param, _attr, _params_of)
+from .config_dataset import drop_other_source, rule_dataset_source
 from .config_yaml import _origins, _package_source, _read_yaml, _resolve, _Source
 from .errors import ConfigError
 
@@ -68,9 +69,11 @@ __all__ = [
 
 @dataclass(frozen=True, kw_only=True)
 class DatasetConfig:
-    """Which data to load and how to preprocess it."""
+    """Which data to load and how to preprocess it: a registered or synthetic dataset (``name``), or a
+    file of the user's own (``path``, read by :mod:`perceptron_lab.datasets.user`)."""
 
-    name: str
+    #: None when ``path`` names a file of the user's own.
+    name: str | None
     #: Use only the first N training (test) examples; None uses all of them.
     train_size: int | None
     test_size: int | None
@@ -80,6 +83,18 @@ class DatasetConfig:
     params: dict
     #: Append the test split to the training split (cross-validation over the whole data set).
     merge_splits: bool = False
+    #: A data file of one's own, its test file (relative to the config's folder), its format (``auto``:
+    #: from the extension; csv, tsv, libsvm, npz), and for CSV/TSV the label and categorical columns.
+    path: str | None = None
+    test_path: str | None = None
+    format: str = "auto"
+    label: str | None = None
+    categorical: tuple[str, ...] = ()
+
+    @property
+    def title(self) -> str:
+        """How messages name the data: the dataset's name, or the file's name."""
+        return self.name if self.name is not None else Path(self.path or "data").name
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -214,19 +229,12 @@ class ExperimentConfig:
         return out
 
 
-_SECTION_TYPES = {
-    "dataset": DatasetConfig,
-    "kernel": KernelConfig,
-    "algorithm": AlgorithmConfig,
-    "training": TrainingConfig,
-    "prediction": PredictionConfig,
-    "evaluation": EvaluationConfig,
-    "output": OutputConfig,
-}
+_SECTION_TYPES = {"dataset": DatasetConfig, "kernel": KernelConfig, "algorithm": AlgorithmConfig,
+                  "training": TrainingConfig, "prediction": PredictionConfig, "evaluation": EvaluationConfig,
+                  "output": OutputConfig}
 
 
 # =========================================================================== the validator
-
 
 
 class _Validator:
@@ -439,6 +447,7 @@ def _rule_nested_grid(v: _Validator) -> None:
 
 
 _COMBINATIONS: tuple[Callable[[_Validator], None], ...] = (
+    rule_dataset_source,
     _rule_alma_primal,
     _rule_primal_kernel,
     _rule_checkpoints,
@@ -534,7 +543,9 @@ def with_overrides(cfg: ExperimentConfig, overrides: Mapping[str, Any] | None = 
     Keys are dotted paths, e.g. ``with_overrides(cfg, {"algorithm.tau": 0.5})`` or
     ``with_overrides(cfg, **{"kernel.degree": 3})``. Changing a selector (``kernel.type``,
     ``algorithm.name``) drops the parameters that belonged to the old choice only; changing
-    ``training.epochs`` keeps the intermediate checkpoints and moves the final one.
+    ``training.epochs`` keeps the intermediate checkpoints up to the new value and moves the final
+    one; setting ``dataset.path`` drops ``dataset.name`` and setting ``dataset.name`` drops the
+    keys of a file of one's own.
     Problems caused by an override are reported against ``<source> (override)``.
     """
     changes = dict(overrides or {})
@@ -554,19 +565,25 @@ def with_overrides(cfg: ExperimentConfig, overrides: Mapping[str, Any] | None = 
             same = p.applies(lambda _k: new) and p.applies(lambda k: getattr(getattr(cfg, p.section), k))
             if not same:
                 data[p.section].pop(p.key, None)
+    drop_other_source(data.get("dataset", {}), changes)
     if "training.epochs" in changes and "training.checkpoints" not in changes:
-        data["training"]["checkpoints"] = [c for c in cfg.training.checkpoints if c != cfg.training.epochs]
+        new = changes["training.epochs"]  # an invalid value is reported by the validator
+        top = new + C.EPOCH_TOL if isinstance(new, numbers.Real) and not isinstance(new, bool) else float("inf")
+        data["training"]["checkpoints"] = [c for c in cfg.training.checkpoints if c != cfg.training.epochs and c <= top]
     label = f"{cfg.source or '<dict>'} (override)"
     origins_extra = {}
     for path, value in changes.items():
         parts = path.split(".")
         node = data
-        for part in parts[:-1]:
+        for n, part in enumerate(parts[:-1]):
             if not isinstance(node.get(part), dict):
                 node[part] = {}
+                origins_extra[tuple(parts[: n + 1])] = label  # a section the override made up
             node = node[part]
         node[parts[-1]] = value
         origins_extra[tuple(parts)] = label
+        if isinstance(value, Mapping):
+            origins_extra.update(_origins(value, label, tuple(parts)))
     src = _Source(cfg.source or "<dict>", Path(cfg.source or "<dict>"))
     result = (data, _origins(data, src.label))
     # an unchanged dataset name was checked when cfg was built, possibly against another list

@@ -6,9 +6,11 @@ from __future__ import annotations
 import difflib
 import math
 import numbers
+import os
 import re
 import reprlib
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Iterable
 
 
@@ -305,6 +307,8 @@ class _DatasetName(_Check):
     noun = "a dataset name"
 
     def validate(self, value, path, v):
+        if value is None:  # a run on a file of the user's own (dataset.path) names no dataset
+            return None
         if not isinstance(value, str) or not value.strip():
             v.expected(path, "must be a dataset name", value, wrong_type=not isinstance(value, str))
             return INVALID
@@ -315,6 +319,59 @@ class _DatasetName(_Check):
                        hint=_did_you_mean(value, names))
             return INVALID
         return value
+
+
+#: Directory of the configs shipped with the package (``extends: "package:NAME.yaml"``, ``plab run NAME``).
+PACKAGE_CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+
+
+def config_dir(label: str) -> Path:
+    """The folder a config file named ``label`` (as in messages) sits in: relative paths in it are
+    relative to that folder (``package:NAME`` configs: the packaged configs' folder; a config given
+    as a mapping, such as ``<dict>``: the current folder)."""
+    from .constants import PACKAGE_CONFIG_PREFIX
+
+    label = label[: -len(OVERRIDE_SUFFIX)] if label.endswith(OVERRIDE_SUFFIX) else label
+    if label.startswith(PACKAGE_CONFIG_PREFIX):
+        return (PACKAGE_CONFIG_DIR / label[len(PACKAGE_CONFIG_PREFIX):]).parent
+    if label.startswith("<"):
+        return Path(".")
+    return Path(label).parent
+
+
+#: How messages name a value that came from an override (``with_overrides``, ``plab run CONFIG k=v``).
+OVERRIDE_SUFFIX = " (override)"
+
+
+class _FilePath(_Check):
+    """A data file's path. Relative paths are relative to the config file that gives them; a path
+    given by a base config (``extends``) is rewritten relative to the config being loaded, so that
+    the resolved config reads the same file from wherever it is loaded."""
+
+    noun = "a file path"
+
+    def validate(self, value, path, v):
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.strip() or "\x00" in value:
+            v.expected(path, "must be a file path", value, wrong_type=not isinstance(value, str))
+            return INVALID
+        origin = v.file_of(path)
+        if os.path.isabs(value) or origin.endswith(OVERRIDE_SUFFIX) or origin == v.default_file:
+            return value
+        return os.path.relpath(os.path.abspath(config_dir(origin) / value),
+                               os.path.abspath(config_dir(v.default_file)))
+
+
+class _ColumnName(_Check):
+    """A column of a CSV/TSV file's header; a YAML number is read as the header text (``0`` -> '0')."""
+
+    noun = "a column name"
+
+    def convert(self, value):
+        if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
+            raise _Mismatch(wrong_type=not isinstance(value, (str, int)))
+        return str(value)
 
 
 class _PaperRef(_Check):

@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 
 from . import constants as C
 
 
-#: Directory of the configs shipped with the package (``extends: "package:NAME.yaml"``).
-PACKAGE_CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 
 SECTIONS = ("dataset", "kernel", "algorithm", "training", "prediction", "evaluation", "output")
 #: A config file (or a file it extends) larger than this is refused before it is read.
@@ -22,8 +19,10 @@ MAX_CONFIG_BYTES = 1 << 20
 _TOP_KEYS = ("name", "description", "paper", "extends")
 
 
-from .config_checks import (_FILE_STEM, _NULL, _REQUIRED, _Check, _Choice, _DatasetName, _Flag, _FloatFormat, _Grid,
-                            _ListOf, _Literal, _Number, _PaperRef, _ParamValues, _Search, _Text, _Union)
+from .config_checks import PACKAGE_CONFIG_DIR  # noqa: F401  (re-exported)
+from .config_checks import (_FILE_STEM, _NULL, _REQUIRED, _Check, _Choice, _ColumnName, _DatasetName, _FilePath, _Flag,
+                            _FloatFormat, _Grid, _ListOf, _Literal, _Number, _PaperRef, _ParamValues, _Search, _Text,
+                            _Union)
 
 
 # =========================================================================== the schema table
@@ -98,8 +97,26 @@ SCHEMA: tuple[Param, ...] = (
        "its outputs are then also written in the paper's layout and scored against it. Runs without it "
        "are never scored against a paper. Never inherited through extends.", grid=False),
     # ---------------------------------------------------------------- dataset
-    _P("dataset.name", _DatasetName(), _REQUIRED,
-       "A registered dataset, or a synthetic one: " + ", ".join(C.DATASET_SYNTHETIC) + "."),
+    _P("dataset.name", _DatasetName(), None,
+       "A registered dataset, or a synthetic one: " + ", ".join(C.DATASET_SYNTHETIC) + ". Required "
+       "unless dataset.path names a file of your own.", omit_default=True),
+    _P("dataset.path", _FilePath(), None,
+       "A data file of your own instead of dataset.name: CSV/TSV with a header line, LIBSVM/SVMlight, "
+       "or .npz with arrays X and y. Relative paths are relative to the config file.",
+       grid=False, omit_default=True),
+    _P("dataset.test_path", _FilePath(), None,
+       "The test file of dataset.path, in the same format with the same columns; without it, evaluate "
+       "by cross-validation (evaluation.mode: kfold).", grid=False, omit_default=True),
+    _P("dataset.format", _Choice(C.USER_FORMATS), "auto",
+       "Format of dataset.path: csv, tsv, libsvm or npz; auto reads the extension ("
+       + ", ".join(C.USER_EXTENSIONS) + ").", grid=False, omit_default=True),
+    _P("dataset.label", _ColumnName(), None,
+       "The label column of a CSV/TSV file (its header name). Required for CSV/TSV.",
+       grid=False, omit_default=True),
+    _P("dataset.categorical", _ListOf(_ColumnName(), "a list of column names", unique=True), (),
+       "CSV/TSV columns read as categories even if their values are numbers (e.g. codes); a column "
+       "with no numeric value is categorical anyway. Each is expanded to one 0/1 indicator per value "
+       "seen in the training file.", grid=False, omit_default=True),
     _P("dataset.train_size", _Union(_INT_GE1, _NULL), None,
        "Use only the first N training examples; null uses all."),
     _P("dataset.test_size", _Union(_INT_GE1, _NULL), None,

@@ -18,6 +18,11 @@ PREPROCESS = ("none", "minmax", "standardize", "unit_norm")
 #: ``kw_artificial``: Khardon & Wachman (2007) artificial data; ``gentile_sparse``: Gentile (2001)
 #: sparse-target data.
 DATASET_SYNTHETIC = ("kw_artificial", "gentile_sparse")
+#: Formats of a data file of the user's own (``dataset.path``); ``auto`` reads the extension.
+USER_FORMATS = ("auto", "csv", "tsv", "libsvm", "npz")
+#: File extensions (lower case) and the format each selects under ``dataset.format: auto``.
+USER_EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".libsvm": "libsvm", ".svm": "libsvm",
+                   ".svmlight": "libsvm", ".npz": "npz"}
 
 # --------------------------------------------------------------------------- kernels
 

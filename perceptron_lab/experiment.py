@@ -113,7 +113,7 @@ class RunResult:
 
 
 def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=False, progress=True, jobs=1,
-                   executor="local", scheduler=None, verify=True, allow_large=False):
+                   executor="local", scheduler=None, verify=True, allow_large=False, overrides=None):
     """Run every part of a config (reusing the finished parts that belong to it unless ``force``)
     and write the results.
 
@@ -123,7 +123,8 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
     folder is locked for the whole run and holds only what :class:`perceptron_lab.store.RunFolder`
     writes. With ``verify`` the dataset files are checked against the registry's sha256 first
     (:func:`verify_inputs`); a run beyond :mod:`perceptron_lab.bounds`' limits is refused unless
-    ``allow_large``.
+    ``allow_large``. ``overrides`` (the ``key=value`` texts of ``plab run CONFIG key=value``) are
+    recorded in run.json next to the resolved config.
     """
     from .executors import check_executor
 
@@ -139,6 +140,8 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
         texts = {} if force else folder.reusable((p.key, work.keys[p.key]) for p in work.parts)
         todo = [p for p in work.parts if p.key not in texts]
         info = _run_info(cfg, ds, work, jobs, executor, scheduler, started, verified)
+        if overrides:
+            info["overrides"] = list(overrides)
         folder.write_info(info)
         timings = _execute(cfg, folder, todo, work.keys, texts, data_dir, ds, jobs, executor, scheduler,
                            progress, force, len(work.units))
@@ -198,7 +201,7 @@ def verify_inputs(cfg: ExperimentConfig, data_dir=None, note=None) -> bool:
     say = note or (lambda msg: print(f"plab: note: {msg}", file=sys.stderr, flush=True))
     names = dict.fromkeys([cfg.dataset.name, *cfg.evaluation.grid.get("dataset.name", [])])
     for name in names:
-        if name in DATASET_SYNTHETIC:
+        if name is None or name in DATASET_SYNTHETIC:  # None: a file of the user's own (dataset.path)
             continue
         msg = check_dataset_files(name, data_dir)
         if msg:

@@ -14,6 +14,7 @@ import io
 import json
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -50,10 +51,13 @@ def _load_source(cfg: ExperimentConfig, data_dir):
     """The dataset as its loader or generator returns it, cached per process (a few entries)."""
     name = cfg.dataset.name
     params = dict(cfg.dataset.params or {})
-    key = (name, json.dumps(params, sort_keys=True, default=str), str(data_dir))
+    key = (name, json.dumps(params, sort_keys=True, default=str), str(data_dir), cfg.dataset.path,
+           cfg.dataset.test_path, cfg.dataset.format, cfg.dataset.label, cfg.dataset.categorical, cfg.source)
     if key in _DATA_CACHE:
         return _DATA_CACHE[key]
-    if name in ("kw_artificial", "gentile_sparse"):
+    if cfg.dataset.path is not None:
+        ds = _load_user_file(cfg)
+    elif name in ("kw_artificial", "gentile_sparse"):
         from .datasets import synthetic
 
         try:
@@ -70,9 +74,27 @@ def _load_source(cfg: ExperimentConfig, data_dir):
     return ds
 
 
+def _load_user_file(cfg: ExperimentConfig) -> Dataset:
+    """A data file of the user's own (``dataset.path``), relative paths read from the config's folder."""
+    import os
+
+    from .config_checks import config_dir
+    from .constants import USER_EXTENSIONS
+    from .datasets.user import load_user_data
+
+    d = cfg.dataset
+    folder = config_dir(cfg.source or "<dict>")
+    path = Path(d.path) if os.path.isabs(d.path) else folder / d.path
+    test = None if d.test_path is None else (Path(d.test_path) if os.path.isabs(d.test_path)
+                                             else folder / d.test_path)
+    fmt = d.format if d.format != "auto" else USER_EXTENSIONS.get(path.suffix.lower(), "auto")
+    return load_user_data(path, fmt, label=d.label, categorical=d.categorical, test_path=test,
+                          config=cfg.source or "the config")
+
+
 def load_data(cfg: ExperimentConfig, data_dir=None) -> Dataset:
     """The dataset of a config, with train/test subsets and preprocessing applied."""
-    name = cfg.dataset.name
+    name = cfg.dataset.title
     ds = _load_source(cfg, data_dir)
     Xtr, ytr, Xte, yte = ds.X_train, ds.y_train, ds.X_test, ds.y_test
     if cfg.dataset.merge_splits:
@@ -176,7 +198,7 @@ def plan(cfg: ExperimentConfig, has_test_split: bool):
         raise ConfigError(f"{cfg.source}: evaluation.fold_train_size needs evaluation.mode: kfold, got {ev.mode}")
     if needs_test and not has_test_split:
         what = "evaluation.mode: kfold" if ev.mode == "holdout" else "evaluation.outer: kfold"
-        raise ConfigError(f"{cfg.source}: dataset {cfg.dataset.name} has no fixed test split; set {what}")
+        raise ConfigError(f"{cfg.source}: dataset {cfg.dataset.title} has no fixed test split; set {what}")
     pairs = _fold_pairs(cfg)
     units = []
     for g, values in enumerate(grid_points(cfg)):

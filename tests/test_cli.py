@@ -153,7 +153,8 @@ def test_data_list_and_path(tmp_path):
 
 @pytest.mark.parametrize("cmd", [[], ["run"], ["data"], ["data", "list"], ["data", "path"], ["data", "fetch"],
                                  ["data", "verify"], ["config"], ["config", "check"], ["config", "show"],
-                                 ["report"], ["compare"], ["tables"], ["figures"], ["figures", "gentile2001"]])
+                                 ["report"], ["compare"], ["tables"], ["figures"], ["figures", "gentile2001"],
+                                 ["configs"]])
 def test_every_command_has_help_with_an_example(cmd):
     r = invoke(*cmd, "--help")
     assert r.exit_code == 0

@@ -287,7 +287,8 @@ def test_each_problem_is_one_line_in_the_template(in_tmp, text, expected):
 
 
 def test_missing_dataset_and_unknown_dataset(in_tmp):
-    assert problems_of("training: {epochs: 1}\n") == ["configs/foo.yaml: missing key dataset.name (required)"]
+    assert problems_of("training: {epochs: 1}\n") == [
+        "configs/foo.yaml: missing key dataset.name (required; or dataset.path for a data file of your own)"]
     assert problems_of("dataset: {name: sonr}\n") == [
         "configs/foo.yaml: dataset.name must be one of 'gentile_sparse', 'ionosphere', 'kw_artificial', "
         "'mnist', 'sonar', got 'sonr' (did you mean 'sonar'?)"]

@@ -38,6 +38,8 @@ class Dataset:
 
 def dataset_fix(ds: Dataset) -> str:
     """How to repair the files of ``ds``: re-verify and re-fetch (generated datasets: check params)."""
+    if ds.meta.get("user_file"):
+        return "correct the file, or choose another with dataset.path / dataset.test_path"
     if "source" in ds.meta or "source_files" in ds.meta:
         return (f"check the files with `plab data verify {ds.name}` and download them again with "
                 f"`plab data fetch {ds.name}`")

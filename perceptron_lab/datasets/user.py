@@ -1,0 +1,469 @@
+"""Data files of the user's own (``dataset: {path: ..., test_path: ..., label: ...}``).
+
+Three formats, chosen by ``dataset.format`` or the file's extension:
+
+* **CSV / TSV** (``.csv``; ``.tsv``, ``.tab``): a header line naming the columns, one example per
+  line; ``dataset.label`` names the label column. A column whose every value is a number is a
+  numeric feature; a column with no numeric value, or one listed in ``dataset.categorical``, is
+  categorical and expanded as the UCI loaders expand nominal attributes
+  (:mod:`perceptron_lab.datasets.uci`): one 0/1 indicator per value seen in the training file, in
+  sorted order, named ``column=value``. A column that mixes numbers with other text is refused
+  (a typo is more likely than a category), naming the first value that is not a number.
+* **LIBSVM / SVMlight** (``.libsvm``, ``.svm``, ``.svmlight``): read by scikit-learn's
+  ``load_svmlight_file`` (training and test files together, so they share the feature count) and
+  made dense. Labels must be integers (e.g. -1/+1 or 1..k).
+* **NumPy** (``.npz``): arrays ``X`` (n x features, numbers) and ``y`` (n labels: integers or
+  strings), as written by ``np.savez(path, X=X, y=y)``; no pickled objects.
+
+Missing values are refused, not imputed: an empty field, ``?``, ``NA``, ``N/A``, ``NaN``, ``null``
+or ``None`` in a CSV/TSV file, and NaN or infinity in any format, stop the run with the file, the
+line (row, for .npz) and the column. The classes are the sorted distinct labels of the training
+file (numerically sorted when they are all numbers); ``classes[1]`` is the positive class of a
+two-class problem. A test file must have the training file's columns (in any order), labels and
+categories among the training file's, and (.npz) as many features.
+
+Every problem is one :class:`~perceptron_lab.errors.DatasetError` (exit status 3) naming the file,
+the line and the fix.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DatasetError
+from .base import Dataset
+
+__all__ = ["load_user_data", "MISSING_TOKENS", "MAX_DENSE_BYTES"]
+
+#: CSV/TSV fields that mean "no value"; a run refuses them (fill or drop those rows first).
+MISSING_TOKENS = frozenset({"", "?", "na", "n/a", "nan", "null", "none"})
+#: A sparse (LIBSVM) file made dense beyond this many bytes is refused before it is allocated.
+MAX_DENSE_BYTES = 8 * 2**30
+
+
+def _fail(file, problem: str, fix: str, line: int | None = None) -> DatasetError:
+    where = f"{file}, line {line}" if line is not None else str(file)
+    return DatasetError(f"{where}: {problem}. Fix: {fix}.")
+
+
+def load_user_data(path, fmt: str, *, label: str | None = None, categorical=(), test_path=None,
+                   config: str = "the config") -> Dataset:
+    """Read a data file of the user's own (and its test file) into a :class:`Dataset`.
+
+    ``fmt`` is csv, tsv, libsvm or npz (``auto`` is resolved by the config); ``label`` and
+    ``categorical`` apply to CSV/TSV. ``config`` names the config in the advice for a missing file.
+    """
+    path = Path(path)
+    test = Path(test_path) if test_path is not None else None
+    for key, f in (("dataset.path", path), ("dataset.test_path", test)):
+        if f is not None and not f.is_file():
+            what = "is a folder, not a file" if f.is_dir() else "not found"
+            raise _fail(f, what, f"correct {key} in {config} (a relative path is relative to the config "
+                        "file's folder; on the command line, to the current folder)")
+    if fmt in ("csv", "tsv"):
+        X, y, Xt, yt, classes, names = _load_table(path, test, "," if fmt == "csv" else "\t", label,
+                                                   tuple(categorical))
+    elif fmt == "libsvm":
+        X, y, Xt, yt, classes = _load_libsvm(path, test)
+        names = [f"f{j + 1}" for j in range(X.shape[1])]
+    elif fmt == "npz":
+        X, y, Xt, yt, classes = _load_npz(path, test)
+        names = [f"x{j}" for j in range(X.shape[1])]
+    else:
+        raise DatasetError(f"{path}: unknown data format {fmt!r}. Fix: set dataset.format to csv, tsv, libsvm or npz.")
+    files = [str(path.absolute())] + ([str(test.absolute())] if test is not None else [])
+    return Dataset(name=path.stem, X_train=X, y_train=y, X_test=Xt, y_test=yt, classes=classes,
+                   meta={"source_files": files, "user_file": True, "format": fmt, "feature_names": names})
+
+
+# ----------------------------------------------------------------------------- labels
+
+
+def _canon(values, numeric: bool | None = None):
+    """(labels, numeric): as numbers when every one is a number (so that '1' and '1.0' are one class,
+    and 2 sorts before 10), else as text. With ``numeric`` given, a label of the other kind is None."""
+    if numeric is False:
+        return [str(v) for v in values], False
+    out = []
+    for v in values:
+        try:
+            n = float(v)
+        except (TypeError, ValueError):
+            if numeric:
+                out.append(None)
+                continue
+            return [str(v) for v in values], False
+        out.append(int(n) if n.is_integer() else n)
+    return out, True
+
+
+def _classes(file, labels, where: str, line_of=lambda i: None):
+    """(the sorted distinct labels, index per row, label -> index, whether labels are numbers); one
+    class, and numeric labels that are not integers (a regression target), are refused."""
+    canon, numeric = _canon(labels)
+    frac = [i for i, c in enumerate(canon) if isinstance(c, float)] if numeric else []
+    if frac:
+        raise _fail(file, f"{where} holds {labels[frac[0]]!r}, not a class label (numeric labels must be "
+                    "integers)", "choose the class column with dataset.label, or use labels such as -1/+1 or "
+                    "1..k", line_of(frac[0]))
+    classes = sorted(set(canon))
+    if len(classes) < 2:
+        raise _fail(file, f"{where} holds one class ({classes[0]!r}) in all {len(labels)} rows; a classifier "
+                    "needs at least two", "choose the label column with dataset.label, or use a file with "
+                    "examples of two or more classes")
+    index = {c: i for i, c in enumerate(classes)}
+    return classes, np.fromiter((index[v] for v in canon), dtype=np.int64, count=len(canon)), index, numeric
+
+
+def _test_labels(test, train, labels, index, numeric, line_of):
+    canon, _ = _canon(labels, numeric)
+    for i, v in enumerate(canon):
+        if v not in index:
+            raise _fail(test, f"label {labels[i]!r} does not occur in the training file {train} (its classes: "
+                        f"{', '.join(map(repr, list(index)[:10]))})", "drop those rows, or add examples of that "
+                        "class to the training file", line_of(i))
+    return np.fromiter((index[v] for v in canon), dtype=np.int64, count=len(canon))
+
+
+# ----------------------------------------------------------------------------- CSV / TSV
+
+
+def _read_table(file: Path, delim: str):
+    """(header, rows, file line of each row) of a CSV/TSV file."""
+    try:
+        raw = file.read_bytes()
+    except OSError as exc:
+        raise _fail(file, f"cannot read the file ({exc.strerror or exc})", "check its permissions") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise _fail(file, f"byte 0x{raw[exc.start]:02x} is not UTF-8 text", "save the file as UTF-8 text",
+                    line) from None
+    if "\x00" in text:
+        raise _fail(file, "holds NUL bytes: not a text file", "give a CSV/TSV text file, or set dataset.format",
+                    text[: text.index("\x00")].count("\n") + 1)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim, strict=True)
+    kind = "comma" if delim == "," else "tab"
+    header, rows, lines = None, [], []
+    try:
+        for row in reader:
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue  # blank line
+            if header is None:
+                header = [c.strip() for c in row]
+                if len(header) < 2:
+                    raise _fail(file, f"the header line has {len(header)} column ({header[0]!r}); a data file "
+                                "needs a label column and at least one feature",
+                                f"separate the columns by {kind}s (or set dataset.format)", reader.line_num)
+                continue
+            if len(row) != len(header):
+                raise _fail(file, f"{len(row)} fields, but the header line has {len(header)} columns",
+                            "give every line one value per column (no missing or extra separators)",
+                            reader.line_num)
+            rows.append([c.strip() for c in row])
+            lines.append(reader.line_num)
+    except csv.Error as exc:
+        raise _fail(file, f"not valid {kind}-separated text ({exc})", "fix the quoting on that line",
+                    reader.line_num) from None
+    if header is None:
+        raise _fail(file, "the file is empty", "give a file with a header line and one example per line")
+    dup = [c for c in dict.fromkeys(header) if header.count(c) > 1]
+    if dup:
+        raise _fail(file, f"column {dup[0]!r} appears {header.count(dup[0])} times in the header",
+                    "give every column its own name", 1)
+    if not rows:
+        raise _fail(file, "holds a header line but no examples", "give one example per line after the header")
+    return header, rows, lines
+
+
+def _column_hint(name: str, header) -> str:
+    close = difflib.get_close_matches(name, header, n=1, cutoff=0.5)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    shown = ", ".join(repr(c) for c in header[:8]) + (", ..." if len(header) > 8 else "")
+    return f"{hint}the columns are {shown}"
+
+
+def _numeric(col: list[str]):
+    """The column as floats, or None when a value is not a number."""
+    try:
+        return np.asarray(col, dtype=np.float64)
+    except ValueError:
+        return None
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_present(file, name, col, lines):
+    for v, ln in zip(col, lines):
+        if v.lower() in MISSING_TOKENS:
+            shown = "an empty field" if v == "" else f"{v!r}"
+            raise _fail(file, f"column {name!r} has a missing value ({shown})",
+                        "fill in the missing values or drop those rows; plab does not impute them", ln)
+
+
+def _check_finite(file, name, values, lines):
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        raise _fail(file, f"column {name!r} is {float(values[bad[0]])!r}, not a finite number ({bad.size} such value(s))",
+                    "replace the non-finite values or drop those rows", lines[bad[0]])
+
+
+def _load_table(path: Path, test: Path | None, delim: str, label: str, categorical: tuple):
+    header, rows, lines = _read_table(path, delim)
+    for name, key in [(label, "dataset.label")] + [(c, "dataset.categorical") for c in categorical]:
+        if name not in header:
+            raise _fail(path, f"no column {name!r} (given by {key}) in the header line",
+                        f"{key} must name a column: {_column_hint(name, header)}", 1)
+    if test is not None:
+        t_header, t_rows, t_lines = _read_table(test, delim)
+        missing = [c for c in header if c not in t_header]
+        extra = [c for c in t_header if c not in header]
+        if missing or extra:
+            diff = "; ".join(part for part in (
+                "missing " + ", ".join(map(repr, missing[:5])) if missing else "",
+                "not in the training file " + ", ".join(map(repr, extra[:5])) if extra else "") if part)
+            raise _fail(test, f"the header line has other columns than the training file {path} ({diff})",
+                        "give the test file the training file's columns", 1)
+        order = [t_header.index(c) for c in header]
+        t_rows = [[r[j] for j in order] for r in t_rows]
+    j_label = header.index(label)
+    labels = [r[j_label] for r in rows]
+    _check_present(path, label, labels, lines)
+    classes, y, index, numeric = _classes(path, labels, f"the label column {label!r}", lambda i: lines[i])
+    yt = None
+    if test is not None:
+        t_labels = [r[j_label] for r in t_rows]
+        _check_present(test, label, t_labels, t_lines)
+        yt = _test_labels(test, path, t_labels, index, numeric, lambda i: t_lines[i])
+    blocks, t_blocks, names = [], [], []
+    for j, name in enumerate(header):
+        if j == j_label:
+            continue
+        col = [r[j] for r in rows]
+        t_col = None if test is None else [r[j] for r in t_rows]
+        values = None if name in categorical else _numeric(col)
+        if values is None or not np.isfinite(values).all():  # only then look for missing-value tokens
+            _check_present(path, name, col, lines)
+        t_values = None if t_col is None or name in categorical else _numeric(t_col)
+        if t_col is not None and (t_values is None or not np.isfinite(t_values).all()):
+            _check_present(test, name, t_col, t_lines)
+        if values is not None:
+            _check_finite(path, name, values, lines)
+            blocks.append(values[:, None])
+            names.append(name)
+            if t_col is not None:
+                if t_values is None:
+                    i = next(i for i, v in enumerate(t_col) if not _is_number(v))
+                    raise _fail(test, f"column {name!r} is {t_col[i]!r}, not a number (the column is numeric "
+                                f"in the training file {path})", "correct the value", t_lines[i])
+                _check_finite(test, name, t_values, t_lines)
+                t_blocks.append(t_values[:, None])
+            continue
+        if name not in categorical:
+            numbers = [i for i, v in enumerate(col) if _is_number(v)]
+            if numbers:
+                i = next(i for i, v in enumerate(col) if not _is_number(v))
+                raise _fail(path, f"column {name!r} is {col[i]!r}, not a number ({len(numbers)} of its "
+                            f"{len(col)} values are numbers)", "correct the value, or list the column in "
+                            "dataset.categorical to read its values as categories", lines[i])
+        cats = sorted(set(col))
+        pos = {c: k for k, c in enumerate(cats)}
+        block = np.zeros((len(col), len(cats)))
+        block[np.arange(len(col)), [pos[v] for v in col]] = 1.0
+        blocks.append(block)
+        names.extend(f"{name}={c}" for c in cats)
+        if t_col is not None:
+            t_block = np.zeros((len(t_col), len(cats)))
+            for i, v in enumerate(t_col):
+                if v not in pos:
+                    raise _fail(test, f"column {name!r} has the category {v!r}, which the training file {path} "
+                                "lacks (categories are the training file's values)",
+                                "drop those rows, or add an example with that value to the training file",
+                                t_lines[i])
+                t_block[i, pos[v]] = 1.0
+            t_blocks.append(t_block)
+    X = np.ascontiguousarray(np.hstack(blocks), dtype=np.float64)
+    Xt = np.ascontiguousarray(np.hstack(t_blocks), dtype=np.float64) if test is not None else None
+    return X, y, Xt, yt, classes, names
+
+
+# ----------------------------------------------------------------------------- LIBSVM
+
+
+def _libsvm_lines(file: Path):
+    """(file line, text) of each example line: not blank, not a comment."""
+    with open(file, "rb") as fh:
+        for n, raw in enumerate(fh, start=1):
+            text = raw.split(b"#", 1)[0].strip()
+            if text:
+                yield n, text
+
+
+def _libsvm_problem(file: Path):
+    """(line, problem) of the first line LIBSVM's grammar refuses, or None."""
+    for n, text in _libsvm_lines(file):
+        try:
+            tokens = text.decode("ascii").split()
+        except UnicodeDecodeError:
+            return n, "holds bytes that are not ASCII text"
+        try:
+            float(tokens[0].split(",")[0])
+        except ValueError:
+            return n, f"the label {tokens[0]!r} is not a number"
+        last = -1
+        for tok in tokens[1:]:
+            idx, sep, val = tok.partition(":")
+            if not sep:
+                return n, f"{tok!r} is not an index:value pair"
+            if idx == "qid":
+                continue
+            try:
+                i, _ = int(idx), float(val)
+            except ValueError:
+                return n, f"{tok!r} is not an index:value pair of an integer and a number"
+            if i < 0:
+                return n, f"feature index {i} is negative"
+            if i <= last:
+                return n, f"feature indices must increase along a line ({i} follows {last})"
+            last = i
+    return None
+
+
+def _libsvm_line_of(file: Path, row: int) -> int:
+    for k, (n, _) in enumerate(_libsvm_lines(file)):
+        if k == row:
+            return n
+    return row + 1
+
+
+def _load_libsvm(path: Path, test: Path | None):
+    from sklearn.datasets import load_svmlight_file, load_svmlight_files
+
+    files = [path] + ([test] if test is not None else [])
+    for f in files:
+        if f.stat().st_size == 0 or not any(True for _ in _libsvm_lines(f)):
+            raise _fail(f, "the file is empty (no example lines)", "give one example per line: label index:value ...")
+    try:
+        if test is None:
+            X, y = load_svmlight_file(str(path), dtype=np.float64)
+            parts = [(X, y)]
+        else:
+            X, y, Xt, yt = load_svmlight_files([str(path), str(test)], dtype=np.float64)
+            parts = [(X, y), (Xt, yt)]
+    except (ValueError, UnicodeDecodeError, IndexError) as exc:
+        for f in files:
+            found = _libsvm_problem(f)
+            if found is not None:
+                raise _fail(f, f"not LIBSVM/SVMlight text: {found[1]}", "write each line as "
+                            "'label index:value index:value ...' with increasing indices", found[0]) from None
+        raise _fail(path, f"not LIBSVM/SVMlight text ({' '.join(str(exc).split())})",
+                    "write each line as 'label index:value ...', or set dataset.format") from None
+    n_features = parts[0][0].shape[1]
+    rows = sum(p[0].shape[0] for p in parts)
+    if rows * max(n_features, 1) * 8 > MAX_DENSE_BYTES:
+        raise _fail(path, f"{rows} examples x {n_features} features would take "
+                    f"{rows * n_features * 8 / 2**30:.1f} GB as a dense matrix (more than "
+                    f"{MAX_DENSE_BYTES / 2**30:.0f} GB)", "select fewer features or examples first")
+    dense = []
+    for f, (Xs, ys) in zip(files, parts):
+        Xd = np.ascontiguousarray(Xs.toarray(), dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(Xd).all(axis=1))
+        if bad.size:
+            raise _fail(f, "a feature value is NaN or infinite", "replace the non-finite values or drop those lines",
+                        _libsvm_line_of(f, int(bad[0])))
+        frac = np.flatnonzero(~np.isfinite(ys) | (ys != np.round(ys)))
+        if frac.size:
+            raise _fail(f, f"the label {float(ys[frac[0]])!r} is not an integer class label", "use class labels such as "
+                        "-1/+1 or 1..k (LIBSVM regression files cannot be classified)",
+                        _libsvm_line_of(f, int(frac[0])))
+        dense.append((Xd, ys.astype(np.int64)))
+    classes, y, index, numeric = _classes(path, dense[0][1].tolist(), "the label column")
+    yt = Xt = None
+    if test is not None:
+        yt = _test_labels(test, path, dense[1][1].tolist(), index, numeric, lambda i: _libsvm_line_of(test, i))
+        Xt = dense[1][0]
+    return dense[0][0], y, Xt, yt, classes
+
+
+# ----------------------------------------------------------------------------- npz
+
+
+def _npz_arrays(file: Path):
+    fix = "write the file with np.savez(path, X=features, y=labels)"
+    with open(file, "rb") as fh:
+        magic = fh.read(4)
+    if magic != b"PK\x03\x04":
+        what = "an empty file" if not magic else ("a single .npy array" if magic.startswith(b"\x93NUM")
+                                                   else "not a zip archive")
+        raise _fail(file, f"cannot read it as a NumPy .npz file ({what})", fix)
+    try:
+        with np.load(file, allow_pickle=False) as z:
+            keys = list(z.files)
+            missing = [k for k in ("X", "y") if k not in keys]
+            if missing:
+                raise _fail(file, f"has no array {' or '.join(missing)} (its arrays: "
+                            f"{', '.join(keys) or 'none'})", fix)
+            X, y = z["X"], z["y"]
+    except DatasetError:
+        raise
+    except ValueError as exc:
+        if "allow_pickle" in str(exc) or "Object arrays" in str(exc):
+            raise _fail(file, "holds Python objects (a pickled array)", fix + " from numeric (or string-label) "
+                        "arrays, not object arrays") from None
+        raise _fail(file, f"not a NumPy .npz file ({' '.join(str(exc).split())})", fix) from None
+    except (OSError, EOFError, KeyError, zipfile.BadZipFile) as exc:
+        raise _fail(file, f"cannot read it as a NumPy .npz file ({type(exc).__name__}: "
+                    f"{' '.join(str(exc).split())})", fix) from None
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise _fail(file, f"X has shape {X.shape}; it must be a matrix of n examples x features (n, features >= 1)",
+                    fix)
+    if y.ndim != 1:
+        raise _fail(file, f"y has shape {y.shape}; it must hold one label per example (shape (n,))",
+                    "save y.ravel()")
+    if X.shape[0] != y.shape[0]:
+        raise _fail(file, f"X has {X.shape[0]} rows but y has {y.shape[0]} labels", "give one label per row of X")
+    if X.dtype == bool:
+        X = X.astype(np.float64)
+    if not (np.issubdtype(X.dtype, np.integer) or np.issubdtype(X.dtype, np.floating)):
+        raise _fail(file, f"X holds {X.dtype} values, not real numbers", "save X as a float or integer array")
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    bad = np.argwhere(~np.isfinite(X))
+    if bad.size:
+        i, j = (int(v) for v in bad[0])
+        raise _fail(file, f"X[{i}, {j}] (row {i + 1}) is {float(X[i, j])!r}, not a finite number ({len(bad)} such "
+                    "value(s))", "replace or drop the non-finite values; plab does not impute them")
+    if y.dtype.kind == "f":
+        frac = np.flatnonzero(~np.isfinite(y) | (y != np.round(y)))
+        if frac.size:
+            raise _fail(file, f"y[{frac[0]}] is {float(y[frac[0]])!r}, not a class label", "use integer or string "
+                        "class labels")
+        y = y.astype(np.int64)
+    elif y.dtype.kind not in "iubUS":
+        raise _fail(file, f"y holds {y.dtype} values", "use integer or string class labels")
+    return X, [v.decode() if isinstance(v, bytes) else v for v in y.tolist()]
+
+
+def _load_npz(path: Path, test: Path | None):
+    X, labels = _npz_arrays(path)
+    classes, y, index, numeric = _classes(path, labels, "y")
+    Xt = yt = None
+    if test is not None:
+        Xt, t_labels = _npz_arrays(test)
+        if Xt.shape[1] != X.shape[1]:
+            raise _fail(test, f"X has {Xt.shape[1]} features, but the training file {path} has {X.shape[1]}",
+                        "give both files the same features")
+        yt = _test_labels(test, path, t_labels, index, numeric, lambda i: None)
+    return X, y, Xt, yt, classes
