@@ -54,7 +54,7 @@ from .store import RunFolder, code_fingerprint, data_fingerprint, part_key
 from .units import (  # noqa: F401  (the units' names, re-exported)
     _DATA_CACHE, NESTED_COLUMNS, RESULT_COLUMNS, Part, Unit, eval_epochs, grid_points, load_data, params_string,
     part_config, plan, plan_parts, preprocess, result_columns, rows_to_csv, run_part, run_unit, threads_for,
-    unit_data, unit_kernel, unit_order, unit_seed, unit_steps)
+    peak_rss_mb, unit_data, unit_kernel, unit_order, unit_seed, unit_steps)
 
 #: Seconds between rewrites of timings.json while a run is going (it is always written at the end).
 TIMINGS_FLUSH_SECONDS = 5.0
@@ -135,6 +135,7 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
             folder.clear_parts()
         started, t0 = datetime.now(timezone.utc), time.perf_counter()
         ds, verified = read_inputs(cfg, data_dir, verify)
+        load_s = time.perf_counter() - t0
         check_run_size(cfg, len(ds.y_train), allow_large)
         work = plan_work(cfg, ds, data_dir)
         texts = {} if force else folder.reusable((p.key, work.keys[p.key]) for p in work.parts)
@@ -145,10 +146,13 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
         folder.write_info(info)
         timings = _execute(cfg, folder, todo, work.keys, texts, data_dir, ds, jobs, executor, scheduler,
                            progress, force, len(work.units))
+        t_write = time.perf_counter()
         df = merge_parts(work.parts, texts)
         df, outputs = write_outputs(cfg, folder, df, len(ds.y_train))
         ran = sum(len(p.units) for p in todo)
-        folder.write_info({**info, **outputs, **_run_summary(t0, ran, len(work.units), timings)})
+        info = {**info, **outputs, **_run_summary(t0, ran, len(work.units), timings, load_s,
+                                                  time.perf_counter() - t_write)}
+        folder.write_info(info)
     return RunResult(folder.out, df, info, skipped=len(work.units) - ran, ran=ran, timings=list(timings.values()))
 
 
@@ -183,11 +187,19 @@ def merge_parts(parts, texts: dict) -> pd.DataFrame:
                      ignore_index=True)
 
 
-def _run_summary(t0: float, ran: int, n_units: int, timings: dict) -> dict:
+def _run_summary(t0: float, ran: int, n_units: int, timings: dict, load_s: float, write_s: float) -> dict:
+    """The invocation's totals: wall time; training and evaluation summed over the units computed
+    (in whichever process ran them); reading the data and merging / writing the outputs in this
+    process; the largest peak resident memory of any one process (this one, or a worker at the end
+    of a unit: with ``--jobs N`` the machine holds up to N workers at once)."""
+    peaks = [t.get("peak_rss_mb") for t in timings.values()] + [peak_rss_mb()]
+    peaks = [p for p in peaks if p is not None]
     return {"status": "complete", "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "wall_seconds": round(time.perf_counter() - t0, 3), "ran": ran, "skipped": n_units - ran,
             "train_seconds_total": round(sum(t["train_seconds"] for t in timings.values()), 3),
-            "eval_seconds_total": round(sum(t["eval_seconds"] for t in timings.values()), 3)}
+            "eval_seconds_total": round(sum(t["eval_seconds"] for t in timings.values()), 3),
+            "load_seconds": round(load_s, 3), "write_seconds": round(write_s, 3),
+            "peak_rss_gb_per_process": round(max(peaks) / 1024.0, 2) if peaks else None}
 
 
 def verify_inputs(cfg: ExperimentConfig, data_dir=None, note=None) -> bool:

@@ -370,7 +370,9 @@ def run_lines(rep: Report) -> list[str]:
 
         out.append(f"- `{d}`: {g('name')}, {g('units')} runs, status {g('status')}, wall of the last "
                    f"invocation {g('wall_seconds')} s "
-                   f"(training {g('train_seconds_total')} s, evaluation {g('eval_seconds_total')} s); "
+                   f"(training {g('train_seconds_total')} s, evaluation {g('eval_seconds_total')} s, "
+                   f"loading {g('load_seconds')} s, writing {g('write_seconds')} s; peak memory "
+                   f"{g('peak_rss_gb_per_process')} GB per process); "
                    f"finished {g('finished')}; perceptron_lab {g('perceptron_lab', v)}, numpy {g('numpy', v)}, "
                    f"numba {g('numba', v)}, {g('cpus', v)} CPUs, {g('platform', v)}; git {g('git_revision')}")
     return out

@@ -119,7 +119,9 @@ def record(times: dict, path: str, ran: int, reused: int, wall: float, jobs: int
         times[path] = {"wall_seconds": round(wall, 1), "ran": ran, "reused": reused, "jobs": jobs,
                        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                        "train_seconds_total": run_info.get("train_seconds_total"),
-                       "eval_seconds_total": run_info.get("eval_seconds_total")}
+                       "eval_seconds_total": run_info.get("eval_seconds_total"),
+                       "load_seconds": run_info.get("load_seconds"), "write_seconds": run_info.get("write_seconds"),
+                       "peak_rss_gb_per_process": run_info.get("peak_rss_gb_per_process")}
 
 
 def time_left(remaining, previous: dict, elapsed: float) -> str:

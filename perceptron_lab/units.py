@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -347,6 +348,16 @@ def threads_for(entries: int):
         numba.set_num_threads(before)
 
 
+def peak_rss_mb() -> float | None:
+    """The peak resident memory of this process so far, in MB (None where the OS does not say)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not Unix
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kilobytes on Linux, bytes on macOS
+    return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)
+
+
 def unit_kernel(ucfg: ExperimentConfig, Xtr: np.ndarray):
     """(float type, kernel checked against ``Xtr`` for overflow in that type) of a unit's run."""
     dtype = np.float32 if ucfg.training.dtype == "float32" else np.float64
@@ -418,7 +429,7 @@ def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None, ucfg
                     rows.append(base + [ep, name, norm, lab, "test_error_pct",
                                         _fmt(100.0 * err_b[k, r, c] / n_test, ff)] + tail)
     timings = {"unit": unit.key, "train_seconds": round(log.seconds, 3), "eval_seconds": round(eval_s, 3),
-               "updates": log.n_updates, "n_train": len(ytr), "n_test": n_test}
+               "updates": log.n_updates, "n_train": len(ytr), "n_test": n_test, "peak_rss_mb": peak_rss_mb()}
     return rows, timings
 
 

@@ -11,6 +11,7 @@ absent.
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -260,3 +261,22 @@ def test_random_rules_do_not_depend_on_the_outputs_requested(tmp_path, training)
     assert (m["epoch"] == 2).any() and m["rule"].isin(["random", "random_norm"]).any()
     assert len(m) >= min(len(a), len(b)) // 2
     assert (m["value_a"] == m["value_b"]).all(), m[m["value_a"] != m["value_b"]]
+
+
+def test_a_run_records_its_time_split_and_peak_memory(tmp_path):
+    """run.json (and so results/reproduce.json) gets training, evaluation, loading and writing
+    seconds and the largest per-process peak memory of the invocation."""
+    from perceptron_lab.config import config_from_dict
+    from perceptron_lab.experiment import run_experiment
+
+    cfg = config_from_dict({"name": "t", "dataset": {"name": "sonar"}, "training": {"epochs": 2},
+                            "evaluation": {"mode": "kfold", "folds": 3}})
+    res = run_experiment(cfg, out_dir=tmp_path / "o", progress=False)
+    info = json.loads((tmp_path / "o" / "run.json").read_text())
+    for key in ("train_seconds_total", "eval_seconds_total", "load_seconds", "write_seconds"):
+        assert isinstance(info[key], float) and info[key] >= 0, key
+        assert res.run_info[key] == info[key], key
+    # at least the interpreter, numpy and numba: tens of MB, and far below the machine
+    assert 0.03 < info["peak_rss_gb_per_process"] < 64
+    timings = json.loads((tmp_path / "o" / "timings.json").read_text())
+    assert all(t["peak_rss_mb"] > 30 for t in timings.values())
