@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from clitools import one_error, plab
 from perceptron_lab.cli import main
 from perceptron_lab.overrides import Override, override_dirname, packaged_configs
 
@@ -21,18 +22,6 @@ prediction: {rules: [last, vote, avg]}
 evaluation: {mode: kfold, folds: 3}
 """
 
-
-def plab(*args):
-    r = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
-    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("plab: error:")]
-    assert "Traceback" not in r.output
-    return r.exit_code, r.stdout, errors
-
-
-def one_error(code, *args):
-    status, out, errors = plab(*args)
-    assert status == code and len(errors) == 1, (status, out, errors)
-    return errors[0]
 
 
 @pytest.fixture

@@ -9,27 +9,13 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from clitools import one_error, plab
 from perceptron_lab.cli import main
 from perceptron_lab.datasets.user import load_user_data
 
 RUN = "training: {epochs: 2, checkpoints: [1]}\nprediction: {rules: [last, avg, vote]}\n"
 KFOLD = RUN + "evaluation: {mode: kfold, folds: 3}\n"
 
-
-def plab(*args):
-    """(exit status, stdout, the 'plab: error:' lines); never a traceback."""
-    r = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
-    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("plab: error:")]
-    assert "Traceback" not in r.output
-    return r.exit_code, r.stdout, errors
-
-
-def one_error(code, *args):
-    """Run, expect exit status ``code`` and exactly one error line; return it."""
-    status, out, errors = plab(*args)
-    assert status == code, (status, out, errors)
-    assert len(errors) == 1, errors
-    return errors[0]
 
 
 def problem(n=60, seed=0):

@@ -1,0 +1,21 @@
+"""Running ``plab`` in-process from the tests: the exit status, stdout and the ``plab: error:``
+lines, never a traceback."""
+
+from click.testing import CliRunner
+
+from perceptron_lab.cli import main
+
+
+def plab(*args):
+    """(exit status, stdout, the 'plab: error:' lines); never a traceback."""
+    r = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("plab: error:")]
+    assert "Traceback" not in r.output
+    return r.exit_code, r.stdout, errors
+
+
+def one_error(code, *args):
+    """Run, expect exit status ``code`` and exactly one error line; return it."""
+    status, out, errors = plab(*args)
+    assert status == code and len(errors) == 1, (status, out, errors)
+    return errors[0]
