@@ -348,14 +348,15 @@ def config_show(config):
 @main.command()
 @click.argument("results_dirs", nargs=-1, type=click.Path(exists=True, file_okay=False))
 @click.option("--out", "out_dir", default="results/report", show_default=True, type=click.Path(file_okay=False),
-              help="Folder for report.md and report.html.")
+              help="Folder for report.md, index.html and one page per paper.")
 @friendly_errors
 def report(results_dirs, out_dir):
-    """Build the paper-vs-ours report (Markdown + self-contained HTML) from run folders.
+    """Build the paper-vs-ours report (Markdown and HTML pages) from run folders.
 
     Every folder under RESULTS_DIRS holding a run.json is read (default: results/). For each paper
     table: the paper's value, ours (mean ± std), the difference, whether it is within tolerance,
-    a summary per table and overall; the figures; machine, versions and run times.
+    a summary per table and overall; the figures; machine, versions and run times. Open
+    OUT/index.html: per paper and table the counts and a heat-map, one page per paper.
 
     Example: plab report results --out results/report
     """

@@ -4,8 +4,9 @@ Reads what runs wrote next to their results — the paper-layout tables (``<pape
 their long comparisons (``*_comparison.csv``, one row per cell in the schema of
 :mod:`perceptron_lab.comparison`: the paper's value, ours, the difference, the tolerance, whether
 ours is within it and whether the cell is scored) and figures (``<paper>_figure*.png``) — plus
-each run's ``run.json`` (machine, versions, run times), and writes one Markdown file and one
-self-contained HTML page (figures embedded) from the same content.
+each run's ``run.json`` (machine, versions, run times), and writes one Markdown file
+(``report.md``) and HTML pages (``index.html``, the landing page, and one page per paper; see
+:mod:`perceptron_lab.report_html`) from the same content.
 
 Every run folder (a folder holding ``run.json``) below the given paths is read, so tables that
 later runs write (e.g. Gentile Tables 3-4 on MNIST, Khardon & Wachman Tables 5 and 7) appear
@@ -15,8 +16,6 @@ without changes here. Figures are read from anywhere below the paths (e.g. the c
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 import math
 import os
@@ -383,7 +382,7 @@ def _table_notes(t: TableResult) -> list[str]:
 
 def build(rep: Report, out: Path) -> list[tuple]:
     """The report as a list of items (``("h1"|"h2"|"h3"|"p", text)``, ``("ul", lines)``,
-    ``("table", frame)``, ``("img", path)``) that :func:`to_markdown` and :func:`to_html` render."""
+    ``("table", frame)``, ``("img", path)``) that :func:`to_markdown` renders (the HTML pages come from :mod:`perceptron_lab.report_html`)."""
     items: list[tuple] = [
         ("h1", "perceptron_lab: the papers' tables next to ours"),
         ("p", "Each layout cell: our mean ± standard deviation over permutations or folds, the paper's value in "
@@ -438,13 +437,6 @@ def build(rep: Report, out: Path) -> list[tuple]:
     return items
 
 
-def _inline_html(text: str) -> str:
-    s = html.escape(text)
-    s = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", s)
-    s = re.sub(r"`(.+?)`", r"<code>\1</code>", s)
-    return re.sub(r"(?<![\w*])\*(\S.*?)\*(?![\w*])", r"<i>\1</i>", s)
-
-
 def _md_table(df: pd.DataFrame) -> str:
     if df.empty:
         return "_(no layout)_\n"
@@ -472,38 +464,17 @@ def to_markdown(items, out: Path) -> str:
     return "\n".join(md)
 
 
-def to_html(items) -> str:
-    h = ["<!doctype html><html><head><meta charset='utf-8'><title>perceptron_lab report</title>",
-         "<style>body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}"
-         "table{border-collapse:collapse;font-size:13px;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 6px}"
-         "th{background:#f3f3f3}img{max-width:100%}</style></head><body>"]
-    for kind, x in items:
-        if kind in ("h1", "h2", "h3"):
-            h.append(f"<{kind}>{html.escape(x)}</{kind}>")
-        elif kind == "p":
-            h.append(f"<p>{_inline_html(x)}</p>")
-        elif kind == "ul":
-            h.append("<ul>" + "".join(f"<li>{_inline_html(line[2:] if line.startswith('- ') else line)}</li>"
-                                      for line in x) + "</ul>")
-        elif kind == "table":
-            h.append(x.to_html(index=False) if not x.empty else "<p>(no layout)</p>")
-        elif kind == "img":
-            b64 = base64.b64encode(x.read_bytes()).decode()
-            h.append(f"<figure><img src='data:image/png;base64,{b64}'><figcaption>{html.escape(str(x))}"
-                     "</figcaption></figure>")
-    h.append("</body></html>")
-    return "\n".join(h)
-
-
 def write_report(paths, out_dir) -> tuple[Path, Path]:
     rep = collect(paths)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     items = build(rep, out)
-    md_path, html_path = out / "report.md", out / "report.html"
+    md_path = out / "report.md"
     atomic_write_text(md_path, to_markdown(items, out))
-    atomic_write_text(html_path, to_html(items))
-    return md_path, html_path
+    from .report_html import write_pages
+
+    html_paths = write_pages(rep, out)
+    return md_path, next(p for p in html_paths if p.name == "index.html")
 
 
 def compare_text(run_dir) -> str:
