@@ -29,6 +29,7 @@ from . import plugins
 from .causes import FILE_NAME as CAUSES_FILE
 from .causes import VOCABULARY, assign, load_rules
 from .comparison import compared, consistent, read_comparison, sampling_covers, scored
+from .report_html import _causes_text, _tally, write_pages
 from .store import atomic_write_text
 
 def _table_match(name: str):
@@ -208,22 +209,6 @@ def scoring_rules() -> list[str]:
         "*compared* counts every cell with both values (in scope or not). Cells only one side has are shown in the "
         "layouts as `n/a`.",
     ]
-
-
-def _causes_text(counts: dict) -> str:
-    return ", ".join(f"{k} {counts[k]}" for k in VOCABULARY if counts.get(k))
-
-
-def _tally(tables) -> tuple[int, int, int, int, dict]:
-    """(within, in scope, compared, consistent with sampling, cause counts) over tables."""
-    ok = n = both = cons = 0
-    causes: dict = {}
-    for t in tables:
-        a, b, c = t.counts
-        ok, n, both, cons = ok + a, n + b, both + c, cons + t.n_consistent
-        for k, v in t.cause_counts().items():
-            causes[k] = causes.get(k, 0) + v
-    return ok, n, both, cons, causes
 
 
 def protocol_notes() -> list[str]:
@@ -471,9 +456,9 @@ def write_report(paths, out_dir) -> tuple[Path, Path]:
     items = build(rep, out)
     md_path = out / "report.md"
     atomic_write_text(md_path, to_markdown(items, out))
-    from .report_html import write_pages
-
-    html_paths = write_pages(rep, out)
+    html_paths = write_pages(rep, out, {"scoring": scoring_rules(), "protocol": protocol_notes(),
+                                        "cause_lines": cause_lines(rep), "missing": missing_lines(rep),
+                                        "reproductions": reproduction_lines(rep), "runs": run_lines(rep)})
     return md_path, next(p for p in html_paths if p.name == "index.html")
 
 

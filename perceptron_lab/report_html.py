@@ -45,6 +45,22 @@ HEAT = [k for k in STATUS if k not in ("ours-only", "paper-only")]
 COUNT_METRICS = {"mistakes", "support_vectors", "corrections", "n_datasets"}
 
 
+def _causes_text(counts: dict) -> str:
+    return ", ".join(f"{k} {counts[k]}" for k in VOCABULARY if counts.get(k))
+
+
+def _tally(tables) -> tuple[int, int, int, int, dict]:
+    """(within, in scope, compared, consistent with sampling, cause counts) over tables."""
+    ok = n = both = cons = 0
+    causes: dict = {}
+    for t in tables:
+        a, b, c = t.counts
+        ok, n, both, cons = ok + a, n + b, both + c, cons + t.n_consistent
+        for k, v in t.cause_counts().items():
+            causes[k] = causes.get(k, 0) + v
+    return ok, n, both, cons, causes
+
+
 def _env() -> Environment:
     env = Environment(loader=PackageLoader("perceptron_lab", "templates"), autoescape=select_autoescape(),
                       trim_blocks=True, lstrip_blocks=True)
@@ -187,8 +203,6 @@ def _relpath(path: Path, out: Path) -> str:
 
 
 def _table_row(t, out: Path, page: str) -> dict:
-    from .report import _causes_text
-
     ok, n, both = t.counts
     return {"title": table_title(t), "href": f"{page}#{table_anchor(t)}", "run": str(t.run_dir),
             "variant": t.variant, "ok": ok, "n": n, "both": both, "consistent": t.n_consistent,
@@ -196,8 +210,6 @@ def _table_row(t, out: Path, page: str) -> dict:
 
 
 def _paper_totals(rep, paper: str) -> list[dict]:
-    from .report import _causes_text, _tally
-
     tabs = [t for t in rep.tables if t.paper == paper and not t.variant]
     rows = []
     for number in sorted({t.number for t in tabs if t.number is not None}):
@@ -228,11 +240,10 @@ def _outside_rows(tabs) -> list[dict]:
     return rows
 
 
-def pages(rep, out: Path) -> dict[str, str]:
-    """File name -> HTML of every page: ``index.html`` and ``<paper>.html`` per paper with results."""
-    from .report import (_tally, cause_lines, missing_lines, protocol_notes, reproduction_lines, run_lines,
-                         scoring_rules)
-
+def pages(rep, out: Path, text: dict) -> dict[str, str]:
+    """File name -> HTML of every page: ``index.html`` and ``<paper>.html`` per paper with results.
+    ``text``: the report's bullet lists (``scoring``, ``protocol``, ``cause_lines``, ``missing``,
+    ``reproductions``, ``runs``), as :mod:`perceptron_lab.report` writes them for the Markdown."""
     env = _env()
     out = Path(out)
     papers = []
@@ -265,22 +276,18 @@ def pages(rep, out: Path) -> dict[str, str]:
             outside=_outside_rows(tabs), status=STATUS, vocabulary=VOCABULARY)
     main = [t for t in rep.tables if not t.variant]
     ok, n, both, cons, causes = _tally(main)
-    from .report import _causes_text
-
     overall = {"ok": ok, "n": n, "both": both, "consistent": cons, "causes": _causes_text(causes)}
     result["index.html"] = env.get_template("index.html").render(
-        papers=papers, overall=overall, status=STATUS, heat_status=HEAT, vocabulary=VOCABULARY,
-        scoring=scoring_rules(), protocol=protocol_notes(), cause_lines=cause_lines(rep),
-        missing=missing_lines(rep), reproductions=reproduction_lines(rep), runs=run_lines(rep))
+        papers=papers, overall=overall, status=STATUS, heat_status=HEAT, vocabulary=VOCABULARY, **text)
     return result
 
 
-def write_pages(rep, out) -> list[Path]:
+def write_pages(rep, out, text: dict) -> list[Path]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in pages(rep, out).items():
-        atomic_write_text(out / name, text)
+    for name, page in pages(rep, out, text).items():
+        atomic_write_text(out / name, page)
         written.append(out / name)
     return written
 
