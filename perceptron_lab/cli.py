@@ -428,16 +428,69 @@ def figures_gentile2001(out_dir, data_dir, which, permutations, quiet):
 
 
 @main.command()
-@click.argument("results_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--only-outside", is_flag=True,
+              help="Paper comparisons: list only the in-scope cells outside tolerance, with their causes.")
+@click.option("--figure", "figure", type=click.Path(dir_okay=False), default=None,
+              help="Where to draw the runs side by side (default: compare.png in the current folder).")
 @friendly_errors
-def compare(results_dir):
-    """Print one run's comparison with the paper: every cell, the paper's value, ours, within tolerance.
+def compare(run_dirs, only_outside, figure):
+    """Compare runs: several side by side, or one run against its paper.
 
-    Example: plab compare results/fs1999/d4
+    One run folder that reproduces a paper table: every cell, the paper's value, ours, within
+    tolerance (--only-outside: only the cells outside it, with their causes). Otherwise, and
+    for several runs: one table with a column per run (per grid point) -- the test error of each
+    rule at the last epoch, then mistakes and support vectors, mean ± std over folds and
+    permutations -- and one figure (test error vs epochs, a panel per rule). Runs that reproduce
+    a paper table also print their counts of cells within tolerance.
+
+    \b
+    Examples:
+      plab compare results/fs1999/d4
+      plab compare results/kw2007/table3_usps --only-outside
+      plab compare runs/quickstart runs/my_variant --figure cmp.png
     """
-    from .report import compare_text
+    from .compare import plot_side_by_side, side_by_side, table_text
+    from .report import collect, compare_text
 
-    click.echo(compare_text(results_dir))
+    papers = [d for d in run_dirs if collect([d]).tables]
+    if len(run_dirs) == 1 and papers:
+        click.echo(compare_text(run_dirs[0], only_outside=only_outside))
+        return
+    users = [d for d in run_dirs if (Path(d) / "results.csv").is_file()]
+    if users:
+        click.echo("runs side by side: test error % at each run's last epoch, then counts (totals over labels); "
+                   "mean ± std over folds and permutations")
+        click.echo(table_text(side_by_side(users)))
+        fig = plot_side_by_side(users, figure or "compare.png")
+        click.echo(f"figure: {fig}")
+    for d in run_dirs:
+        if d not in users and d not in papers:
+            click.echo(f"{d}: no results.csv and no paper tables (not a finished run folder)")
+    for d in papers:
+        click.echo("")
+        click.echo(compare_text(d, only_outside=only_outside, cells=only_outside))
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Folder for the figures (default: the run folder, beside results.csv).")
+@friendly_errors
+def plot(run_dir, out_dir):
+    """Draw a run's figures from its results.csv (no training).
+
+    learning_curves.png (test error vs epochs per rule), counts.png (mistakes and support
+    vectors vs epochs), parameter_curve.png (runs with a grid: test error vs grid point) and
+    folds.png (k-fold and nested runs: the spread over folds). plab run draws them too when
+    output.figures is true.
+
+    Example: plab plot runs/quickstart
+    """
+    from .plots import plot_run
+
+    for p in plot_run(run_dir, out_dir):
+        click.echo(str(p))
 
 
 if __name__ == "__main__":  # pragma: no cover

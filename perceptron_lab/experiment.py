@@ -300,6 +300,11 @@ def write_outputs(cfg: ExperimentConfig, folder: RunFolder, df: pd.DataFrame, n_
     out = folder.out
     entries = {"outputs": [str(Path(p).relative_to(out)) for p in outputs]} if outputs else {}
     entries["paper_outputs"] = [str(Path(p).relative_to(out)) for p in write_paper_outputs(cfg, out, df, n_train)]
+    if cfg.output.figures:
+        from .plots import plot_run
+
+        figs = plot_run(out, info={"name": cfg.name, "config": cfg.to_dict()})
+        entries.setdefault("outputs", []).extend(str(Path(p).relative_to(out)) for p in figs)
     return df, entries
 
 

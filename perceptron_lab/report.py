@@ -462,8 +462,10 @@ def write_report(paths, out_dir) -> tuple[Path, Path]:
     return md_path, next(p for p in html_paths if p.name == "index.html")
 
 
-def compare_text(run_dir) -> str:
-    """The comparison of one run folder (or every run folder below it), for the terminal."""
+def compare_text(run_dir, only_outside: bool = False, cells: bool = True) -> str:
+    """The comparison of one run folder (or every run folder below it), for the terminal.
+    ``only_outside``: list only the in-scope cells outside tolerance, with their causes;
+    ``cells=False``: only each table's counts."""
     rep = collect([run_dir])
     if not rep.tables:
         unfinished = [f"{d} ({info.get('status', '?')})" for d, info in rep.runs if info.get("status") != "complete"]
@@ -476,9 +478,17 @@ def compare_text(run_dir) -> str:
         out.append(f"{t.name} ({t.run_dir}): {ok}/{n} in-scope cells within tolerance, {t.n_consistent}/{n} "
                    f"consistent with sampling ({both} compared)" + (f"; outside: {causes}" if causes else ""))
         out += [f"  {line}" for line in _table_notes(t)]
+        if not cells:
+            continue
         c = t.comparison
-        show = c[["block", "row", "column", "metric", "paper", "ours_mean", "ours_std", "n_runs", "diff",
-                  "tolerance", "within", "in_scope"]]
+        cols = ["block", "row", "column", "metric", "paper", "ours_mean", "ours_std", "n_runs", "diff",
+                "tolerance", "within", "in_scope"]
+        if only_outside:
+            c, cols = t.causes, cols[:-2] + ["cause", "cause_note"]
+            if c.empty:
+                out += ["  no in-scope cell is outside tolerance", ""]
+                continue
+        show = c[cols]
         with pd.option_context("display.max_rows", None, "display.width", 200):
             out.append(show.to_string(index=False, na_rep="", float_format=lambda v: _num(v)))
         out.append("")
