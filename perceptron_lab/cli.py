@@ -137,30 +137,30 @@ def run(config, out_dir, data_dir, force, quiet, jobs, executor, scheduler, no_v
 
 
 def format_summary(cfg, res, table) -> str:
+    from .summary import COUNT_ROWS, rule_order, search_lines
+
     lines = [f"{cfg.name}: {res.ran} run(s) computed, {res.skipped} reused; results in {res.out_dir}/results.csv"]
     if table.empty:
         return "\n".join(lines)
     if table["grid_point"].nunique() > COMPACT_GRID_POINTS:
-        return "\n".join(lines + _compact_grid_summary(res, table))
+        return "\n".join(lines + _compact_grid_summary(res, table) + search_lines(res.out_dir))
     for (g, params), part in table.groupby(["grid_point", "params"], sort=True):
         if table["grid_point"].nunique() > 1:
             lines.append(f"grid point {g}: {params}")
         piv_mean = part.pivot(index="rule", columns="epoch", values="mean")
         piv_std = part.pivot(index="rule", columns="epoch", values="std")
         cols = list(piv_mean.columns)
-        header = f"{'':16s}" + "".join(f"{'T=' + format(c, 'g'):>16s}" for c in cols)
-        lines.append("test error % (mean ± std over runs); counts are totals over labels")
+        header = f"{'':16s}" + "".join(f"{'T=' + format(c, 'g'):>18s}" for c in cols)
+        lines.append("test error % (mean ± std over runs), then counts (totals over labels, mean ± std)")
         lines.append(header)
-        for rule in piv_mean.index:
+        for rule in rule_order(piv_mean.index, cfg.prediction.rules):
             cells = []
             for c in cols:
                 m, s = piv_mean.loc[rule, c], piv_std.loc[rule, c]
-                if rule in ("mistakes", "support_vectors"):
-                    cells.append(f"{m:16.1f}")
-                else:
-                    cells.append(f"{m:9.2f} ± {0.0 if s != s else s:4.2f}")
-            lines.append(f"{rule:16s}" + "".join(f"{c:>16s}" for c in cells))
-    return "\n".join(lines)
+                s = 0.0 if s != s else s
+                cells.append(f"{m:9.1f} ± {s:5.1f}" if rule in COUNT_ROWS else f"{m:9.2f} ± {s:5.2f}")
+            lines.append(f"{rule:16s}" + "".join(f"{c:>18s}" for c in cells))
+    return "\n".join(lines + search_lines(res.out_dir))
 
 
 #: More grid points than this are summarized one line per point (final epoch only).
@@ -193,7 +193,7 @@ def _compact_grid_summary(res, table) -> list[str]:
         out.append(f"{name:{width}s}" + "".join(f"{c:>16s}" for c in cells))
     for extra in ("search.csv", "nested.csv"):
         if (res.out_dir / extra).exists():
-            out.append(f"parameter selection summary: {res.out_dir / extra}")
+            out.append(f"parameter selection summary: {res.out_dir / extra} (error_pct, then accuracy_pct)")
     return out
 
 

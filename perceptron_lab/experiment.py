@@ -8,8 +8,9 @@ Output folder layout::
     OUT/timings.json    seconds per unit
     OUT/parts/*.csv     finished work (what makes a run resumable)
     OUT/grid.csv        the values of every grid point (runs with a grid)
-    OUT/search.csv      parameter search: best accuracy per plan and rule (runs with evaluation.search)
-    OUT/nested.csv      nested cross-validation: accuracy of the selected parameters, with T-intervals
+    OUT/search.csv      parameter search: the best point per plan and rule, its error (and accuracy)
+    OUT/nested.csv      nested cross-validation: error (and accuracy) of the selected parameters, T-intervals
+    OUT/*.png           the run's figures (output.figures; :mod:`perceptron_lab.plots`)
 
 Work is persisted in *parts*: without a grid, one part per unit (such runs are few and long, e.g. a
 full MNIST permutation); with a grid, one part per grid point holding all its folds, inner folds
@@ -347,10 +348,13 @@ def write_protocol_outputs(cfg: ExperimentConfig, folder: RunFolder, df: pd.Data
 
     if grid is None or not cfg.evaluation.search:
         return []
+    from .summary import with_error
+
     if cfg.evaluation.mode == "nested":
         name, table = "nested.csv", nested_summary(df, grid, cfg)
     else:
         name, table = "search.csv", search_summary(df, grid, cfg)
+    table = with_error(table)   # error first, as everywhere; accuracy kept (Khardon & Wachman report it)
     return [folder.write_output(name, table.to_csv(index=False, lineterminator="\n", float_format="%.6g"))]
 
 
