@@ -307,7 +307,20 @@ def config_group():
     Examples:
       plab config check configs/mnist_d4.yaml
       plab config show configs/mnist_d4.yaml
+      plab config docs
     """
+
+
+@config_group.command("docs")
+@click.option("--markdown", is_flag=True, help="Print the Markdown table the README holds.")
+def config_docs(markdown):
+    """Print every config key: its type, default, allowed values, when it applies and what it does.
+
+    Example: plab config docs | less
+    """
+    from . import config_docs as docs
+
+    click.echo(docs.markdown() if markdown else docs.text())
 
 
 @config_group.command("check")
