@@ -259,15 +259,25 @@ def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, exec
             pds = load_data(pcfg, data_dir) if p.grid_values else ds
             total += sum(unit_steps(pcfg, pds, u) for u in p.units)
     n_todo = sum(len(p.units) for p in todo)
-    bar = tqdm(total=total, disable=not progress, unit="step", unit_scale=True,
-               desc=f"{cfg.name} ({n_todo}/{n_units} runs)", dynamic_ncols=True,
-               mininterval=0.1 if sys.stderr.isatty() else 30.0)  # a log file gets a line per 30 s
+    tty = sys.stderr.isatty()
+    # two bars: the parts done of those to run (the time left comes from the parts' measured times),
+    # and below it the training steps of every unit (evaluation is not counted in steps)
+    parts_bar = tqdm(total=len(todo), disable=not progress or len(todo) < 2, unit="part", position=0,
+                     desc=f"{cfg.name}: parts ({n_todo} of {n_units} runs to compute)", smoothing=0,
+                     dynamic_ncols=True, mininterval=0.1 if tty else 30.0)
+    bar = tqdm(total=total, disable=not progress, unit="step", unit_scale=True, position=1 if len(todo) > 1 else 0,
+               desc="training steps" if len(todo) > 1 else f"{cfg.name} ({n_todo}/{n_units} runs)",
+               dynamic_ncols=True, leave=len(todo) < 2,
+               mininterval=0.1 if tty else 30.0)  # a log file gets a line per 30 s
     flush = _TimingsWriter(folder, timings)
+    log = _PartLog(folder.out / PROGRESS_LOG, len(todo))
     try:
         def finished(part, text, tms):
             folder.write_part(part.key, keys[part.key], text)
             texts[part.key] = text
             flush.add(tms)
+            log.line(part, tms)
+            parts_bar.update(1)
 
         if executor == "dask" and todo:
             from .executors import run_dask
@@ -283,8 +293,42 @@ def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, exec
                 finished(part, text, tms)
     finally:
         bar.close()
+        parts_bar.close()
         flush.write()
     return timings
+
+
+#: One line per finished part (appended; every invocation starts with a header line).
+PROGRESS_LOG = "progress.log"
+
+
+class _PartLog:
+    """``OUT/progress.log``: a line per finished part -- when, which, its units and their summed
+    training and evaluation seconds."""
+
+    def __init__(self, path: Path, n_todo: int):
+        self.path, self.n, self.done, self.t0 = path, n_todo, 0, time.perf_counter()
+        self._write(f"{_now()} start: {n_todo} part(s) to compute")
+
+    def _write(self, line: str) -> None:
+        try:
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+        except OSError:
+            pass   # the log is a convenience; the parts themselves are what a resume needs
+
+    def line(self, part, tms) -> None:
+        self.done += 1
+        train = sum(float(t.get("train_seconds") or 0) for t in tms)
+        ev = sum(float(t.get("eval_seconds") or 0) for t in tms)
+        self._write(f"{_now()} part {self.done}/{self.n} {part.key} units={len(tms)} train={train:.2f}s "
+                    f"eval={ev:.2f}s elapsed={time.perf_counter() - self.t0:.1f}s")
+
+
+def _now() -> str:
+    import datetime as _dt
+
+    return _dt.datetime.now().isoformat(timespec="seconds")
 
 
 def write_outputs(cfg: ExperimentConfig, folder: RunFolder, df: pd.DataFrame, n_train) -> tuple[pd.DataFrame, dict]:
