@@ -289,7 +289,8 @@ def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, exec
             run_pool(cfg, todo, data_dir, jobs, finished, bar if progress else None)
         else:
             for part in todo:
-                text, tms = run_part(cfg, part, data_dir, progress=bar.update if progress else None)
+                text, tms = run_part(cfg, part, data_dir, progress=bar.update if progress else None,
+                                     phase=(lambda t: bar.set_postfix_str(t, refresh=False)) if progress else None)
                 finished(part, text, tms)
     finally:
         bar.close()
