@@ -140,6 +140,9 @@ def format_summary(cfg, res, table) -> str:
     from .summary import COUNT_ROWS, rule_order, search_lines
 
     lines = [f"{cfg.name}: {res.ran} run(s) computed, {res.skipped} reused; results in {res.out_dir}/results.csv"]
+    figs = sorted(p.name for p in res.out_dir.glob("*.png")) if cfg.output.figures else []
+    if figs:
+        lines.append(f"figures in {res.out_dir}: {', '.join(figs)} (plab plot redraws them)")
     if table.empty:
         return "\n".join(lines)
     if table["grid_point"].nunique() > COMPACT_GRID_POINTS:

@@ -28,11 +28,13 @@ CONSOLE = re.compile(r":CONSOLE(?:\(\d+\))?:|Uncaught ")
 class _Dom(HTMLParser):
     def __init__(self):
         super().__init__()
-        self.ids, self.links, self.images = set(), [], []
+        self.ids, self.links, self.images, self.duplicate_ids = set(), [], [], []
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if "id" in a:
+            if a["id"] in self.ids:
+                self.duplicate_ids.append(a["id"])
             self.ids.add(a["id"])
         if tag == "a" and a.get("href"):
             self.links.append(a["href"])
@@ -64,6 +66,7 @@ def check_pages(index: Path, tmp: Path) -> list[str]:
         dom, console = load(page, tmp)
         doms[page] = dom
         problems += [f"{page.name}: console: {line}" for line in console]
+        problems += [f"{page.name}: two elements with id {i}" for i in dom.duplicate_ids]
         for href in dom.links:
             u = urlsplit(href)
             if u.scheme or not u.path or not u.path.endswith(".html"):
@@ -104,9 +107,11 @@ def test_the_check_finds_broken_pages(tmp_path):
     """The checks can fail: a script error, a dangling anchor, a missing page and a missing image."""
     (tmp_path / "index.html").write_text(
         "<!doctype html><html><body><a href='#nowhere'>x</a><a href='other.html#a'>y</a>"
-        "<a href='gone.html'>z</a><img src='no.png'><script>undefinedFunction();</script></body></html>")
+        "<a href='gone.html'>z</a><img src='no.png'><p id='d'></p><p id='d'></p>"
+        "<script>undefinedFunction();</script></body></html>")
     (tmp_path / "other.html").write_text("<!doctype html><html><body><p id='b'>b</p></body></html>")
     problems = "\n".join(check_pages(tmp_path / "index.html", tmp_path))
     assert "undefinedFunction" in problems
     assert "#nowhere names no element" in problems and "other.html#a names no element" in problems
     assert "missing page gone.html" in problems and "missing image no.png" in problems
+    assert "two elements with id d" in problems
