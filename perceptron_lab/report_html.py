@@ -202,7 +202,7 @@ def _relpath(path: Path, out: Path) -> str:
     return Path(os.path.relpath(Path(path).resolve(), out.resolve())).as_posix()
 
 
-def _table_row(t, out: Path, page: str) -> dict:
+def _table_row(t, page: str) -> dict:
     ok, n, both = t.counts
     return {"title": table_title(t), "href": f"{page}#{table_anchor(t)}", "run": str(t.run_dir),
             "variant": t.variant, "ok": ok, "n": n, "both": both, "consistent": t.n_consistent,
@@ -254,7 +254,7 @@ def pages(rep, out: Path, text: dict) -> dict[str, str]:
         if not tabs and not figs:
             continue
         page = f"{p.name}.html"
-        rows = [_table_row(t, out, page) for t in tabs]
+        rows = [_table_row(t, page) for t in tabs]
         entry = {"name": p.name, "title": p.title, "short": p.short, "page": page, "tables": rows,
                  "totals": _paper_totals(rep, p.name),
                  "heat": [c for t, r in zip(tabs, rows) if not t.variant for c in r["heat"]]}
@@ -268,9 +268,11 @@ def pages(rep, out: Path, text: dict) -> dict[str, str]:
                              "consistent": t.n_consistent, "notes": notes, "grid": grid(t),
                              "layout": _layout(t.layout) if not t.layout.empty else None,
                              "causes": entry["tables"][len(sections)]["causes"]})
-        figures = [{"anchor": "f-" + slug(f.stem + "-" + f.parent.name), "src": _relpath(f, out),
-                    "title": p.figures.get(f.stem, f.stem)
-                    + ("" if f.parent.name == p.name else f", {f.parent.name.replace('_', ' ')}"), "path": _relpath(f, out)} for f in figs]
+        figures = []
+        for f in figs:
+            where = "" if f.parent.name == p.name else f", {f.parent.name.replace('_', ' ')}"
+            figures.append({"anchor": "f-" + slug(f.stem + "-" + f.parent.name), "src": _relpath(f, out),
+                            "title": p.figures.get(f.stem, f.stem) + where, "path": _relpath(f, out)})
         result[page] = env.get_template("paper.html").render(
             paper=entry, scoring=p.scoring_rule(), sections=sections, figures=figures,
             outside=_outside_rows(tabs), status=STATUS, vocabulary=VOCABULARY)
