@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import PlabError
-from .plots import COUNT_METRICS, _figure, read_run, save_figure, style
+from .plots import COUNT_METRICS, _figure, epoch_axis, read_run, save_figure, style, suptitle
 
 #: At most this many columns in the figure (the table keeps them all).
 MAX_LINES = 10
@@ -102,7 +102,7 @@ def plot_side_by_side(run_dirs, out) -> Path:
                     markevery=max(1, len(curve) // 10), **style(k))
             top = max(top, float(curve.max()))
         ax.set_title(rule, fontsize="medium")
-        ax.set_xlabel("epochs")
+        epoch_axis(ax, [e for c in cols for e in c["df"]["epoch"].unique()])
         ax.set_ylabel("test error (%)")
         ax.grid(True, alpha=0.3, lw=0.5)
     for ax in axes.flat:
@@ -110,7 +110,7 @@ def plot_side_by_side(run_dirs, out) -> Path:
     for ax in list(axes.flat)[len(rules):]:
         ax.set_visible(False)
     axes.flat[0].legend(fontsize="x-small", frameon=False)
-    fig.suptitle("test error vs epochs, runs side by side (mean over folds and permutations)", fontsize="medium")
+    suptitle(fig, "test error vs epochs, runs side by side (mean over folds and permutations)")
     fig.tight_layout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -135,6 +135,27 @@ def _title(info, what: str) -> str:
     return f"{info.get('name') or 'run'}: {what}"
 
 
+def suptitle(fig, text: str) -> None:
+    """A figure title wrapped to the figure's width."""
+    import textwrap
+
+    fig.suptitle(textwrap.fill(text, max(40, int(fig.get_figwidth() * 13))), fontsize="medium")
+
+
+def epoch_axis(ax, epochs) -> None:
+    """Epochs on x: logarithmic when they span two decades or more (0.1 ... 30), as in Freund &
+    Schapire's Figure 2, else linear."""
+    from matplotlib.ticker import FuncFormatter
+
+    e = [float(x) for x in epochs if float(x) > 0]
+    if e and max(e) / min(e) >= 100:
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel("epochs (log scale)")
+    else:
+        ax.set_xlabel("epochs")
+
+
 # ----------------------------------------------------------------------------- the figures
 
 
@@ -164,7 +185,7 @@ def plot_learning_curves(df, info, labels, out) -> Path | None:
                 ax.fill_between(c["epoch"], c["mean"] - c["std"], c["mean"] + c["std"], color=st["color"],
                                 alpha=0.10, lw=0)
         ax.set_ylim(0, max(1.0, float((sub["mean"] + sub["std"].fillna(0)).max()) * 1.08))
-        ax.set_xlabel("epochs")
+        epoch_axis(ax, sub["epoch"])
         ax.set_ylabel("test error (%)")
         if len(gps) > 1:
             ax.set_title(labels.get(int(g)) or f"grid point {g}", fontsize="medium")
@@ -173,7 +194,7 @@ def plot_learning_curves(df, info, labels, out) -> Path | None:
         ax.set_visible(False)
     axes.flat[0].legend(fontsize="small", frameon=False)
     more = f"; the first {len(shown)} of {len(gps)} grid points" if len(gps) > len(shown) else ""
-    fig.suptitle(_title(info, f"test error vs epochs ({_describe(info, err)}{more})"), fontsize="medium")
+    suptitle(fig, _title(info, f"test error vs epochs ({_describe(info, err)}{more})"))
     fig.tight_layout()
     save_figure(fig, out, dpi=110)
     return Path(out)
@@ -200,12 +221,12 @@ def plot_counts(df, info, labels, out) -> Path | None:
                 ax.fill_between(c["epoch"], c["mean"] - c["std"], c["mean"] + c["std"], color=style(k)["color"],
                                 alpha=0.10, lw=0)
         ax.set_ylim(0, None)
-        ax.set_xlabel("epochs")
+        epoch_axis(ax, sub["epoch"])
         ax.set_ylabel(m.replace("_", " ") + " (total over labels)")
         ax.grid(True, alpha=0.3, lw=0.5)
     if len(gps) > 1:
         axes[0].legend(fontsize="small", frameon=False)
-    fig.suptitle(_title(info, f"mistakes and support vectors vs epochs ({_describe(info, cnt)})"), fontsize="medium")
+    suptitle(fig, _title(info, f"mistakes and support vectors vs epochs ({_describe(info, cnt)})"))
     fig.tight_layout()
     save_figure(fig, out, dpi=110)
     return Path(out)
@@ -236,17 +257,22 @@ def plot_parameter_curve(df, info, run_dir, out) -> Path | None:
     numeric = len(xs) == curves["gp"].nunique()
     fig = _figure(max(5.5, min(12, 0.5 * curves["gp"].nunique() + 3)), 4.0)
     ax = fig.subplots()
-    for k, rule in enumerate(dict.fromkeys(curves["label"])):
+    rules = list(dict.fromkeys(curves["label"]))
+    vals = sorted(xs.values()) if numeric else []
+    logx = numeric and vals[0] > 0 and vals[-1] / vals[0] >= 100
+    # the rules' points side by side around each x, so that their error bars do not hide each other
+    span = (vals[-1] - vals[0]) if numeric and not logx else (1.0 if not numeric else 0.0)
+    for k, rule in enumerate(rules):
         c = curves[curves["label"] == rule].sort_values("gp")
-        x = [xs[int(p)] for p in c["gp"]] if numeric else list(range(len(c)))
+        dodge = (k - (len(rules) - 1) / 2) * 0.012 * span
+        x = [xs[int(p)] + dodge for p in c["gp"]] if numeric else [i + dodge * 5 for i in range(len(c))]
         order = sorted(range(len(x)), key=lambda i: x[i])
         st = style(k)
         ax.errorbar([x[i] for i in order], c["mean"].to_numpy()[order], yerr=c["std"].fillna(0).to_numpy()[order],
                     capsize=2.5, lw=1.4, ms=4, label=rule, **st)
     if numeric:
         ax.set_xlabel(cols[0])
-        vals = sorted(xs.values())
-        if vals[0] > 0 and vals[-1] / vals[0] >= 100:
+        if logx:
             ax.set_xscale("log")
     else:
         gps = sorted(curves["gp"].unique())
@@ -257,7 +283,7 @@ def plot_parameter_curve(df, info, run_dir, out) -> Path | None:
     ax.set_ylabel(f"test error (%) at epoch {last:g}")
     ax.grid(True, alpha=0.3, lw=0.5)
     ax.legend(fontsize="small", frameon=False)
-    ax.set_title(_title(info, f"test error vs grid point ({_describe(info, err)}, bars ± std)"), fontsize="medium")
+    suptitle(fig, _title(info, f"test error vs grid point ({_describe(info, err)}, bars ± std)"))
     fig.tight_layout()
     save_figure(fig, out, dpi=110)
     return Path(out)
@@ -311,7 +337,7 @@ def plot_folds(df, info, labels, out) -> Path | None:
     for ax in list(axes.flat)[len(groups):]:
         ax.set_visible(False)
     n = err["fold"].nunique()
-    fig.suptitle(_title(info, f"{what} ({n} folds; box: quartiles, dots: folds)"), fontsize="medium")
+    suptitle(fig, _title(info, f"{what} ({n} folds; box: quartiles, dots: folds)"))
     fig.tight_layout()
     save_figure(fig, out, dpi=110)
     return Path(out)
@@ -332,5 +358,5 @@ def plot_run(run_dir, out_dir=None, info: dict | None = None) -> list[Path]:
     return [p for p in written if p is not None]
 
 
-__all__ = ["LINE_STYLES", "style", "save_figure", "read_run", "grid_labels", "plot_run", "plot_learning_curves",
+__all__ = ["LINE_STYLES", "style", "suptitle", "epoch_axis", "save_figure", "read_run", "grid_labels", "plot_run", "plot_learning_curves",
            "plot_counts", "plot_parameter_curve", "plot_folds"]
