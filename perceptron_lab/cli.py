@@ -141,12 +141,11 @@ def format_summary(cfg, res, table) -> str:
 
     lines = [f"{cfg.name}: {res.ran} run(s) computed, {res.skipped} reused; results in {res.out_dir}/results.csv"]
     figs = sorted(p.name for p in res.out_dir.glob("*.png")) if cfg.output.figures else []
-    if figs:
-        lines.append(f"figures in {res.out_dir}: {', '.join(figs)} (plab plot redraws them)")
+    tail = [f"figures in {res.out_dir}: {', '.join(figs)} (plab plot redraws them)"] if figs else []
     if table.empty:
-        return "\n".join(lines)
+        return "\n".join(lines + tail)
     if table["grid_point"].nunique() > COMPACT_GRID_POINTS:
-        return "\n".join(lines + _compact_grid_summary(res, table) + search_lines(res.out_dir))
+        return "\n".join(lines + _compact_grid_summary(res, table) + search_lines(res.out_dir) + tail)
     for (g, params), part in table.groupby(["grid_point", "params"], sort=True):
         if table["grid_point"].nunique() > 1:
             lines.append(f"grid point {g}: {params}")
@@ -163,7 +162,7 @@ def format_summary(cfg, res, table) -> str:
                 s = 0.0 if s != s else s
                 cells.append(f"{m:9.1f} ± {s:5.1f}" if rule in COUNT_ROWS else f"{m:9.2f} ± {s:5.2f}")
             lines.append(f"{rule:16s}" + "".join(f"{c:>18s}" for c in cells))
-    return "\n".join(lines + search_lines(res.out_dir))
+    return "\n".join(lines + search_lines(res.out_dir) + tail)
 
 
 #: More grid points than this are summarized one line per point (final epoch only).
