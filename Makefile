@@ -7,7 +7,7 @@ PLAB_DATA ?= $(abspath ../shared/data)
 export PLAB_DATA
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-full reproduce bench check-configs clean golden
+.PHONY: help install demo test test-full reproduce bench check-configs clean golden docs
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -42,6 +42,9 @@ bench: install ## Speed benchmarks against scikit-learn and River, written to re
 clean: ## Remove caches and run outputs (keeps results/)
 	rm -rf runs .pytest_cache build *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+docs: install ## Regenerate the README's config reference from the schema (plab config docs)
+	.venv/bin/python -m perceptron_lab.config_docs README.md
 
 golden: install ## Recompute the golden values CI guards (results/golden/); only for intended changes
 	$(BIN)/python -m perceptron_lab.golden

@@ -156,11 +156,15 @@ def _check_overrides(args):
 
 
 def format_summary(cfg, res, table) -> str:
+    from .summary import COUNT_ROWS, rule_order, search_lines
+
     lines = [f"{cfg.name}: {res.ran} run(s) computed, {res.skipped} reused; results in {res.out_dir}/results.csv"]
+    figs = sorted(p.name for p in res.out_dir.glob("*.png")) if cfg.output.figures else []
+    tail = [f"figures in {res.out_dir}: {', '.join(figs)} (plab plot redraws them)"] if figs else []
     if table.empty:
-        return "\n".join(lines)
+        return "\n".join(lines + tail)
     if table["grid_point"].nunique() > COMPACT_GRID_POINTS:
-        return "\n".join(lines + _compact_grid_summary(res, table))
+        return "\n".join(lines + _compact_grid_summary(res, table) + search_lines(res.out_dir) + tail)
     labels = _grid_labels(res)
     for (g, params), part in table.groupby(["grid_point", "params"], sort=True):
         if table["grid_point"].nunique() > 1:
@@ -168,19 +172,17 @@ def format_summary(cfg, res, table) -> str:
         piv_mean = part.pivot(index="rule", columns="epoch", values="mean")
         piv_std = part.pivot(index="rule", columns="epoch", values="std")
         cols = list(piv_mean.columns)
-        header = f"{'':16s}" + "".join(f"{'T=' + format(c, 'g'):>16s}" for c in cols)
-        lines.append("test error % (mean ± std over runs); counts are totals over labels")
+        header = f"{'':16s}" + "".join(f"{'T=' + format(c, 'g'):>18s}" for c in cols)
+        lines.append("test error % (mean ± std over runs), then counts (totals over labels, mean ± std)")
         lines.append(header)
-        for rule in piv_mean.index:
+        for rule in rule_order(piv_mean.index, cfg.prediction.rules):
             cells = []
             for c in cols:
                 m, s = piv_mean.loc[rule, c], piv_std.loc[rule, c]
-                if rule in ("mistakes", "support_vectors"):
-                    cells.append(f"{m:16.1f}")
-                else:
-                    cells.append(f"{m:9.2f} ± {0.0 if s != s else s:4.2f}")
-            lines.append(f"{rule:16s}" + "".join(f"{c:>16s}" for c in cells))
-    return "\n".join(lines)
+                s = 0.0 if s != s else s
+                cells.append(f"{m:9.1f} ± {s:5.1f}" if rule in COUNT_ROWS else f"{m:9.2f} ± {s:5.2f}")
+            lines.append(f"{rule:16s}" + "".join(f"{c:>18s}" for c in cells))
+    return "\n".join(lines + search_lines(res.out_dir) + tail)
 
 
 #: More grid points than this are summarized one line per point (final epoch only).
@@ -218,7 +220,7 @@ def _compact_grid_summary(res, table) -> list[str]:
         out.append(f"{name:{width}s}" + "".join(f"{c:>16s}" for c in cells))
     for extra in ("search.csv", "nested.csv"):
         if (res.out_dir / extra).exists():
-            out.append(f"parameter selection summary: {res.out_dir / extra}")
+            out.append(f"parameter selection summary: {res.out_dir / extra} (error_pct, then accuracy_pct)")
     return out
 
 
@@ -332,7 +334,20 @@ def config_group():
     Examples:
       plab config check configs/mnist_d4.yaml
       plab config show configs/mnist_d4.yaml
+      plab config docs
     """
+
+
+@config_group.command("docs")
+@click.option("--markdown", is_flag=True, help="Print the Markdown table the README holds.")
+def config_docs(markdown):
+    """Print every config key: its type, default, allowed values, when it applies and what it does.
+
+    Example: plab config docs | less
+    """
+    from . import config_docs as docs
+
+    click.echo(docs.markdown() if markdown else docs.text())
 
 
 @config_group.command("check")
@@ -389,14 +404,15 @@ def configs_list():
 @main.command()
 @click.argument("results_dirs", nargs=-1, type=click.Path(exists=True, file_okay=False))
 @click.option("--out", "out_dir", default="results/report", show_default=True, type=click.Path(file_okay=False),
-              help="Folder for report.md and report.html.")
+              help="Folder for report.md, index.html and one page per paper.")
 @friendly_errors
 def report(results_dirs, out_dir):
-    """Build the paper-vs-ours report (Markdown + self-contained HTML) from run folders.
+    """Build the paper-vs-ours report (Markdown and HTML pages) from run folders.
 
     Every folder under RESULTS_DIRS holding a run.json is read (default: results/). For each paper
     table: the paper's value, ours (mean ± std), the difference, whether it is within tolerance,
-    a summary per table and overall; the figures; machine, versions and run times.
+    a summary per table and overall; the figures; machine, versions and run times. Open
+    OUT/index.html: per paper and table the counts and a heat-map, one page per paper.
 
     Example: plab report results --out results/report
     """
@@ -468,16 +484,69 @@ def figures_gentile2001(out_dir, data_dir, which, permutations, quiet):
 
 
 @main.command()
-@click.argument("results_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--only-outside", is_flag=True,
+              help="Paper comparisons: list only the in-scope cells outside tolerance, with their causes.")
+@click.option("--figure", "figure", type=click.Path(dir_okay=False), default=None,
+              help="Where to draw the runs side by side (default: compare.png in the current folder).")
 @friendly_errors
-def compare(results_dir):
-    """Print one run's comparison with the paper: every cell, the paper's value, ours, within tolerance.
+def compare(run_dirs, only_outside, figure):
+    """Compare runs: several side by side, or one run against its paper.
 
-    Example: plab compare results/fs1999/d4
+    One run folder that reproduces a paper table: every cell, the paper's value, ours, within
+    tolerance (--only-outside: only the cells outside it, with their causes). Otherwise, and
+    for several runs: one table with a column per run (per grid point) -- the test error of each
+    rule at the last epoch, then mistakes and support vectors, mean ± std over folds and
+    permutations -- and one figure (test error vs epochs, a panel per rule). Runs that reproduce
+    a paper table also print their counts of cells within tolerance.
+
+    \b
+    Examples:
+      plab compare results/fs1999/d4
+      plab compare results/kw2007/table3_usps --only-outside
+      plab compare runs/quickstart runs/my_variant --figure cmp.png
     """
-    from .report import compare_text
+    from .compare import plot_side_by_side, side_by_side, table_text
+    from .report import collect, compare_text
 
-    click.echo(compare_text(results_dir))
+    papers = [d for d in run_dirs if collect([d]).tables]
+    if len(run_dirs) == 1 and papers:
+        click.echo(compare_text(run_dirs[0], only_outside=only_outside))
+        return
+    users = [d for d in run_dirs if (Path(d) / "results.csv").is_file()]
+    if users:
+        click.echo("runs side by side: test error % at each run's last epoch, then counts (totals over labels); "
+                   "mean ± std over folds and permutations")
+        click.echo(table_text(side_by_side(users)))
+        fig = plot_side_by_side(users, figure or "compare.png")
+        click.echo(f"figure: {fig}")
+    for d in run_dirs:
+        if d not in users and d not in papers:
+            click.echo(f"{d}: no results.csv and no paper tables (not a finished run folder)")
+    for d in papers:
+        click.echo("")
+        click.echo(compare_text(d, only_outside=only_outside, cells=only_outside))
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Folder for the figures (default: the run folder, beside results.csv).")
+@friendly_errors
+def plot(run_dir, out_dir):
+    """Draw a run's figures from its results.csv (no training).
+
+    learning_curves.png (test error vs epochs per rule), counts.png (mistakes and support
+    vectors vs epochs), parameter_curve.png (runs with a grid: test error vs grid point) and
+    folds.png (k-fold and nested runs: the spread over folds). plab run draws them too when
+    output.figures is true.
+
+    Example: plab plot runs/quickstart
+    """
+    from .plots import plot_run
+
+    for p in plot_run(run_dir, out_dir):
+        click.echo(str(p))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -68,11 +68,25 @@ class _Mismatch(Exception):
         self.wrong_type, self.hint, self.nonfinite = wrong_type, hint, nonfinite
 
 
+#: Names people use for a value that plab spells otherwise (offered only when the value is an option).
+_VALUE_ALIASES = {"rbf": "gaussian", "polynomial": "poly", "voted": "vote", "average": "avg", "averaged": "avg",
+                  "classical": "last", "longest_survivor": "longest", "float": "float64", "double": "float64",
+                  "single": "float32", "cv": "kfold", "k-fold": "kfold", "crossval": "kfold"}
+
+
 def _did_you_mean(word: Any, options: Iterable[str], cutoff: float = 0.6) -> str | None:
     """A 'did you mean' hint; dotted paths share long prefixes, so pass a higher ``cutoff``."""
     if not isinstance(word, str):
         return None
-    close = difflib.get_close_matches(word, [o for o in options if isinstance(o, str)], n=1, cutoff=cutoff)
+    opts = [o for o in options if isinstance(o, str)]
+    low = word.strip().lower()
+    # the same word in another case, a spelled-out form ('polynomial' -> 'poly'), an abbreviation
+    # ('gauss' -> 'gaussian'), then the closest spelling
+    close = ([o for o in opts if o.lower() == low]
+             or [o for o in opts if _VALUE_ALIASES.get(low) == o]
+             or sorted((o for o in opts if len(o) >= 3 and len(low) >= 3
+                        and (low.startswith(o.lower()) or o.lower().startswith(low))), key=len, reverse=True)
+             or difflib.get_close_matches(word, opts, n=1, cutoff=cutoff))
     return f"did you mean {close[0]!r}?" if close else None
 
 

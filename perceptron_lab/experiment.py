@@ -8,8 +8,9 @@ Output folder layout::
     OUT/timings.json    seconds per unit
     OUT/parts/*.csv     finished work (what makes a run resumable)
     OUT/grid.csv        the values of every grid point (runs with a grid)
-    OUT/search.csv      parameter search: best accuracy per plan and rule (runs with evaluation.search)
-    OUT/nested.csv      nested cross-validation: accuracy of the selected parameters, with T-intervals
+    OUT/search.csv      parameter search: the best point per plan and rule, its error (and accuracy)
+    OUT/nested.csv      nested cross-validation: error (and accuracy) of the selected parameters, T-intervals
+    OUT/*.png           the run's figures (output.figures; :mod:`perceptron_lab.plots`)
 
 Work is persisted in *parts*: without a grid, one part per unit (such runs are few and long, e.g. a
 full MNIST permutation); with a grid, one part per grid point holding all its folds, inner folds
@@ -273,15 +274,25 @@ def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, exec
             pds = load_data(pcfg, data_dir) if p.grid_values else ds
             total += sum(unit_steps(pcfg, pds, u) for u in p.units)
     n_todo = sum(len(p.units) for p in todo)
-    bar = tqdm(total=total, disable=not progress, unit="step", unit_scale=True,
-               desc=f"{cfg.name} ({n_todo}/{n_units} runs)", dynamic_ncols=True,
-               mininterval=0.1 if sys.stderr.isatty() else 30.0)  # a log file gets a line per 30 s
+    tty = sys.stderr.isatty()
+    # two bars: the parts done of those to run (the time left comes from the parts' measured times),
+    # and below it the training steps of every unit (evaluation is not counted in steps)
+    parts_bar = tqdm(total=len(todo), disable=not progress or len(todo) < 2, unit="part", position=0,
+                     desc=f"{cfg.name}: parts ({n_todo} of {n_units} runs to compute)", smoothing=0,
+                     dynamic_ncols=True, mininterval=0.1 if tty else 30.0)
+    bar = tqdm(total=total, disable=not progress, unit="step", unit_scale=True, position=1 if len(todo) > 1 else 0,
+               desc="training steps" if len(todo) > 1 else f"{cfg.name} ({n_todo}/{n_units} runs)",
+               dynamic_ncols=True, leave=len(todo) < 2,
+               mininterval=0.1 if tty else 30.0)  # a log file gets a line per 30 s
     flush = _TimingsWriter(folder, timings)
+    log = _PartLog(folder.out / PROGRESS_LOG, len(todo))
     try:
         def finished(part, text, tms):
             folder.write_part(part.key, keys[part.key], text)
             texts[part.key] = text
             flush.add(tms)
+            log.line(part, tms)
+            parts_bar.update(1)
 
         if executor == "dask" and todo:
             from .executors import run_dask
@@ -293,12 +304,47 @@ def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, exec
             run_pool(cfg, todo, data_dir, jobs, finished, bar if progress else None)
         else:
             for part in todo:
-                text, tms = run_part(cfg, part, data_dir, progress=bar.update if progress else None)
+                text, tms = run_part(cfg, part, data_dir, progress=bar.update if progress else None,
+                                     phase=(lambda t: bar.set_postfix_str(t, refresh=False)) if progress else None)
                 finished(part, text, tms)
     finally:
         bar.close()
+        parts_bar.close()
         flush.write()
     return timings
+
+
+#: One line per finished part (appended; every invocation starts with a header line).
+PROGRESS_LOG = "progress.log"
+
+
+class _PartLog:
+    """``OUT/progress.log``: a line per finished part -- when, which, its units and their summed
+    training and evaluation seconds."""
+
+    def __init__(self, path: Path, n_todo: int):
+        self.path, self.n, self.done, self.t0 = path, n_todo, 0, time.perf_counter()
+        self._write(f"{_now()} start: {n_todo} part(s) to compute")
+
+    def _write(self, line: str) -> None:
+        try:
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+        except OSError:
+            pass   # the log is a convenience; the parts themselves are what a resume needs
+
+    def line(self, part, tms) -> None:
+        self.done += 1
+        train = sum(float(t.get("train_seconds") or 0) for t in tms)
+        ev = sum(float(t.get("eval_seconds") or 0) for t in tms)
+        self._write(f"{_now()} part {self.done}/{self.n} {part.key} units={len(tms)} train={train:.2f}s "
+                    f"eval={ev:.2f}s elapsed={time.perf_counter() - self.t0:.1f}s")
+
+
+def _now() -> str:
+    import datetime as _dt
+
+    return _dt.datetime.now().isoformat(timespec="seconds")
 
 
 def write_outputs(cfg: ExperimentConfig, folder: RunFolder, df: pd.DataFrame, n_train) -> tuple[pd.DataFrame, dict]:
@@ -315,6 +361,11 @@ def write_outputs(cfg: ExperimentConfig, folder: RunFolder, df: pd.DataFrame, n_
     out = folder.out
     entries = {"outputs": [str(Path(p).relative_to(out)) for p in outputs]} if outputs else {}
     entries["paper_outputs"] = [str(Path(p).relative_to(out)) for p in write_paper_outputs(cfg, out, df, n_train)]
+    if cfg.output.figures:
+        from .plots import plot_run
+
+        figs = plot_run(out, info={"name": cfg.name, "config": cfg.to_dict()})
+        entries.setdefault("outputs", []).extend(str(Path(p).relative_to(out)) for p in figs)
     return df, entries
 
 
@@ -357,10 +408,13 @@ def write_protocol_outputs(cfg: ExperimentConfig, folder: RunFolder, df: pd.Data
 
     if grid is None or not cfg.evaluation.search:
         return []
+    from .summary import with_error
+
     if cfg.evaluation.mode == "nested":
         name, table = "nested.csv", nested_summary(df, grid, cfg)
     else:
         name, table = "search.csv", search_summary(df, grid, cfg)
+    table = with_error(table)   # error first, as everywhere; accuracy kept (Khardon & Wachman report it)
     return [folder.write_output(name, table.to_csv(index=False, lineterminator="\n", float_format="%.6g"))]
 
 

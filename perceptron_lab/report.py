@@ -4,8 +4,9 @@ Reads what runs wrote next to their results — the paper-layout tables (``<pape
 their long comparisons (``*_comparison.csv``, one row per cell in the schema of
 :mod:`perceptron_lab.comparison`: the paper's value, ours, the difference, the tolerance, whether
 ours is within it and whether the cell is scored) and figures (``<paper>_figure*.png``) — plus
-each run's ``run.json`` (machine, versions, run times), and writes one Markdown file and one
-self-contained HTML page (figures embedded) from the same content.
+each run's ``run.json`` (machine, versions, run times), and writes one Markdown file
+(``report.md``) and HTML pages (``index.html``, the landing page, and one page per paper; see
+:mod:`perceptron_lab.report_html`) from the same content.
 
 Every run folder (a folder holding ``run.json``) below the given paths is read, so tables that
 later runs write (e.g. Gentile Tables 3-4 on MNIST, Khardon & Wachman Tables 5 and 7) appear
@@ -15,8 +16,6 @@ without changes here. Figures are read from anywhere below the paths (e.g. the c
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 import math
 import os
@@ -30,6 +29,7 @@ from . import plugins
 from .causes import FILE_NAME as CAUSES_FILE
 from .causes import VOCABULARY, assign, load_rules
 from .comparison import compared, consistent, read_comparison, sampling_covers, scored
+from .report_html import _causes_text, _tally, write_pages
 from .store import atomic_write_text
 
 def _table_match(name: str):
@@ -211,22 +211,6 @@ def scoring_rules() -> list[str]:
     ]
 
 
-def _causes_text(counts: dict) -> str:
-    return ", ".join(f"{k} {counts[k]}" for k in VOCABULARY if counts.get(k))
-
-
-def _tally(tables) -> tuple[int, int, int, int, dict]:
-    """(within, in scope, compared, consistent with sampling, cause counts) over tables."""
-    ok = n = both = cons = 0
-    causes: dict = {}
-    for t in tables:
-        a, b, c = t.counts
-        ok, n, both, cons = ok + a, n + b, both + c, cons + t.n_consistent
-        for k, v in t.cause_counts().items():
-            causes[k] = causes.get(k, 0) + v
-    return ok, n, both, cons, causes
-
-
 def protocol_notes() -> list[str]:
     """Protocol choices read from the papers, and the assumptions where they are silent (each
     config's comment cites the passage; the alternatives run as variants below ``variants/``)."""
@@ -385,7 +369,7 @@ def _table_notes(t: TableResult) -> list[str]:
 
 def build(rep: Report, out: Path) -> list[tuple]:
     """The report as a list of items (``("h1"|"h2"|"h3"|"p", text)``, ``("ul", lines)``,
-    ``("table", frame)``, ``("img", path)``) that :func:`to_markdown` and :func:`to_html` render."""
+    ``("table", frame)``, ``("img", path)``) that :func:`to_markdown` renders (the HTML pages come from :mod:`perceptron_lab.report_html`)."""
     items: list[tuple] = [
         ("h1", "perceptron_lab: the papers' tables next to ours"),
         ("p", "Each layout cell: our mean ± standard deviation over permutations or folds, the paper's value in "
@@ -440,13 +424,6 @@ def build(rep: Report, out: Path) -> list[tuple]:
     return items
 
 
-def _inline_html(text: str) -> str:
-    s = html.escape(text)
-    s = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", s)
-    s = re.sub(r"`(.+?)`", r"<code>\1</code>", s)
-    return re.sub(r"(?<![\w*])\*(\S.*?)\*(?![\w*])", r"<i>\1</i>", s)
-
-
 def _md_table(df: pd.DataFrame) -> str:
     if df.empty:
         return "_(no layout)_\n"
@@ -474,42 +451,23 @@ def to_markdown(items, out: Path) -> str:
     return "\n".join(md)
 
 
-def to_html(items) -> str:
-    h = ["<!doctype html><html><head><meta charset='utf-8'><title>perceptron_lab report</title>",
-         "<style>body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}"
-         "table{border-collapse:collapse;font-size:13px;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 6px}"
-         "th{background:#f3f3f3}img{max-width:100%}</style></head><body>"]
-    for kind, x in items:
-        if kind in ("h1", "h2", "h3"):
-            h.append(f"<{kind}>{html.escape(x)}</{kind}>")
-        elif kind == "p":
-            h.append(f"<p>{_inline_html(x)}</p>")
-        elif kind == "ul":
-            h.append("<ul>" + "".join(f"<li>{_inline_html(line[2:] if line.startswith('- ') else line)}</li>"
-                                      for line in x) + "</ul>")
-        elif kind == "table":
-            h.append(x.to_html(index=False) if not x.empty else "<p>(no layout)</p>")
-        elif kind == "img":
-            b64 = base64.b64encode(x.read_bytes()).decode()
-            h.append(f"<figure><img src='data:image/png;base64,{b64}'><figcaption>{html.escape(str(x))}"
-                     "</figcaption></figure>")
-    h.append("</body></html>")
-    return "\n".join(h)
-
-
 def write_report(paths, out_dir) -> tuple[Path, Path]:
     rep = collect(paths)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     items = build(rep, out)
-    md_path, html_path = out / "report.md", out / "report.html"
+    md_path = out / "report.md"
     atomic_write_text(md_path, to_markdown(items, out))
-    atomic_write_text(html_path, to_html(items))
-    return md_path, html_path
+    html_paths = write_pages(rep, out, {"scoring": scoring_rules(), "protocol": protocol_notes(),
+                                        "cause_lines": cause_lines(rep), "missing": missing_lines(rep),
+                                        "reproductions": reproduction_lines(rep), "runs": run_lines(rep)})
+    return md_path, next(p for p in html_paths if p.name == "index.html")
 
 
-def compare_text(run_dir) -> str:
-    """The comparison of one run folder (or every run folder below it), for the terminal."""
+def compare_text(run_dir, only_outside: bool = False, cells: bool = True) -> str:
+    """The comparison of one run folder (or every run folder below it), for the terminal.
+    ``only_outside``: list only the in-scope cells outside tolerance, with their causes;
+    ``cells=False``: only each table's counts."""
     rep = collect([run_dir])
     if not rep.tables:
         unfinished = [f"{d} ({info.get('status', '?')})" for d, info in rep.runs if info.get("status") != "complete"]
@@ -522,9 +480,17 @@ def compare_text(run_dir) -> str:
         out.append(f"{t.name} ({t.run_dir}): {ok}/{n} in-scope cells within tolerance, {t.n_consistent}/{n} "
                    f"consistent with sampling ({both} compared)" + (f"; outside: {causes}" if causes else ""))
         out += [f"  {line}" for line in _table_notes(t)]
+        if not cells:
+            continue
         c = t.comparison
-        show = c[["block", "row", "column", "metric", "paper", "ours_mean", "ours_std", "n_runs", "diff",
-                  "tolerance", "within", "in_scope"]]
+        cols = ["block", "row", "column", "metric", "paper", "ours_mean", "ours_std", "n_runs", "diff",
+                "tolerance", "within", "in_scope"]
+        if only_outside:
+            c, cols = t.causes, cols[:-2] + ["cause", "cause_note"]
+            if c.empty:
+                out += ["  no in-scope cell is outside tolerance", ""]
+                continue
+        show = c[cols]
         with pd.option_context("display.max_rows", None, "display.width", 200):
             out.append(show.to_string(index=False, na_rep="", float_format=lambda v: _num(v)))
         out.append("")

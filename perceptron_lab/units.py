@@ -371,11 +371,12 @@ def unit_order(ucfg: ExperimentConfig, unit: Unit, n: int):
     return np.random.default_rng(order_seed).permutation(n), rule_seed
 
 
-def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None, ucfg=None, splits=None):
+def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None, ucfg=None, splits=None, phase=None):
     """Train and evaluate one unit; returns (rows, timings).
 
     ``ucfg`` (the config with the unit's grid values applied) and ``splits`` may be passed by a
-    caller that runs many units of one grid point.
+    caller that runs many units of one grid point. ``phase(text)`` is told when training and
+    evaluation start (the progress bar shows it).
     """
     if ucfg is None:
         ucfg = with_overrides(cfg, unit.grid_values) if unit.grid_values else cfg
@@ -390,7 +391,11 @@ def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None, ucfg
     order, rule_seed = unit_order(ucfg, unit, len(ytr))
     epochs_all, main = eval_epochs(ucfg)
     with threads_for(Xtr.size):
+        if phase is not None:
+            phase(f"training {unit.key}")
         log = train_from_config(ucfg, Xtr, Y, kernel, order, epochs_all, dtype, progress=progress)
+        if phase is not None:
+            phase(f"evaluating {unit.key} ({len(ucfg.prediction.rules)} rules x {len(epochs_all)} checkpoints)")
         t1 = time.perf_counter()
         err_m, err_b = evaluate(log, kernel, Xtr, Xte, yte, binary, vote_weight=ucfg.prediction.vote_weight,
                                 seed=rule_seed, dtype=dtype, rules=ucfg.prediction.rules)
@@ -450,7 +455,7 @@ def unit_steps(cfg: ExperimentConfig, ds: Dataset, unit: Unit) -> int:
     return int(round(cfg.training.epochs * n))
 
 
-def run_part(cfg: ExperimentConfig, part: Part, data_dir=None, progress=None, unit_done=None):
+def run_part(cfg: ExperimentConfig, part: Part, data_dir=None, progress=None, unit_done=None, phase=None):
     """Run every unit of a part; returns (CSV text of its rows, list of unit timings).
 
     ``progress(steps)`` is called as training advances; ``unit_done(steps)`` after each unit.
@@ -460,7 +465,7 @@ def run_part(cfg: ExperimentConfig, part: Part, data_dir=None, progress=None, un
     splits = _Splits(ucfg, len(ds.y_train))
     rows, timings = [], []
     for u in part.units:
-        r, tm = run_unit(cfg, ds, u, progress=progress, ucfg=ucfg, splits=splits)
+        r, tm = run_unit(cfg, ds, u, progress=progress, ucfg=ucfg, splits=splits, phase=phase)
         rows.extend(r)
         timings.append(tm)
         if unit_done is not None:

@@ -46,14 +46,37 @@ def test_counts_only_in_scope_cells_with_both_values(tmp_path):
     assert "1/2 consistent with sampling" in text
     assert "2.10 ± 0.10 (2.0)" in text
     assert "../results/fs1999/d9/fs1999_figure2.png" in text
+    assert page.name == "index.html"
     h = page.read_text()
-    assert "data:image/png;base64," in h and "2.10 ± 0.10 (2.0)" in h
+    assert "1 / 2" in h and 'href="fs1999.html#t-fs1999-table1-d9-d9"' in h
+    paper = (page.parent / "fs1999.html").read_text()
+    assert 'src="../results/fs1999/d9/fs1999_figure2.png"' in paper and "2.10 ± 0.10 (2.0)" in paper
+    assert '<h2 id="t-fs1999-table1-d9-d9">' in paper
+
+
+def test_html_cells_are_coloured_by_status_and_say_why(tmp_path):
+    """Each grid cell's class is its status; its hover text holds the paper's value, ours ± std, the
+    tolerance and the cause (Last@1: 3.9 vs 3 with tolerance 0.3, no rule: unexplained)."""
+    import re
+
+    make_run(tmp_path)
+    _, page = write_report([tmp_path / "results"], tmp_path / "report")
+    paper = (page.parent / "fs1999.html").read_text()
+    cells = dict((text, (cls, title)) for cls, title, text in
+                 re.findall(r'<td class="s-([\w-]+)" title="([^"]*)">([^<]*)</td>', paper))
+    assert cells["2.10 ± 0.10 (2)"][0] == "within"
+    assert cells["5.10 ± 0.10 (5)"][0] == "not-scored"      # T = 0.1 is out of scope
+    assert cells["100 ± 0.1"][0] == "ours-only"             # SupVec: the paper prints none
+    cls, title = cells["3.90 ± 0.10 (3)"]
+    assert cls == "unexplained"
+    assert "paper: 3" in title and "ours: 3.90 ± 0.10 over 2 run(s)" in title and "tolerance: 0.3" in title
+    assert "outside: unexplained" in title and "diff: +0.9" in title
 
 
 def test_cli_report_and_compare(tmp_path):
     d = make_run(tmp_path)
     r = CliRunner().invoke(main, ["report", str(tmp_path / "results"), "--out", str(tmp_path / "rep")])
-    assert r.exit_code == 0 and (tmp_path / "rep" / "report.html").exists()
+    assert r.exit_code == 0 and (tmp_path / "rep" / "index.html").exists()
     r = CliRunner().invoke(main, ["compare", str(d)])
     assert r.exit_code == 0 and "1/2 in-scope cells within tolerance" in r.output and "Last" in r.output
 

@@ -21,8 +21,8 @@ def write_outputs(cfg, table, out, results, n_train=None) -> list[Path]:
         from .figures import plot_fs1999_figure2
 
         written.append(plot_fs1999_figure2(results, Path(out) / "fs1999_figure2.png",
-                                           title=f"Freund & Schapire (1999) Figure 2 -- {cfg.name}: "
-                                                 "test error vs epochs"))
+                                           title="Freund & Schapire (1999) Figure 2, reproduced: MNIST test "
+                                                 "error vs epochs (lines: ours; open markers: the paper)"))
     return written
 
 
@@ -39,7 +39,8 @@ def reproduce_figures(results_dir, data_dir=None) -> list[Path]:
     curves = pd.concat([pd.read_csv(p, dtype=str, keep_default_na=False) for p in runs])
     curves = curves[curves["class"] == "all"]
     return [plot_fs1999_figure2(curves, root / "fs1999_figure2.png",
-                                title="Freund & Schapire (1999) Figure 2, reproduced: test error vs epochs")]
+                                title="Freund & Schapire (1999) Figure 2, reproduced: MNIST test error vs "
+                                      "epochs (lines: ours; open markers: the paper)")]
 
 
 def scoring_rule() -> str:

@@ -163,7 +163,10 @@ def write_kw2007_outputs(cfg, out, df: pd.DataFrame, data_dir=None) -> list[Path
         curves = parameter_curves(cfg, df)
         if len(curves):
             written.append(plot_kw2007_figure4(curves, out / "kw2007_figure4.png",
-                                               title=f"{cfg.name}: accuracy vs parameter value"))
+                                               title=f"Khardon & Wachman (2007) Figure 4, reproduced on {cfg.dataset.name}: "
+                                                     "cross-validated accuracy vs parameter value\n(the paper's "
+                                                     "figure prints no numbers to overlay; each y axis spans at "
+                                                     "least 10 points)"))
     return written
 
 

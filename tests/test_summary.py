@@ -1,0 +1,80 @@
+"""The end-of-run summary: error rules first in the config's order, counts last with ±, the chosen
+grid points of searches with their cross-validated error; search.csv / nested.csv lead with error."""
+
+from __future__ import annotations
+
+import pandas as pd
+from click.testing import CliRunner
+
+from perceptron_lab.cli import main
+from perceptron_lab.summary import rule_order
+
+CFG = """
+extends: "package:quickstart.yaml"
+name: {name}
+training:
+  epochs: 2
+  checkpoints: [1, 2]
+evaluation:
+  mode: {mode}
+  folds: 3
+  inner_folds: 3
+  grid:
+    algorithm.tau: [0, 0.5]
+  search: [[algorithm.tau]]
+output:
+  dir: {out}
+  figures: false
+"""
+
+
+def run(tmp_path, mode):
+    cfg = tmp_path / f"{mode}.yaml"
+    out = tmp_path / mode
+    cfg.write_text(CFG.format(name=mode, mode=mode, out=out))
+    r = CliRunner().invoke(main, ["run", str(cfg), "--quiet"])
+    assert r.exit_code == 0, r.output
+    return out, r.output
+
+
+def test_rule_order_puts_errors_first_and_counts_last():
+    rows = ["avg", "mistakes", "last_norm", "support_vectors", "vote", "last"]
+    assert rule_order(rows, ["vote", "last", "avg"]) == ["vote", "last", "last_norm", "avg", "mistakes",
+                                                         "support_vectors"]
+
+
+def test_kfold_search_summary_and_search_csv(tmp_path):
+    out, text = run(tmp_path, "kfold")
+    lines = text.splitlines()
+    head = next(i for i, x in enumerate(lines) if x.startswith("test error %"))
+    rows = [x.split()[0] for x in lines[head + 2:head + 8]]
+    # the quickstart's rules in its order, then the counts, which carry a ± too
+    assert rows == ["last", "longest", "vote", "avg", "mistakes", "support_vectors"]
+    assert "±" in lines[head + 6]
+    s = pd.read_csv(out / "search.csv")
+    assert list(s.columns).index("error_pct") < list(s.columns).index("accuracy_pct")
+    assert ((s["error_pct"] + s["accuracy_pct"] - 100).abs() < 1e-3).all()
+    # the chosen point of the tau plan for vote, with its error, is printed as search.csv has it
+    r = s[(s["search"] == "tau") & (s["rule"] == "vote")].iloc[0]
+    line = next(x for x in lines if x.strip().startswith("tau") and " vote " in x)
+    assert r["chosen"] in line and f"{r['error_pct']:6.2f}".strip() in line
+
+
+def test_progress_log_has_a_line_per_part(tmp_path):
+    out, _ = run(tmp_path, "kfold")
+    lines = (out / "progress.log").read_text().splitlines()
+    assert lines[0].endswith("start: 2 part(s) to compute")
+    assert [x.split()[1:3] for x in lines[1:]] == [["part", "1/2"], ["part", "2/2"]]
+    assert all("units=3" in x and "train=" in x and "eval=" in x for x in lines[1:])
+
+
+def test_nested_summary_prints_the_choices_and_inner_cv_error(tmp_path):
+    out, text = run(tmp_path, "nested")
+    n = pd.read_csv(out / "nested.csv", keep_default_na=False)
+    res = pd.read_csv(out / "results.csv", keep_default_na=False)
+    inner = res[(res["search"] == "tau") & (res["rule"] == "avg") & (res["metric"] == "inner_cv_error_pct")]
+    expect = inner.groupby("fold")["value"].mean().mean()
+    r = n[(n["search"] == "tau") & (n["rule"] == "avg")].iloc[0]
+    line = next(x for x in text.splitlines() if x.strip().startswith("tau") and " avg " in x)
+    assert f"chosen {r['choices']}" in line and f"inner-CV error {expect:.2f}" in line
+    assert f"outer test error {r['error_pct']:.2f}" in line
