@@ -114,6 +114,8 @@ class AlgorithmConfig:
     Perceptron: ``eta``, ``theta_init`` (a number or ``'avg_sq_norm'``), ``C`` (a number or
     ``'theta_init'``), ``tau``, ``lambda_``, ``alpha_bound`` (None: unbounded), ``form``.
     ALMA (Gentile 2001): ``alpha``, ``B`` (None: 1/alpha; ``'sqrt8/alpha'``: sqrt(8)/alpha), ``C``, ``p``.
+    Budgeted algorithms (:mod:`perceptron_lab.engine.budget`): ``budget`` (None: no limit); ``eta``
+    (Projectron, NORMA); ``lambda_``, ``rho``, ``schedule`` (NORMA).
     """
 
     name: str
@@ -127,6 +129,9 @@ class AlgorithmConfig:
     alpha: float | None
     B: float | str | None
     p: float | None
+    budget: int | None = None
+    rho: float | None = None
+    schedule: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -312,6 +317,7 @@ class _Validator:
                     self.unknown(prefix + (key,), known)
         out: dict[str, Any] = {}
         self.values[section] = out
+        offed: set = set()
         # selectors first: keys that others depend on are never conditional themselves
         for p in sorted(params, key=lambda p: p.when is not None):
             path = prefix + (p.key,)
@@ -324,7 +330,8 @@ class _Validator:
                     continue
                 if sel not in p.when[1]:
                     if not any(q.key == p.key and q.applies(out.get) for q in params):
-                        if p.key in raw and not _is_neutral(raw[p.key], p.neutral):
+                        if p.key in raw and not _is_neutral(raw[p.key], p.neutral) and path not in offed:
+                            offed.add(path)  # a key listed for several algorithms is reported once
                             self.off(p, sel, shown=f" = {_show(raw[p.key])}", at=path)
                         out[p.key] = p.neutral
                     continue
@@ -446,7 +453,21 @@ def _rule_nested_grid(v: _Validator) -> None:
                "parameters the inner folds choose, e.g. search: [[algorithm.tau]]")
 
 
+def _rule_budget_rules(v: _Validator) -> None:
+    name, rules = v.values["algorithm"].get("name"), v.values["prediction"].get("rules")
+    if _valid(name, rules) and name in C.BUDGET_ALGORITHMS:
+        if ("prediction", "rules") not in v.given:
+            v.values["prediction"]["rules"] = C.BUDGET_RULES  # the default for budgeted runs
+            return
+        bad = [r for r in rules if r not in C.BUDGET_RULES]
+        if bad:
+            v.line(("prediction", "rules"), f"prediction.rules {bad} with algorithm.name = {name!r}: a budgeted "
+                   f"algorithm predicts with the rules {', '.join(C.BUDGET_RULES)} only (its removals and "
+                   "shrinkings leave no sequence of hypotheses to vote over); set prediction.rules: [last, avg]")
+
+
 _COMBINATIONS: tuple[Callable[[_Validator], None], ...] = (
+    _rule_budget_rules,
     rule_dataset_source,
     _rule_alma_primal,
     _rule_primal_kernel,

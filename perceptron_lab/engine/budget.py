@@ -147,6 +147,11 @@ class BudgetLog:
     seconds: float = 0.0
     info: dict = field(default_factory=dict)
 
+    @property
+    def n_updates(self) -> int:
+        """Changes of a hypothesis: insertions, projections and margin updates."""
+        return int(np.isin(self.ev_kind, (EV_INSERT, EV_PROJECT, EV_MARGIN)).sum())
+
 
 @nb.njit(cache=True)
 def _kval(p, i, colmap, Kpool, Kcc):
@@ -347,12 +352,13 @@ def _run_chunk(ex, step0, Y, kdiag, Kpool, Kcc, colmap, alg, B, eta, lam, rho, l
 
 
 def train_budget(X, Y, kernel: Kernel, params: BudgetParams, order, epochs: float, checkpoints=None,
-                 chunk_size: int = 512, progress=None) -> BudgetLog:
+                 chunk_size: int = 512, progress=None, memory_limit_gb: float = 8.0) -> BudgetLog:
     """Train one-vs-rest budgeted kernel perceptrons (or NORMA) on ``order`` repeated for ``epochs``.
 
     X: (n, f) features; Y: (n, L) in {-1, +1} (:func:`~perceptron_lab.engine.perceptron.label_matrix`);
     order: a permutation of range(n); checkpoints: epochs (fractions allowed; default: ``epochs``).
-    Kernel values are float64. Returns a :class:`BudgetLog`; :func:`budget_scores` predicts from it.
+    Kernel values are float64. Forgetron and the Projectrons keep a budget x budget matrix per
+    label; a run whose matrices would exceed ``memory_limit_gb`` stops with an error. Returns a :class:`BudgetLog`; :func:`budget_scores` predicts from it.
     """
     t0 = time.perf_counter()
     X = np.ascontiguousarray(X, dtype=np.float64)
@@ -365,6 +371,12 @@ def train_budget(X, Y, kernel: Kernel, params: BudgetParams, order, epochs: floa
     params.validate(n)
     alg = ALGORITHM_CODES[params.algorithm]
     B = int(min(params.budget, n))
+    if alg in (ALG_FORGETRON, ALG_PROJECTRON, ALG_PROJECTRON_PP):
+        need = L * (B + 1) ** 2 * 8 / 1e9
+        if need > memory_limit_gb:
+            raise EngineError(f"{params.algorithm} keeps a {B} x {B} kernel matrix per label: {need:.1f} GB for "
+                              f"{L} labels, more than the {memory_limit_gb:g} GB allowed (training.cache_limit_gb); "
+                              "set a smaller algorithm.budget")
     order = np.ascontiguousarray(order, dtype=np.int64)
     checkpoints = [epochs] if checkpoints is None else list(checkpoints)
     total = epochs_to_steps(epochs, n)
@@ -455,3 +467,47 @@ def budget_predict(log: BudgetLog, kernel: Kernel, X_train, X_test, rule: str = 
     if log.n_labels == 1:
         return (s[:, 0] > 0).astype(np.int64)
     return np.argmax(s, axis=1)
+
+
+def budget_errors(log: BudgetLog, kernel: Kernel, X_train, X_test, y_test, binary: bool, rule_names, rules):
+    """Wrong predictions ``(errors_multi, errors_bin)`` of shapes (n_cp, len(rule_names)) and
+    (n_cp, len(rule_names), L), as :func:`perceptron_lab.predict.evaluate` returns them (rule order
+    ``rule_names``; rules not computed are -1): multiclass by argmax (first on ties), each label and
+    binary problems by score > 0."""
+    n_cp, L = log.checkpoint_steps.size, log.n_labels
+    err_m = np.full((n_cp, len(rule_names)), -1, dtype=np.int64)
+    err_b = np.full((n_cp, len(rule_names), L), -1, dtype=np.int64)
+    y_test = np.asarray(y_test)
+    truth = (y_test == 1)[:, None] if binary else (y_test[:, None] == np.arange(L)[None, :])
+    for k in range(n_cp):
+        for rule in rules:
+            r = rule_names.index(rule)
+            s = budget_scores(log, kernel, X_train, X_test, rule, k)
+            if not np.all(np.isfinite(s)):
+                from ..errors import NumericError
+
+                raise NumericError(f"the {rule} hypothesis of {log.params.algorithm} has non-finite test scores; "
+                                   "use a smaller kernel scale (kernel.scale) or degree")
+            pred = (s[:, 0] > 0).astype(np.int64) if binary else np.argmax(s, axis=1)
+            err_m[k, r] = int(np.sum(pred != y_test))
+            err_b[k, r] = np.sum((s > 0) != truth, axis=0)
+    return err_m, err_b
+
+
+def budget_counts(log: BudgetLog) -> dict:
+    """``mistakes`` (n_cp, L): prediction mistakes so far; ``support_vectors`` (n_cp, L): the size
+    of each label's support set at the checkpoint; ``support_vectors_union`` (n_cp,): distinct
+    examples in any label's support set then."""
+    sv = np.array([[len(exs) for exs, _ in state] for state in log.last], dtype=np.int64)
+    svu = np.array([np.unique(np.concatenate([exs for exs, _ in state])).size for state in log.last], dtype=np.int64)
+    return {"mistakes": log.mistakes_cp, "support_vectors": sv, "support_vectors_union": svu}
+
+
+def params_from_config(acfg, seed=0) -> BudgetParams:
+    """The :class:`BudgetParams` of a config's algorithm section (budget None: no limit)."""
+    budget = np.iinfo(np.int64).max if acfg.budget is None else int(acfg.budget)
+    return BudgetParams(algorithm=acfg.name, budget=budget,
+                        eta=float(acfg.eta) if acfg.eta is not None else 0.1,
+                        lam=float(acfg.lambda_) if acfg.lambda_ is not None else 0.0,
+                        rho=float(acfg.rho) if acfg.rho is not None else 1.0,
+                        schedule=acfg.schedule or "constant", seed=seed)
