@@ -165,3 +165,64 @@ def test_deterministic():
     b = train_budget(X, Y, Kernel("gaussian", sigma=1.0), BudgetParams("rbp", budget=3, seed=9), np.arange(30), 2,
                      chunk_size=5)
     assert a.ev_ex.tolist() == b.ev_ex.tolist() and a.ev_kind.tolist() == b.ev_kind.tolist()
+
+
+# ----------------------------------------------------------------------------- from configs
+
+
+def _budget_cfg(tmp_path, algorithm, rules=None):
+    import yaml
+
+    cfg = {"dataset": {"name": "sonar"}, "kernel": {"type": "gaussian", "sigma": 1.0},
+           "algorithm": algorithm, "training": {"epochs": 2, "checkpoints": [1, 2]},
+           "evaluation": {"mode": "kfold", "folds": 3}}
+    if rules is not None:
+        cfg["prediction"] = {"rules": rules}
+    path = tmp_path / "b.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def test_sonar_config_runs_and_matches_engine(tmp_path):
+    """`plab run` of a budgeted config: its numbers are the engine's on the same fold and order."""
+    import pandas as pd
+    from click.testing import CliRunner
+
+    from perceptron_lab.cli import main
+    from perceptron_lab.config import load_config
+    from perceptron_lab.experiment import plan_work, read_inputs
+    from perceptron_lab.units import unit_data, unit_order
+
+    path = _budget_cfg(tmp_path, {"name": "forgetron", "budget": 15})
+    res = CliRunner().invoke(main, ["run", str(path), "--out", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    df = pd.read_csv(tmp_path / "out" / "results.csv")
+    assert set(df["rule"].dropna()) - {"none"} == {"last", "avg"}
+    cfg = load_config(path)
+    ds = read_inputs(cfg, None, verify=False)[0]
+    unit = plan_work(cfg, ds).units[0]
+    Xtr, ytr, Xte, yte = unit_data(cfg, ds, unit, None)
+    order, _ = unit_order(cfg, unit, len(ytr))
+    log = train_budget(Xtr, label_matrix(ytr, 2), Kernel("gaussian", sigma=1.0), BudgetParams("forgetron", 15),
+                       order, 2, [1, 2])
+    err = 100.0 * np.sum(budget_predict(log, Kernel("gaussian", sigma=1.0), Xtr, Xte, "last") != yte) / len(yte)
+    row = df[(df["fold"] == unit.fold) & (df["rule"] == "last") & (df["epoch"] == 2) & (df["metric"] == "test_error_pct")]
+    assert float(row["value"].iloc[0]) == pytest.approx(err)
+    sv = df[(df["fold"] == unit.fold) & (df["metric"] == "support_vectors") & (df["epoch"] == 2)]
+    assert int(sv["value"].iloc[0]) <= 15
+
+
+@pytest.mark.parametrize("algorithm, rules, message", [
+    ({"name": "rbp", "budget": 5}, ["last", "vote"], "predicts with the rules last, avg only"),
+    ({"name": "perceptron", "budget": 5}, None, "only the budgeted algorithms"),
+    ({"name": "forgetron", "rho": 1}, None, "is a NORMA parameter"),
+    ({"name": "norma", "budget": 0}, None, "algorithm.budget"),
+])
+def test_config_errors(tmp_path, algorithm, rules, message):
+    from click.testing import CliRunner
+
+    from perceptron_lab.cli import main
+
+    res = CliRunner().invoke(main, ["run", str(_budget_cfg(tmp_path, algorithm, rules)), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2, res.output
+    assert message in res.output and "Traceback" not in res.output
