@@ -51,8 +51,9 @@ Prediction (:func:`budget_scores`). The state at each checkpoint is recorded twi
 * ``avg``: ``sum_{t=1}^{T} h_t``, the sum of the hypotheses after each of the T steps so far (the
   averaged perceptron's weighting by survival: a hypothesis counts once per step it is current).
   Removals, shrinkings, projections and decays change earlier terms' weights; the sum is formed
-  per example (``acc[c, i] += coef_i`` for every support vector after every step), so every
-  change is counted from the step it happens on. The averaged hypothesis is NOT budgeted: its
+  per example (in effect ``acc[c, i] += coef_i`` for every support vector after every step: each
+  slot sums its coefficient while it is scored, and hands the sum to its example when removed),
+  so every change is counted from the step it happens on. The averaged hypothesis is NOT budgeted: its
   support is every example that was ever a support vector. The voted rule is not offered (it
   would need every intermediate hypothesis, i.e. memory proportional to the steps).
 
@@ -71,7 +72,7 @@ from dataclasses import dataclass, field
 import numba as nb
 import numpy as np
 
-from ..kernels import Kernel, gram, kernel_diag, sq_norms
+from ..kernels import Kernel, exact32_ok, gram, kernel_diag, sq_norms
 from .base import EngineError, chunk_bounds, epochs_to_steps
 
 ALG_STOPTRON, ALG_RBP, ALG_FORGETRON, ALG_PROJECTRON, ALG_PROJECTRON_PP, ALG_NORMA = 0, 1, 2, 3, 4, 5
@@ -82,7 +83,6 @@ LR_CODES = {"constant": LR_CONSTANT, "sqrt": LR_SQRT}
 
 #: Event kinds of :attr:`BudgetLog.ev_kind`.
 EV_MISTAKE, EV_INSERT, EV_REMOVE, EV_PROJECT, EV_MARGIN = 0, 1, 2, 3, 4
-_FAR = -(1 << 40)
 
 
 @dataclass(frozen=True)
@@ -154,17 +154,12 @@ class BudgetLog:
 
 
 @nb.njit(cache=True)
-def _kval(p, i, colmap, Kpool, Kcc):
-    cm = colmap[i]
-    if cm >= 0:
-        return Kpool[p, cm]
-    return Kcc[p, -cm - 1]
-
-
-@nb.njit(cache=True)
-def _remove_at(c, k, sv_ord, size, free, nfree, sv_ex, refc):
-    """Remove the support vector of insertion rank k from label c; returns its slot."""
+def _remove_at(c, k, sv_ord, size, free, nfree, sv_ex, refc, acc, slot_acc):
+    """Remove the support vector of insertion rank k from label c; returns its slot. The slot's
+    running sum of coefficients goes to the example's entry of the averaged hypothesis."""
     s = sv_ord[c, k]
+    acc[c, sv_ex[c, s]] += slot_acc[c, s]
+    slot_acc[c, s] = 0.0
     for q in range(k, size[c] - 1):
         sv_ord[c, q] = sv_ord[c, q + 1]
     size[c] -= 1
@@ -175,10 +170,15 @@ def _remove_at(c, k, sv_ord, size, free, nfree, sv_ex, refc):
 
 
 @nb.njit(cache=True)
-def _run_chunk(ex, step0, Y, kdiag, Kpool, Kcc, colmap, alg, B, eta, lam, rho, lr, urand,
-               sv_ex, sv_coef, sv_ord, size, free, nfree, refc, Gs, use_gs, Kinv, Q, M, acc, mistakes,
-               kbuf, dbuf, o_step, o_cls, o_kind, o_ex):
-    """One chunk of the sequence (distinct examples ``ex``, steps ``step0 ...``); returns the events."""
+def _run_chunk(ex, step0, Y, kdiag, Kall, m0, alg, B, eta, lam, rho, lr, urand,
+               sv_ex, sv_coef, sv_col, sv_ord, size, free, nfree, refc, Gs, use_gs, Kinv, Q, M, acc, slot_acc,
+               mistakes, kbuf, dbuf, o_step, o_cls, o_kind, o_ex):
+    """One chunk of the sequence (distinct examples ``ex``, steps ``step0 ...``); returns the events.
+
+    ``Kall[p, sv_col[c, s]]`` is the kernel value between the chunk's example p and the support
+    vector in slot s of label c: columns below ``m0`` are the support vectors at the chunk start,
+    column ``m0 + q`` the chunk's example q. ``slot_acc[c, s]`` sums the slot's coefficient over
+    the hypotheses before each step (see :func:`train_budget` for the averaged hypothesis)."""
     nb_ = ex.shape[0]
     L = Y.shape[1]
     n_out = 0
@@ -191,7 +191,9 @@ def _run_chunk(ex, step0, Y, kdiag, Kpool, Kcc, colmap, alg, B, eta, lam, rho, l
             f = 0.0
             for q in range(m):
                 s = sv_ord[c, q]
-                f += sv_coef[c, s] * _kval(p, sv_ex[c, s], colmap, Kpool, Kcc)
+                a_s = sv_coef[c, s]
+                f += a_s * Kall[p, sv_col[c, s]]
+                slot_acc[c, s] += a_s
             yf = y * f
             if yf <= 0.0:
                 mistakes[c] += 1
@@ -214,7 +216,7 @@ def _run_chunk(ex, step0, Y, kdiag, Kpool, Kcc, colmap, alg, B, eta, lam, rho, l
                     insert = True
                     coef_new = eta_t * y
                     if m >= B:
-                        s = _remove_at(c, 0, sv_ord, size, free, nfree, sv_ex, refc)
+                        s = _remove_at(c, 0, sv_ord, size, free, nfree, sv_ex, refc, acc, slot_acc)
                         o_step[n_out] = t
                         o_cls[n_out] = c
                         o_kind[n_out] = EV_REMOVE
@@ -227,7 +229,7 @@ def _run_chunk(ex, step0, Y, kdiag, Kpool, Kcc, colmap, alg, B, eta, lam, rho, l
                     insert = True
                     if m >= B:
                         k = int(urand[p, c] * m)
-                        s = _remove_at(c, k, sv_ord, size, free, nfree, sv_ex, refc)
+                        s = _remove_at(c, k, sv_ord, size, free, nfree, sv_ex, refc, acc, slot_acc)
                         o_step[n_out] = t
                         o_cls[n_out] = c
                         o_kind[n_out] = EV_REMOVE
@@ -244,7 +246,7 @@ def _run_chunk(ex, step0, Y, kdiag, Kpool, Kcc, colmap, alg, B, eta, lam, rho, l
                         for q in range(m):
                             s = sv_ord[c, q]
                             fr += sv_coef[c, s] * Gs[c, r, s]
-                        fr += y * _kval(p, sv_ex[c, r], colmap, Kpool, Kcc)
+                        fr += y * Kall[p, sv_col[c, r]]
                         mu = yr * fr
                         # Psi(sig phi, mu) + Q <= 15/32 M: lam^2 + 2 (1 - mu) lam + (Q - 15 M / 32) <= 0
                         bq = 1.0 - mu
@@ -268,7 +270,7 @@ def _run_chunk(ex, step0, Y, kdiag, Kpool, Kcc, colmap, alg, B, eta, lam, rho, l
                             s = sv_ord[c, q]
                             sv_coef[c, s] *= phi
                         coef_new = phi * y
-                        s = _remove_at(c, 0, sv_ord, size, free, nfree, sv_ex, refc)
+                        s = _remove_at(c, 0, sv_ord, size, free, nfree, sv_ex, refc, acc, slot_acc)
                         o_step[n_out] = t
                         o_cls[n_out] = c
                         o_kind[n_out] = EV_REMOVE
@@ -279,7 +281,7 @@ def _run_chunk(ex, step0, Y, kdiag, Kpool, Kcc, colmap, alg, B, eta, lam, rho, l
                 if yf <= 0.0 or margin_err:
                     # slots 0 .. m-1 in insertion order (the Projectron never removes)
                     for q in range(m):
-                        kbuf[q] = _kval(p, sv_ex[c, q], colmap, Kpool, Kcc)
+                        kbuf[q] = Kall[p, sv_col[c, q]]
                     kd = 0.0
                     for a in range(m):
                         acc_d = 0.0
@@ -328,7 +330,7 @@ def _run_chunk(ex, step0, Y, kdiag, Kpool, Kcc, colmap, alg, B, eta, lam, rho, l
                 if use_gs:
                     for q in range(mm):
                         s2 = sv_ord[c, q]
-                        v = _kval(p, sv_ex[c, s2], colmap, Kpool, Kcc)
+                        v = Kall[p, sv_col[c, s2]]
                         Gs[c, s, s2] = v
                         Gs[c, s2, s] = v
                     Gs[c, s, s] = kdiag[i]
@@ -337,17 +339,12 @@ def _run_chunk(ex, step0, Y, kdiag, Kpool, Kcc, colmap, alg, B, eta, lam, rho, l
                 sv_ord[c, mm] = s
                 size[c] = mm + 1
                 refc[i] += 1
-                if colmap[i] == _FAR:
-                    colmap[i] = -(p + 1)
+                sv_col[c, s] = m0 + p
                 o_step[n_out] = t
                 o_cls[n_out] = c
                 o_kind[n_out] = EV_INSERT
                 o_ex[n_out] = i
                 n_out += 1
-            # the averaged hypothesis: sum over steps of the hypothesis after the step
-            for q in range(size[c]):
-                s = sv_ord[c, q]
-                acc[c, sv_ex[c, s]] += sv_coef[c, s]
     return n_out
 
 
@@ -404,7 +401,9 @@ def train_budget(X, Y, kernel: Kernel, params: BudgetParams, order, epochs: floa
     M = np.zeros(L, dtype=np.int64)
     acc = np.zeros((L, n))
     mistakes = np.zeros(L, dtype=np.int64)
-    colmap = np.full(n, _FAR, dtype=np.int64)
+    colmap = np.full(n, -1, dtype=np.int64)
+    sv_col = np.zeros((L, B), dtype=np.int64)
+    slot_acc = np.zeros((L, B))
     rng = np.random.default_rng(params.seed)
     maxb = int(np.max(np.diff(bounds)))
     bufs = {k: np.empty(3 * maxb * L, dtype=np.int64) for k in ("step", "cls", "kind", "ex")}
@@ -413,19 +412,25 @@ def train_budget(X, Y, kernel: Kernel, params: BudgetParams, order, epochs: floa
     last, avg = [], []
     cp_ptr = 0
     max_support = 0
-    no_pool = np.zeros((1, 1))
+    # integer features (raw pixels, 0/1 indicators): kernel blocks by exact float32 GEMMs, the same values
+    exact = exact32_ok(X)
+    X32 = X.astype(np.float32) if exact else None
+    t_gram = 0.0
     for a, b in zip(bounds[:-1], bounds[1:]):
         ex = order[np.arange(a, b) % n]
         pool = np.flatnonzero(refc)
-        colmap[:] = _FAR
         colmap[pool] = np.arange(pool.size)
-        Xe = X[ex]
-        Kpool = gram(kernel, Xe, X[pool], sq[ex], sq[pool]) if pool.size else no_pool
-        Kcc = gram(kernel, Xe, Xe, sq[ex], sq[ex])
+        sv_col[:] = colmap[sv_ex]  # slots not in use get garbage, never read
+        colmap[pool] = -1
+        # one kernel block: the chunk's examples against the support vectors and against themselves
+        cols = np.concatenate([pool, ex])
+        tg = time.perf_counter()
+        Kall = gram(kernel, X[ex], X[cols], sq[ex], sq[cols], exact32=exact, B32=X32[cols] if exact else None)
         urand = rng.random((b - a, L))
-        m = _run_chunk(ex, a, Y, kdiag, Kpool, Kcc, colmap, alg, B, float(params.eta), float(params.lam),
-                       float(params.rho), LR_CODES[params.schedule], urand, sv_ex, sv_coef, sv_ord, size, free,
-                       nfree, refc, Gs, use_gs, Kinv, Q, M, acc, mistakes, kbuf, dbuf,
+        t_gram += time.perf_counter() - tg
+        m = _run_chunk(ex, a, Y, kdiag, Kall, pool.size, alg, B, float(params.eta), float(params.lam),
+                       float(params.rho), LR_CODES[params.schedule], urand, sv_ex, sv_coef, sv_col, sv_ord, size,
+                       free, nfree, refc, Gs, use_gs, Kinv, Q, M, acc, slot_acc, mistakes, kbuf, dbuf,
                        bufs["step"], bufs["cls"], bufs["kind"], bufs["ex"])
         max_support = max(max_support, int(size.max()))
         if m:
@@ -435,16 +440,27 @@ def train_budget(X, Y, kernel: Kernel, params: BudgetParams, order, epochs: floa
             mist_cp[cp_ptr] = mistakes
             last.append([(sv_ex[c, sv_ord[c, :size[c]]].copy(), sv_coef[c, sv_ord[c, :size[c]]].copy())
                          for c in range(L)])
-            avg.append([(np.flatnonzero(acc[c]), acc[c][np.flatnonzero(acc[c])].copy()) for c in range(L)])
+            avg.append([_avg_state(acc[c], sv_ex[c], sv_coef[c], slot_acc[c], sv_ord[c, :size[c]]) for c in range(L)])
             cp_ptr += 1
         if progress is not None:
             progress(b - a)
     cat = {k: (np.concatenate(v) if v else np.empty(0, dtype=np.int64)) for k, v in logs.items()}
-    info = {"algorithm": params.algorithm, "budget": B, "Q": Q.tolist() if use_gs else None}
+    info = {"algorithm": params.algorithm, "budget": B, "Q": Q.tolist() if use_gs else None,
+            "kernel_seconds": round(t_gram, 3), "chunks": int(bounds.size - 1)}
     return BudgetLog(n_train=n, n_labels=L, total_steps=total, order=order, checkpoint_steps=cp_steps,
                      params=params, ev_step=cat["step"], ev_cls=cat["cls"], ev_kind=cat["kind"], ev_ex=cat["ex"],
                      mistakes_cp=mist_cp, last=last, avg=avg, max_support=max_support,
                      seconds=time.perf_counter() - t0, info=info)
+
+
+def _avg_state(acc, sv_ex, sv_coef, slot_acc, live):
+    """(examples, coefficients) of the summed hypothesis sum_{t=1}^{T} h_t. The jitted loop sums
+    the hypotheses before each step (``h_0 ... h_{T-1}``, h_0 = 0): removed slots in ``acc``,
+    live ones in ``slot_acc``; adding the current hypothesis h_T gives ``h_1 + ... + h_T``."""
+    tot = acc.copy()
+    np.add.at(tot, sv_ex[live], slot_acc[live] + sv_coef[live])
+    nz = np.flatnonzero(tot)
+    return nz, tot[nz]
 
 
 def budget_scores(log: BudgetLog, kernel: Kernel, X_train, X_test, rule: str = "last", checkpoint: int = -1):
