@@ -455,14 +455,19 @@ def _rule_nested_grid(v: _Validator) -> None:
 
 def _rule_budget_rules(v: _Validator) -> None:
     name, rules = v.values["algorithm"].get("name"), v.values["prediction"].get("rules")
-    if _valid(name, rules) and name in C.BUDGET_ALGORITHMS:
+    grid = v.values["evaluation"].get("grid")
+    names = [name]
+    if _valid(grid) and isinstance(grid, Mapping) and "algorithm.name" in grid:
+        names += [g for g in grid["algorithm.name"] if isinstance(g, str)]
+    budgeted = [n for n in names if _valid(n) and n in C.BUDGET_ALGORITHMS]
+    if _valid(rules) and budgeted:
         if ("prediction", "rules") not in v.given:
             v.values["prediction"]["rules"] = C.BUDGET_RULES  # the default for budgeted runs
             return
         bad = [r for r in rules if r not in C.BUDGET_RULES]
         if bad:
-            v.line(("prediction", "rules"), f"prediction.rules {bad} with algorithm.name = {name!r}: a budgeted "
-                   f"algorithm predicts with the rules {', '.join(C.BUDGET_RULES)} only (its removals and "
+            v.line(("prediction", "rules"), f"prediction.rules {bad} with algorithm.name = {budgeted[0]!r}: a "
+                   f"budgeted algorithm predicts with the rules {', '.join(C.BUDGET_RULES)} only (its removals and "
                    "shrinkings leave no sequence of hypotheses to vote over); set prediction.rules: [last, avg]")
 
 

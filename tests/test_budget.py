@@ -170,12 +170,12 @@ def test_deterministic():
 # ----------------------------------------------------------------------------- from configs
 
 
-def _budget_cfg(tmp_path, algorithm, rules=None):
+def _budget_cfg(tmp_path, algorithm, rules=None, grid=None):
     import yaml
 
     cfg = {"dataset": {"name": "sonar"}, "kernel": {"type": "gaussian", "sigma": 1.0},
            "algorithm": algorithm, "training": {"epochs": 2, "checkpoints": [1, 2]},
-           "evaluation": {"mode": "kfold", "folds": 3}}
+           "evaluation": {"mode": "kfold", "folds": 3, **({"grid": grid} if grid else {})}}
     if rules is not None:
         cfg["prediction"] = {"rules": rules}
     path = tmp_path / "b.yaml"
@@ -212,17 +212,21 @@ def test_sonar_config_runs_and_matches_engine(tmp_path):
     assert int(sv["value"].iloc[0]) <= 15
 
 
-@pytest.mark.parametrize("algorithm, rules, message", [
-    ({"name": "rbp", "budget": 5}, ["last", "vote"], "predicts with the rules last, avg only"),
-    ({"name": "perceptron", "budget": 5}, None, "only the budgeted algorithms"),
-    ({"name": "forgetron", "rho": 1}, None, "is a NORMA parameter"),
-    ({"name": "norma", "budget": 0}, None, "algorithm.budget"),
+@pytest.mark.parametrize("algorithm, rules, grid, message", [
+    ({"name": "rbp", "budget": 5}, ["last", "vote"], None, "predicts with the rules last, avg only"),
+    ({"name": "perceptron"}, ["vote"], {"algorithm.name": ["perceptron", "rbp"]}, "'rbp': a budgeted algorithm"),
+    ({"name": "perceptron", "budget": 5}, None, None, "only the budgeted algorithms"),
+    ({"name": "forgetron", "rho": 1}, None, None, "is a NORMA parameter"),
+    ({"name": "norma", "budget": 0}, None, None, "algorithm.budget"),
+    ({"name": "alma", "eta": 0.5}, None, None, "algorithm.eta is a perceptron parameter; ALMA does not use it\n"),
 ])
-def test_config_errors(tmp_path, algorithm, rules, message):
+def test_config_errors(tmp_path, algorithm, rules, grid, message):
     from click.testing import CliRunner
 
     from perceptron_lab.cli import main
 
-    res = CliRunner().invoke(main, ["run", str(_budget_cfg(tmp_path, algorithm, rules)), "--out", str(tmp_path / "o")])
+    path = _budget_cfg(tmp_path, algorithm, rules, grid)
+    res = CliRunner().invoke(main, ["run", str(path), "--out", str(tmp_path / "o")])
     assert res.exit_code == 2, res.output
     assert message in res.output and "Traceback" not in res.output
+    assert len(res.output.strip().splitlines()) == 1  # one line, even for a key listed for several algorithms
