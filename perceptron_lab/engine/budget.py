@@ -43,7 +43,10 @@ Readings of the papers we had to choose (assumptions):
 * RBP draws ``u[t, c]`` uniform in [0, 1) for every (step, label) from ``numpy.random.default_rng(seed)``
   (row by row, whether it is used or not) and removes the support vector of insertion rank
   ``floor(u * budget)`` (0 = the oldest still present).
-* Forgetron: ``phi_t`` is the larger root of the quadratic (in closed form), clipped to 1.
+* Forgetron: ``mu_t`` is taken on ``f'_t`` (after adding ``x_t``, before the shrinking), so that
+  ``phi_t`` is chosen with ``mu_t`` fixed; ``phi_t`` is the larger root of the quadratic in
+  ``sigma_{r_t,t} phi`` (in closed form), clipped to 1. ``M_t`` and the mistakes counted are those
+  of the label's own binary problem.
 
 Prediction (:func:`budget_scores`). The state at each checkpoint is recorded twice:
 
