@@ -42,6 +42,7 @@ from .config_checks import (  # noqa: F401  (re-exported)
     _FILE_STEM, _PATH_CUTOFF, _REQUIRED, INVALID, _did_you_mean, _fmt_num, _ParamScalar, _plain, _render_path, _show)
 from .config_schema import (  # noqa: F401  (re-exported)
     _TOP_KEYS, MAX_CONFIG_BYTES, PACKAGE_CONFIG_DIR, SCHEMA, SECTIONS, Param, _attr, _params_of)
+from .config_algorithm import rule_alma_primal, rule_budget_rules, rule_primal_kernel
 from .config_dataset import drop_other_source, rule_dataset_source
 from .config_yaml import _origins, _package_source, _read_yaml, _resolve, _Source
 from .errors import ConfigError
@@ -405,22 +406,6 @@ def _valid(*values) -> bool:
     return all(v is not INVALID for v in values)
 
 
-def _rule_alma_primal(v: _Validator) -> None:
-    alg, ker = v.values["algorithm"], v.values["kernel"]
-    name, p, kind = alg.get("name"), alg.get("p"), ker.get("type")
-    if _valid(name, p, kind) and name == "alma" and p is not None and p > 2 and kind != "linear":
-        v.line(("algorithm", "p"), f"algorithm.p = {v.shown('algorithm', 'p')} with kernel.type = {kind!r}: "
-               "ALMA with p > 2 runs in primal form only; use kernel.type: linear")
-
-
-def _rule_primal_kernel(v: _Validator) -> None:
-    form, kind = v.values["algorithm"].get("form"), v.values["kernel"].get("type")
-    if _valid(form, kind) and form == "primal" and kind != "linear":
-        v.line(("algorithm", "form"), f"algorithm.form = 'primal' with kernel.type = {kind!r}: "
-               "the primal form keeps an explicit weight vector, which only the linear kernel has; "
-               "use algorithm.form: auto or dual")
-
-
 def _rule_checkpoints(v: _Validator) -> None:
     tr = v.values["training"]
     epochs, cps = tr.get("epochs"), tr.get("checkpoints")
@@ -453,29 +438,11 @@ def _rule_nested_grid(v: _Validator) -> None:
                "parameters the inner folds choose, e.g. search: [[algorithm.tau]]")
 
 
-def _rule_budget_rules(v: _Validator) -> None:
-    name, rules = v.values["algorithm"].get("name"), v.values["prediction"].get("rules")
-    grid = v.values["evaluation"].get("grid")
-    names = [name]
-    if _valid(grid) and isinstance(grid, Mapping) and "algorithm.name" in grid:
-        names += [g for g in grid["algorithm.name"] if isinstance(g, str)]
-    budgeted = [n for n in names if _valid(n) and n in C.BUDGET_ALGORITHMS]
-    if _valid(rules) and budgeted:
-        if ("prediction", "rules") not in v.given:
-            v.values["prediction"]["rules"] = C.BUDGET_RULES  # the default for budgeted runs
-            return
-        bad = [r for r in rules if r not in C.BUDGET_RULES]
-        if bad:
-            v.line(("prediction", "rules"), f"prediction.rules {bad} with algorithm.name = {budgeted[0]!r}: a "
-                   f"budgeted algorithm predicts with the rules {', '.join(C.BUDGET_RULES)} only (its removals and "
-                   "shrinkings leave no sequence of hypotheses to vote over); set prediction.rules: [last, avg]")
-
-
 _COMBINATIONS: tuple[Callable[[_Validator], None], ...] = (
-    _rule_budget_rules,
+    rule_budget_rules,
     rule_dataset_source,
-    _rule_alma_primal,
-    _rule_primal_kernel,
+    rule_alma_primal,
+    rule_primal_kernel,
     _rule_checkpoints,
     _rule_nested_grid,
 )
