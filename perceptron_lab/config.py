@@ -42,6 +42,7 @@ from .config_checks import (  # noqa: F401  (re-exported)
     _FILE_STEM, _PATH_CUTOFF, _REQUIRED, INVALID, _did_you_mean, _fmt_num, _ParamScalar, _plain, _render_path, _show)
 from .config_schema import (  # noqa: F401  (re-exported)
     _TOP_KEYS, MAX_CONFIG_BYTES, PACKAGE_CONFIG_DIR, SCHEMA, SECTIONS, Param, _attr, _params_of)
+from .config_algorithm import rule_alma_primal, rule_budget_rules, rule_primal_kernel
 from .config_dataset import drop_other_source, rule_dataset_source
 from .config_yaml import _origins, _package_source, _read_yaml, _resolve, _Source
 from .errors import ConfigError
@@ -114,6 +115,8 @@ class AlgorithmConfig:
     Perceptron: ``eta``, ``theta_init`` (a number or ``'avg_sq_norm'``), ``C`` (a number or
     ``'theta_init'``), ``tau``, ``lambda_``, ``alpha_bound`` (None: unbounded), ``form``.
     ALMA (Gentile 2001): ``alpha``, ``B`` (None: 1/alpha; ``'sqrt8/alpha'``: sqrt(8)/alpha), ``C``, ``p``.
+    Budgeted algorithms (:mod:`perceptron_lab.engine.budget`): ``budget`` (None: no limit); ``eta``
+    (Projectron, NORMA); ``lambda_``, ``rho``, ``schedule`` (NORMA).
     """
 
     name: str
@@ -127,6 +130,9 @@ class AlgorithmConfig:
     alpha: float | None
     B: float | str | None
     p: float | None
+    budget: int | None = None
+    rho: float | None = None
+    schedule: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -312,6 +318,7 @@ class _Validator:
                     self.unknown(prefix + (key,), known)
         out: dict[str, Any] = {}
         self.values[section] = out
+        offed: set = set()
         # selectors first: keys that others depend on are never conditional themselves
         for p in sorted(params, key=lambda p: p.when is not None):
             path = prefix + (p.key,)
@@ -324,7 +331,8 @@ class _Validator:
                     continue
                 if sel not in p.when[1]:
                     if not any(q.key == p.key and q.applies(out.get) for q in params):
-                        if p.key in raw and not _is_neutral(raw[p.key], p.neutral):
+                        if p.key in raw and not _is_neutral(raw[p.key], p.neutral) and path not in offed:
+                            offed.add(path)  # a key listed for several algorithms is reported once
                             self.off(p, sel, shown=f" = {_show(raw[p.key])}", at=path)
                         out[p.key] = p.neutral
                     continue
@@ -398,22 +406,6 @@ def _valid(*values) -> bool:
     return all(v is not INVALID for v in values)
 
 
-def _rule_alma_primal(v: _Validator) -> None:
-    alg, ker = v.values["algorithm"], v.values["kernel"]
-    name, p, kind = alg.get("name"), alg.get("p"), ker.get("type")
-    if _valid(name, p, kind) and name == "alma" and p is not None and p > 2 and kind != "linear":
-        v.line(("algorithm", "p"), f"algorithm.p = {v.shown('algorithm', 'p')} with kernel.type = {kind!r}: "
-               "ALMA with p > 2 runs in primal form only; use kernel.type: linear")
-
-
-def _rule_primal_kernel(v: _Validator) -> None:
-    form, kind = v.values["algorithm"].get("form"), v.values["kernel"].get("type")
-    if _valid(form, kind) and form == "primal" and kind != "linear":
-        v.line(("algorithm", "form"), f"algorithm.form = 'primal' with kernel.type = {kind!r}: "
-               "the primal form keeps an explicit weight vector, which only the linear kernel has; "
-               "use algorithm.form: auto or dual")
-
-
 def _rule_checkpoints(v: _Validator) -> None:
     tr = v.values["training"]
     epochs, cps = tr.get("epochs"), tr.get("checkpoints")
@@ -447,9 +439,10 @@ def _rule_nested_grid(v: _Validator) -> None:
 
 
 _COMBINATIONS: tuple[Callable[[_Validator], None], ...] = (
+    rule_budget_rules,
     rule_dataset_source,
-    _rule_alma_primal,
-    _rule_primal_kernel,
+    rule_alma_primal,
+    rule_primal_kernel,
     _rule_checkpoints,
     _rule_nested_grid,
 )

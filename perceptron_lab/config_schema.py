@@ -76,6 +76,8 @@ _INT_GE2 = _Number(integer=True, lo=2)
 
 _IS_ALMA = "{path} is an ALMA parameter; set algorithm.name: alma to use it"
 _IS_PERCEPTRON = "{path} is a perceptron parameter; ALMA does not use it"
+_NOT_BUDGETED = ("{path}{shown} with {sel_path} = {sel}: only the budgeted algorithms (" + ", ".join(C.BUDGET_ALGORITHMS)
+                 + ") have a budget")
 
 
 def _perceptron(path, check, default, doc, off=_IS_PERCEPTRON, **kw):
@@ -142,7 +144,11 @@ SCHEMA: tuple[Param, ...] = (
        off="{path}{shown} with {sel_path} = {sel}: only the gaussian and poly_gaussian kernels have a width"),
     # ---------------------------------------------------------------- algorithm
     _P("algorithm.name", _Choice(C.ALGORITHMS), "perceptron",
-       "perceptron (Freund & Schapire 1999; Khardon & Wachman 2007) or alma (Gentile 2001)."),
+       "perceptron (Freund & Schapire 1999; Khardon & Wachman 2007), alma (Gentile 2001), or a kernel "
+       "perceptron on a memory budget: stoptron (stops updating when the budget is full), rbp (randomized "
+       "budget perceptron, Cavallanti, Cesa-Bianchi & Gentile 2007), forgetron (self-tuned, Dekel, "
+       "Shalev-Shwartz & Singer 2008), projectron and projectron++ (Orabona, Keshet & Caputo 2009), "
+       "norma (Kivinen, Smola & Williamson 2004); the budgeted ones predict with the rules last and avg."),
     _perceptron("algorithm.eta", _POSITIVE, C.DEFAULT_ETA, "Learning rate."),
     _perceptron("algorithm.theta_init", _Union(_Number(), _Literal(C.THETA_AVG_SQ_NORM)), 0.0,
                 "Initial margin threshold; 'avg_sq_norm' is the average <x_i, x_i>."),
@@ -165,6 +171,24 @@ SCHEMA: tuple[Param, ...] = (
           "Theorem 3's sqrt(8)/alpha; both follow alpha (e.g. each value of a grid over algorithm.alpha)."),
     _alma("algorithm.C", _POSITIVE, C.DEFAULT_ALMA_C, "ALMA's C (default sqrt 2)."),
     _alma("algorithm.p", _Number(lo=2), C.DEFAULT_ALMA_P, "The norm p of ALMA_p."),
+    _P("algorithm.budget", _Union(_INT_GE1, _NULL), None,
+       "Most support vectors per label (NORMA: the truncation tau, the most recent terms kept); null: "
+       "no limit (the number of training examples).", when=("name", C.BUDGET_ALGORITHMS), off=_NOT_BUDGETED),
+    _P("algorithm.eta", _POSITIVE, C.DEFAULT_PROJECTRON_ETA,
+       "Projectron/Projectron++: a mistake adds a support vector only when the new example's distance "
+       "from the span of the support set (in feature space) exceeds eta; otherwise the update is projected.",
+       when=("name", ("projectron", "projectron++")), off=_IS_PERCEPTRON, omit_default=True),
+    _P("algorithm.eta", _POSITIVE, C.DEFAULT_NORMA_ETA,
+       "NORMA's learning rate eta (eta_t = eta, or eta / sqrt(t) with algorithm.schedule: sqrt).",
+       when=("name", ("norma",)), off=_IS_PERCEPTRON, omit_default=True),
+    _P("algorithm.lambda", _NONNEG, 0.0, "NORMA's regularization lambda: every step f <- (1 - eta_t lambda) f; "
+       "eta * lambda must be below 1.", when=("name", ("norma",)), attr="lambda_", off=_IS_PERCEPTRON, omit_default=True),
+    _P("algorithm.rho", _NONNEG, C.DEFAULT_NORMA_RHO,
+       "NORMA's margin rho: an update when y f(x) < rho (the loss max(0, rho - y f(x))).",
+       when=("name", ("norma",)), off="{path} is a NORMA parameter; set algorithm.name: norma to use it"),
+    _P("algorithm.schedule", _Choice(C.NORMA_SCHEDULES), "constant",
+       "NORMA's learning-rate schedule: constant (eta_t = eta) or sqrt (eta_t = eta / sqrt(t)).",
+       when=("name", ("norma",)), off="{path} is a NORMA parameter; set algorithm.name: norma to use it"),
     # ---------------------------------------------------------------- training
     _P("training.epochs", _POSITIVE, C.DEFAULT_EPOCHS, "Passes over the training data; may be fractional."),
     _P("training.checkpoints", _ListOf(_POSITIVE, "a list of positive numbers"), (),

@@ -34,7 +34,16 @@ KERNELS_WITH_SIGMA = ("gaussian", "poly_gaussian")
 
 # --------------------------------------------------------------------------- algorithms
 
-ALGORITHMS = ("perceptron", "alma")
+#: Kernel perceptrons on a memory budget, and NORMA (perceptron_lab.engine.budget).
+BUDGET_ALGORITHMS = ("stoptron", "rbp", "forgetron", "projectron", "projectron++", "norma")
+ALGORITHMS = ("perceptron", "alma") + BUDGET_ALGORITHMS
+#: Prediction rules of the budgeted algorithms (their hypotheses are not a growing sequence of updates).
+BUDGET_RULES = ("last", "avg")
+#: NORMA's learning-rate schedules: eta_t = eta, or eta / sqrt(t).
+NORMA_SCHEDULES = ("constant", "sqrt")
+DEFAULT_PROJECTRON_ETA = 0.1
+DEFAULT_NORMA_ETA = 0.1
+DEFAULT_NORMA_RHO = 1.0
 #: ``auto`` lets the engine choose: primal for the linear kernel, dual otherwise.
 FORMS = ("auto", "primal", "dual")
 

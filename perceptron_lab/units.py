@@ -21,12 +21,13 @@ import numpy as np
 import pandas as pd
 
 from .config import ExperimentConfig, with_overrides
-from .constants import EPOCH_TOL, SINGLE_THREAD_MAX_ENTRIES
+from .constants import BUDGET_ALGORITHMS, EPOCH_TOL, SINGLE_THREAD_MAX_ENTRIES
 from .datasets.base import Dataset, validate_dataset
 from .engine import label_matrix, train_from_config
-from .errors import ConfigError, PlabError
+from .engine.budget import budget_counts, budget_errors
+from .errors import ConfigError, NumericError, PlabError
 from .evaluation import Grid, inner_kfold_indices, kfold_indices, training_folds
-from .kernels import Kernel
+from .kernels import Kernel, kernel_diag
 from .predict import RULES, counts_at_checkpoints, evaluate
 
 RESULT_COLUMNS = ["dataset", "kernel", "degree", "algorithm", "params", "grid_point", "fold",
@@ -239,6 +240,13 @@ def eval_epochs(cfg: ExperimentConfig):
 
 
 def params_string(acfg) -> str:
+    if acfg.name in BUDGET_ALGORITHMS:
+        out = f"budget={'inf' if acfg.budget is None else acfg.budget}"
+        if acfg.name in ("projectron", "projectron++", "norma"):
+            out += f";eta={acfg.eta:g}"
+        if acfg.name == "norma":
+            out += f";lambda={acfg.lambda_:g};rho={acfg.rho:g};schedule={acfg.schedule}"
+        return out
     if acfg.name == "perceptron":
         ab = "inf" if acfg.alpha_bound is None else acfg.alpha_bound
         return (f"eta={acfg.eta:g};theta_init={acfg.theta_init};C={acfg.C};tau={acfg.tau:g};"
@@ -364,6 +372,17 @@ def unit_kernel(ucfg: ExperimentConfig, Xtr: np.ndarray):
     return dtype, Kernel.from_config(ucfg.kernel).range_safe(Xtr, dtype)
 
 
+def budget_kernel(ucfg: ExperimentConfig, Xtr: np.ndarray):
+    """(float64, the config's kernel unscaled) for a budgeted run: its thresholds (the Projectron's
+    eta, NORMA's rho, the Forgetron's shrinking) are not invariant under a constant factor of the
+    kernel, so :meth:`Kernel.range_safe` may not rescale it; values that overflow float64 stop."""
+    kernel = Kernel.from_config(ucfg.kernel)
+    if not np.all(np.isfinite(kernel_diag(kernel, np.asarray(Xtr, dtype=np.float64)))):
+        raise NumericError(f"{ucfg.source}: K(x, x) overflows float64 for {kernel.describe()}; "
+                           "use a larger kernel.scale or a smaller kernel.degree")
+    return np.float64, kernel
+
+
 def unit_order(ucfg: ExperimentConfig, unit: Unit, n: int):
     """(training order, seed of the random prediction rule) of a unit on ``n`` training examples.
     Anything that retrains a unit (e.g. the Gentile margin figures) takes its order from here."""
@@ -385,7 +404,8 @@ def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None, ucfg
     sub = fold_subsample(ucfg, unit, len(ytr))
     if sub is not None:
         Xtr, ytr = Xtr[sub], ytr[sub]
-    dtype, kernel = unit_kernel(ucfg, Xtr)
+    budgeted = ucfg.algorithm.name in BUDGET_ALGORITHMS
+    dtype, kernel = unit_kernel(ucfg, Xtr) if not budgeted else budget_kernel(ucfg, Xtr)
     binary = ds.n_classes == 2
     Y = label_matrix(ytr, ds.n_classes)
     order, rule_seed = unit_order(ucfg, unit, len(ytr))
@@ -393,17 +413,21 @@ def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None, ucfg
     with threads_for(Xtr.size):
         if phase is not None:
             phase(f"training {unit.key}")
-        log = train_from_config(ucfg, Xtr, Y, kernel, order, epochs_all, dtype, progress=progress)
+        log = train_from_config(ucfg, Xtr, Y, kernel, order, epochs_all, dtype, progress=progress,
+                                seed=rule_seed)
         if phase is not None:
             phase(f"evaluating {unit.key} ({len(ucfg.prediction.rules)} rules x {len(epochs_all)} checkpoints)")
         t1 = time.perf_counter()
-        err_m, err_b = evaluate(log, kernel, Xtr, Xte, yte, binary, vote_weight=ucfg.prediction.vote_weight,
-                                seed=rule_seed, dtype=dtype, rules=ucfg.prediction.rules)
+        if budgeted:
+            err_m, err_b = budget_errors(log, kernel, Xtr, Xte, yte, binary, RULES, ucfg.prediction.rules)
+        else:
+            err_m, err_b = evaluate(log, kernel, Xtr, Xte, yte, binary, vote_weight=ucfg.prediction.vote_weight,
+                                    seed=rule_seed, dtype=dtype, rules=ucfg.prediction.rules)
         eval_s = time.perf_counter() - t1
     # checkpoints that round to the same step count are evaluated once
     steps = [int(round(e * len(ytr))) for e in epochs_all]
     cp_of = {s: i for i, s in enumerate(log.checkpoint_steps.tolist())}
-    counts = counts_at_checkpoints(log)
+    counts = budget_counts(log) if budgeted else counts_at_checkpoints(log)
 
     ff = cfg.output.float_format
     base = [ds.name, kernel.name, kernel.degree, ucfg.algorithm.name, params_string(ucfg.algorithm),

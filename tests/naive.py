@@ -240,3 +240,143 @@ class NaiveAlma(NaivePerceptron):
                                              for j in range(len(self.X))])
             return float(hyp["beta"] @ self._ktest[key])
         return float(np.dot(hyp["w"], x))
+
+
+# ============================================================ budgeted kernel perceptrons, NORMA
+
+
+class NaiveBudget:
+    """Literal transcriptions of the budgeted algorithms, one label column at a time.
+
+    The hypothesis of a label is a Python list of [example, coefficient] pairs in insertion order
+    (oldest first); every score is computed from scratch with :func:`kernel_value`. ``fit``
+    returns the events (step, label, kind, example) with kinds as in
+    ``perceptron_lab.engine.budget`` (0 mistake, 1 insert, 2 remove, 3 project, 4 margin) and
+    keeps ``self.sv[c]`` and ``self.avg[c]`` (a dict example -> summed coefficient).
+    """
+
+    def __init__(self, X, Y, kernel, algorithm, budget, eta=0.1, lam=0.0, rho=1.0, schedule="constant", seed=0):
+        self.X, self.Y = np.asarray(X, float), np.asarray(Y)
+        self.k = kernel
+        self.alg, self.B = algorithm, budget
+        self.eta, self.lam, self.rho, self.schedule, self.seed = eta, lam, rho, schedule, seed
+
+    def K(self, i, j):
+        return kernel_value(*self.k, self.X[i], self.X[j])
+
+    def f(self, sv, i):
+        return sum(a * self.K(j, i) for j, a in sv)
+
+    def fit(self, order, steps):
+        n, L = self.Y.shape
+        u = np.random.default_rng(self.seed).random((steps, L))
+        self.sv = [[] for _ in range(L)]
+        self.avg = [dict() for _ in range(L)]
+        self.Q = [0.0] * L
+        self.M = [0] * L
+        self.Kinv = [np.zeros((0, 0)) for _ in range(L)]
+        ev = []
+        for t in range(steps):
+            i = order[t % n]
+            for c in range(L):
+                y = int(self.Y[i, c])
+                sv = self.sv[c]
+                yf = y * self.f(sv, i)
+                if yf <= 0:
+                    ev.append((t, c, 0, i))
+                    self.M[c] += 1
+                getattr(self, "_" + self.alg.replace("++", "pp"))(c, t, i, y, yf, u[t, c], ev)
+                for j, a in self.sv[c]:
+                    self.avg[c][j] = self.avg[c].get(j, 0.0) + a
+        return ev
+
+    # Stoptron: the perceptron until the support set is full
+    def _stoptron(self, c, t, i, y, yf, u, ev):
+        if yf <= 0 and len(self.sv[c]) < self.B:
+            self.sv[c].append([i, float(y)])
+            ev.append((t, c, 1, i))
+
+    # Cavallanti, Cesa-Bianchi & Gentile (2007), Figure 1: discard a random support vector when full
+    def _rbp(self, c, t, i, y, yf, u, ev):
+        if yf <= 0:
+            if len(self.sv[c]) == self.B:
+                j, _ = self.sv[c].pop(int(u * len(self.sv[c])))
+                ev.append((t, c, 2, j))
+            self.sv[c].append([i, float(y)])
+            ev.append((t, c, 1, i))
+
+    # Dekel, Shalev-Shwartz & Singer (2008), Figure 3: the self-tuned Forgetron
+    def _forgetron(self, c, t, i, y, yf, u, ev):
+        if yf > 0:
+            return
+        sv = self.sv[c]
+        sv_prime = sv + [[i, float(y)]]  # I'_t with sigma_t = 1
+        if len(sv_prime) <= self.B:
+            self.sv[c] = sv_prime
+            ev.append((t, c, 1, i))
+            return
+        r, a_r = sv_prime[0]  # r_t = min I_t, the oldest
+        y_r = int(self.Y[r, c])
+        sigma_r = a_r * y_r
+        mu = y_r * self.f(sv_prime, r)
+
+        def psi(lam_, mu_):
+            return lam_ ** 2 + 2 * lam_ - 2 * lam_ * mu_
+
+        # phi_t = max{phi in (0, 1] : Psi(sigma_r phi, mu) + Q <= 15/32 M}: the larger root of the quadratic
+        if psi(sigma_r, mu) + self.Q[c] <= 15 / 32 * self.M[c]:
+            phi = 1.0
+        else:
+            cq = self.Q[c] - 15 / 32 * self.M[c]
+            lam_plus = -(1 - mu) + math.sqrt(max((1 - mu) ** 2 - cq, 0.0))
+            phi = lam_plus / sigma_r
+        self.Q[c] += psi(sigma_r * phi, mu)
+        shrunk = [[j, phi * a] for j, a in sv_prime]
+        self.sv[c] = shrunk[1:]
+        ev.append((t, c, 2, r))
+        ev.append((t, c, 1, i))
+
+    # Orabona, Keshet & Caputo (2009), Figure 1 (Projectron) and Figure 2 (Projectron++)
+    def _projectron(self, c, t, i, y, yf, u, ev, plus=False):
+        sv = self.sv[c]
+        margin_err = plus and 0 < yf < 1
+        if not (yf <= 0 or margin_err):
+            return
+        m = len(sv)
+        G = np.array([[self.K(a, b) for b, _ in sv] for a, _ in sv]).reshape(m, m)
+        k = np.array([self.K(j, i) for j, _ in sv])
+        d = np.linalg.solve(G, k) if m else np.zeros(0)
+        delta2 = self.K(i, i) - float(k @ d)
+        delta = math.sqrt(max(delta2, 0.0))
+        if yf <= 0:
+            if delta > self.eta and m < self.B:
+                sv.append([i, float(y)])
+                ev.append((t, c, 1, i))
+            elif m > 0:
+                for q in range(m):
+                    sv[q][1] += y * d[q]
+                ev.append((t, c, 3, i))
+        else:
+            pk2 = float(k @ d)
+            if pk2 > 0:
+                loss = 1 - yf
+                beta = min(loss / pk2, 2 * (loss - delta / self.eta) / pk2, 1.0)
+                if beta > 0:
+                    for q in range(m):
+                        sv[q][1] += y * beta * d[q]
+                    ev.append((t, c, 4, i))
+
+    def _projectronpp(self, c, t, i, y, yf, u, ev):
+        self._projectron(c, t, i, y, yf, u, ev, plus=True)
+
+    # Kivinen, Smola & Williamson (2004), §III: f <- (1 - eta_t lambda) f + eta_t y k(x_t, .) if y f < rho
+    def _norma(self, c, t, i, y, yf, u, ev):
+        eta_t = self.eta if self.schedule == "constant" else self.eta / math.sqrt(t + 1)
+        sv = [[j, (1 - eta_t * self.lam) * a] for j, a in self.sv[c]]
+        if yf < self.rho:
+            if len(sv) == self.B:  # truncation: keep the tau most recent terms
+                j, _ = sv.pop(0)
+                ev.append((t, c, 2, j))
+            sv.append([i, eta_t * y])
+            ev.append((t, c, 1, i))
+        self.sv[c] = sv

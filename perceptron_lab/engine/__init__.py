@@ -8,12 +8,16 @@ from __future__ import annotations
 
 from ..errors import PlabError
 from ..kernels import kernel_diag
+from ..constants import BUDGET_ALGORITHMS
 from .alma import AlmaParams, params_from_config, train_alma
+from .budget import BudgetLog, BudgetParams, train_budget
+from .budget import params_from_config as budget_params
 from .perceptron import TrainLog, label_matrix, resolve_params, train
 
 
-def train_from_config(ucfg, Xtr, Y, kernel, order, epochs_all, dtype, progress=None) -> TrainLog:
-    """Train the config's algorithm on (Xtr, Y) in the given order; checkpoints at ``epochs_all``."""
+def train_from_config(ucfg, Xtr, Y, kernel, order, epochs_all, dtype, progress=None, seed=0) -> TrainLog | BudgetLog:
+    """Train the config's algorithm on (Xtr, Y) in the given order; checkpoints at ``epochs_all``.
+    The budgeted algorithms return a :class:`~perceptron_lab.engine.budget.BudgetLog`."""
     alg = ucfg.algorithm
     if alg.name == "perceptron":
         params = resolve_params(alg, kernel_diag(kernel, Xtr), kernel.value_factor)
@@ -27,7 +31,13 @@ def train_from_config(ucfg, Xtr, Y, kernel, order, epochs_all, dtype, progress=N
         return train_alma(Xtr, Y, kernel, params_from_config(alg), order, ucfg.training.epochs, epochs_all,
                           chunk_size=ucfg.training.chunk_size, dtype=dtype,
                           cache_limit_gb=ucfg.training.cache_limit_gb, progress=progress)
+    if alg.name in BUDGET_ALGORITHMS:
+        # perceptron_lab.engine.budget: kernel values in float64 whatever training.dtype; the RBP's
+        # random removals are drawn from ``seed`` (the unit's seed when run from a config)
+        return train_budget(Xtr, Y, kernel, budget_params(alg, seed), order, ucfg.training.epochs, epochs_all,
+                            chunk_size=ucfg.training.chunk_size, progress=progress,
+                            memory_limit_gb=ucfg.training.cache_limit_gb)
     raise PlabError(f"{ucfg.source}: algorithm '{alg.name}' is not available yet")
 
 
-__all__ = ["AlmaParams", "TrainLog", "label_matrix", "train", "train_alma", "train_from_config"]
+__all__ = ["AlmaParams", "BudgetLog", "BudgetParams", "train_budget", "TrainLog", "label_matrix", "train", "train_alma", "train_from_config"]

@@ -1,0 +1,532 @@
+"""Kernel perceptrons on a memory budget, and NORMA: one dual engine, the algorithms as settings.
+
+Every label of a one-vs-rest problem keeps its own support set of at most ``budget`` examples,
+each with a real coefficient; the hypothesis is ``f(x) = sum_j coef_j K(x_j, x)``. A prediction
+mistake is ``y f(x) <= 0``. The algorithms (``BudgetParams.algorithm``):
+
+* ``stoptron``: the perceptron until the support set holds ``budget`` examples, then no update.
+* ``rbp``: Randomized Budget Perceptron, Cavallanti, Cesa-Bianchi & Gentile (Machine Learning
+  2007), Figure 1: on a mistake with a full support set, one support vector chosen uniformly at
+  random is discarded, then ``(x_t, y_t)`` is added with coefficient ``y_t``.
+* ``forgetron``: the self-tuned Forgetron, Dekel, Shalev-Shwartz & Singer (SIAM J. Comput. 2008),
+  Figure 3: on a mistake ``f'_t = f_t + y_t K(x_t, .)``; when ``|I'_t| > B`` the oldest support
+  vector ``r_t`` is removed after every weight (the new one's included) is shrunk by
+  ``phi_t = max{phi in (0, 1] : Psi(sigma_{r_t,t} phi, mu_t) + Q_t <= 15/32 M_t}``, with
+  ``Psi(lam, mu) = lam^2 + 2 lam - 2 lam mu``, ``mu_t = y_{r_t} f'_t(x_{r_t})``, ``M_t`` the
+  mistakes so far (this one included) and ``Q_{t+1} = Q_t + Psi(sigma_{r_t,t} phi_t, mu_t)``.
+* ``projectron`` and ``projectron++``: Orabona, Keshet & Caputo (JMLR 2009), Figures 1 and 2
+  (the Projectron, and Projectron++). On a mistake, with ``k_t = (K(x_j, x_t))_j`` over the
+  support set, ``d* = K_S^{-1} k_t`` and ``delta_t^2 = K(x_t, x_t) - k_t . d*`` (the squared
+  distance of ``phi(x_t)`` from the span of the support set): if ``delta_t <= eta`` the update is
+  projected onto the span (``coef += y_t d*``, the support set unchanged), else ``x_t`` is added
+  and ``K_S^{-1}`` is extended by the block-inverse (Schur complement) formula
+  ``[[K^-1 + d d^T / delta^2, -d / delta^2], [-d^T / delta^2, 1 / delta^2]]``, never re-inverted.
+  Projectron++ also updates on margin errors ``0 < y f(x) < 1``: with the hinge loss
+  ``l_t = 1 - y f(x)`` and ``|P k|^2 = k_t . d*``, ``coef += y_t beta_t d*`` where
+  ``beta_t = min(l_t / |P k|^2, 2 (l_t - delta_t / eta) / |P k|^2, 1)``, when ``beta_t > 0``.
+* ``norma``: NORMA, Kivinen, Smola & Williamson (IEEE TSP 2004), §III, the update (eq. 9-10
+  with the soft-margin loss ``max(0, rho - y f(x))``): every step
+  ``f <- (1 - eta_t lambda) f``, then ``+ eta_t y_t K(x_t, .)`` when ``y_t f(x_t) < rho``;
+  ``eta_t = eta`` (schedule ``constant``) or ``eta / sqrt(t)`` (``sqrt``, t = 1, 2, ... the
+  examples seen); truncation (§III-D): only the ``budget`` (= tau) most recent terms are kept.
+
+Readings of the papers we had to choose (assumptions):
+
+* Projectron has no hard budget in the paper (its size is bounded by ``eta``). Here, when its
+  support set is full, every mistake is projected whatever ``delta_t`` is, so memory never
+  exceeds ``budget``; with ``budget`` at least the number of examples it is the paper's algorithm.
+* Projectron++'s margin-error update is applied when ``beta_t > 0`` (i.e. ``l_t > delta_t / eta``)
+  and ``|P k|^2 > 0``; it never adds a support vector.
+* NORMA: no offset ``b`` and a fixed ``rho`` (not the nu-version); truncation counts terms with
+  a non-zero coefficient (steps without an update add no term), the oldest is dropped first; the
+  decay applies to the terms present before the new one is added.
+* RBP draws ``u[t, c]`` uniform in [0, 1) for every (step, label) from ``numpy.random.default_rng(seed)``
+  (row by row, whether it is used or not) and removes the support vector of insertion rank
+  ``floor(u * budget)`` (0 = the oldest still present).
+* Forgetron: ``mu_t`` is taken on ``f'_t`` (after adding ``x_t``, before the shrinking), so that
+  ``phi_t`` is chosen with ``mu_t`` fixed; ``phi_t`` is the larger root of the quadratic in
+  ``sigma_{r_t,t} phi`` (in closed form), clipped to 1. ``M_t`` and the mistakes counted are those
+  of the label's own binary problem.
+
+Prediction (:func:`budget_scores`). The state at each checkpoint is recorded twice:
+
+* ``last``: the support set and coefficients of the current hypothesis (at most ``budget`` terms);
+* ``avg``: ``sum_{t=1}^{T} h_t``, the sum of the hypotheses after each of the T steps so far (the
+  averaged perceptron's weighting by survival: a hypothesis counts once per step it is current).
+  Removals, shrinkings, projections and decays change earlier terms' weights; the sum is formed
+  per example (in effect ``acc[c, i] += coef_i`` for every support vector after every step: each
+  slot sums its coefficient while it is scored, and hands the sum to its example when removed),
+  so every change is counted from the step it happens on. The averaged hypothesis is NOT budgeted: its
+  support is every example that was ever a support vector. The voted rule is not offered (it
+  would need every intermediate hypothesis, i.e. memory proportional to the steps).
+
+Speed: the sequence is processed in chunks; a chunk's kernel values against every example in
+any label's support set at the chunk start come from one GEMM (``kernels.gram``), and against
+the chunk's own examples (support vectors added inside the chunk) from a second small one, so a
+step costs O(labels x budget) in the jitted loop. Names are resolved to integer codes before it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numba as nb
+import numpy as np
+
+from ..kernels import Kernel, exact32_ok, gram, kernel_diag, sq_norms
+from .base import EngineError, chunk_bounds, epochs_to_steps
+
+ALG_STOPTRON, ALG_RBP, ALG_FORGETRON, ALG_PROJECTRON, ALG_PROJECTRON_PP, ALG_NORMA = 0, 1, 2, 3, 4, 5
+ALGORITHM_CODES = {"stoptron": ALG_STOPTRON, "rbp": ALG_RBP, "forgetron": ALG_FORGETRON,
+                   "projectron": ALG_PROJECTRON, "projectron++": ALG_PROJECTRON_PP, "norma": ALG_NORMA}
+LR_CONSTANT, LR_SQRT = 0, 1
+LR_CODES = {"constant": LR_CONSTANT, "sqrt": LR_SQRT}
+
+#: Event kinds of :attr:`BudgetLog.ev_kind`.
+EV_MISTAKE, EV_INSERT, EV_REMOVE, EV_PROJECT, EV_MARGIN = 0, 1, 2, 3, 4
+
+
+@dataclass(frozen=True)
+class BudgetParams:
+    """Settings of the budgeted engine (see the module docstring for each algorithm).
+
+    ``budget``: the most support vectors per label (NORMA: the truncation tau); ``eta``: the
+    Projectron's threshold on ``delta_t``, or NORMA's learning rate; ``lam``, ``rho`` and
+    ``schedule`` are NORMA's; ``seed`` the RBP's random removals.
+    """
+
+    algorithm: str
+    budget: int
+    eta: float = 0.1
+    lam: float = 0.0
+    rho: float = 1.0
+    schedule: str = "constant"
+    seed: int = 0
+
+    def validate(self, n: int) -> None:
+        if self.algorithm not in ALGORITHM_CODES:
+            raise EngineError(f"unknown budgeted algorithm {self.algorithm!r}; expected one of "
+                              + ", ".join(ALGORITHM_CODES))
+        if int(self.budget) < 1:
+            raise EngineError(f"budget must be a positive integer, got {self.budget}")
+        if self.schedule not in LR_CODES:
+            raise EngineError(f"schedule must be one of {', '.join(LR_CODES)}, got {self.schedule!r}")
+        if self.algorithm in ("projectron", "projectron++", "norma") and not self.eta > 0:
+            raise EngineError(f"{self.algorithm} needs eta > 0, got {self.eta}")
+        if self.algorithm == "norma":
+            if self.lam < 0 or self.eta * self.lam >= 1:
+                raise EngineError(f"norma needs 0 <= lambda and eta * lambda < 1 (the decay factor "
+                                  f"1 - eta_t lambda must stay positive), got eta = {self.eta}, lambda = {self.lam}")
+
+
+@dataclass
+class BudgetLog:
+    """What a budgeted run records.
+
+    ``ev_*``: one entry per event, in order: (step, label, kind, example), kinds EV_MISTAKE
+    (a prediction mistake, ``y f(x) <= 0``), EV_INSERT, EV_REMOVE, EV_PROJECT, EV_MARGIN.
+    ``mistakes_cp[k, c]``: label c's mistakes up to checkpoint k. ``last[k][c]`` and ``avg[k][c]``:
+    (examples, coefficients) of label c's last and summed hypotheses at checkpoint k (support in
+    insertion order for ``last``, ascending example index for ``avg``). ``max_support``: the
+    largest support set any label held at any time.
+    """
+
+    n_train: int
+    n_labels: int
+    total_steps: int
+    order: np.ndarray
+    checkpoint_steps: np.ndarray
+    params: BudgetParams
+    ev_step: np.ndarray
+    ev_cls: np.ndarray
+    ev_kind: np.ndarray
+    ev_ex: np.ndarray
+    mistakes_cp: np.ndarray
+    last: list
+    avg: list
+    max_support: int
+    seconds: float = 0.0
+    info: dict = field(default_factory=dict)
+
+    @property
+    def n_updates(self) -> int:
+        """Changes of a hypothesis: insertions, projections and margin updates."""
+        return int(np.isin(self.ev_kind, (EV_INSERT, EV_PROJECT, EV_MARGIN)).sum())
+
+
+@nb.njit(cache=True)
+def _remove_at(c, k, sv_ord, size, free, nfree, sv_ex, refc, acc, slot_acc):
+    """Remove the support vector of insertion rank k from label c; returns its slot. The slot's
+    running sum of coefficients goes to the example's entry of the averaged hypothesis."""
+    s = sv_ord[c, k]
+    acc[c, sv_ex[c, s]] += slot_acc[c, s]
+    slot_acc[c, s] = 0.0
+    for q in range(k, size[c] - 1):
+        sv_ord[c, q] = sv_ord[c, q + 1]
+    size[c] -= 1
+    free[c, nfree[c]] = s
+    nfree[c] += 1
+    refc[sv_ex[c, s]] -= 1
+    return s
+
+
+@nb.njit(cache=True)
+def _run_chunk(ex, step0, Y, kdiag, Kall, m0, alg, B, eta, lam, rho, lr, urand,
+               sv_ex, sv_coef, sv_col, sv_ord, size, free, nfree, refc, Gs, use_gs, Kinv, Q, M, acc, slot_acc,
+               mistakes, kbuf, dbuf, o_step, o_cls, o_kind, o_ex):
+    """One chunk of the sequence (distinct examples ``ex``, steps ``step0 ...``); returns the events.
+
+    ``Kall[p, sv_col[c, s]]`` is the kernel value between the chunk's example p and the support
+    vector in slot s of label c: columns below ``m0`` are the support vectors at the chunk start,
+    column ``m0 + q`` the chunk's example q. ``slot_acc[c, s]`` sums the slot's coefficient over
+    the hypotheses before each step (see :func:`train_budget` for the averaged hypothesis)."""
+    nb_ = ex.shape[0]
+    L = Y.shape[1]
+    n_out = 0
+    for p in range(nb_):
+        i = ex[p]
+        t = step0 + p
+        for c in range(L):
+            y = Y[i, c]
+            m = size[c]
+            f = 0.0
+            for q in range(m):
+                s = sv_ord[c, q]
+                a_s = sv_coef[c, s]
+                f += a_s * Kall[p, sv_col[c, s]]
+                slot_acc[c, s] += a_s
+            yf = y * f
+            if yf <= 0.0:
+                mistakes[c] += 1
+                M[c] += 1
+                o_step[n_out] = t
+                o_cls[n_out] = c
+                o_kind[n_out] = EV_MISTAKE
+                o_ex[n_out] = i
+                n_out += 1
+            insert = False
+            coef_new = float(y)
+            if alg == ALG_NORMA:
+                eta_t = eta if lr == LR_CONSTANT else eta / math.sqrt(t + 1.0)
+                decay = 1.0 - eta_t * lam
+                if decay != 1.0:
+                    for q in range(m):
+                        s = sv_ord[c, q]
+                        sv_coef[c, s] *= decay
+                if yf < rho:
+                    insert = True
+                    coef_new = eta_t * y
+                    if m >= B:
+                        s = _remove_at(c, 0, sv_ord, size, free, nfree, sv_ex, refc, acc, slot_acc)
+                        o_step[n_out] = t
+                        o_cls[n_out] = c
+                        o_kind[n_out] = EV_REMOVE
+                        o_ex[n_out] = sv_ex[c, s]
+                        n_out += 1
+            elif alg == ALG_STOPTRON:
+                insert = yf <= 0.0 and m < B
+            elif alg == ALG_RBP:
+                if yf <= 0.0:
+                    insert = True
+                    if m >= B:
+                        k = int(urand[p, c] * m)
+                        s = _remove_at(c, k, sv_ord, size, free, nfree, sv_ex, refc, acc, slot_acc)
+                        o_step[n_out] = t
+                        o_cls[n_out] = c
+                        o_kind[n_out] = EV_REMOVE
+                        o_ex[n_out] = sv_ex[c, s]
+                        n_out += 1
+            elif alg == ALG_FORGETRON:
+                if yf <= 0.0:
+                    insert = True
+                    if m >= B:
+                        r = sv_ord[c, 0]
+                        yr = 1.0 if Y[sv_ex[c, r], c] > 0 else -1.0
+                        sig = sv_coef[c, r] * yr
+                        fr = 0.0
+                        for q in range(m):
+                            s = sv_ord[c, q]
+                            fr += sv_coef[c, s] * Gs[c, r, s]
+                        fr += y * Kall[p, sv_col[c, r]]
+                        mu = yr * fr
+                        # Psi(sig phi, mu) + Q <= 15/32 M: lam^2 + 2 (1 - mu) lam + (Q - 15 M / 32) <= 0
+                        bq = 1.0 - mu
+                        cq = Q[c] - 15.0 / 32.0 * M[c]
+                        disc = bq * bq - cq
+                        if disc < 0.0:
+                            disc = 0.0
+                        root = math.sqrt(disc)
+                        if bq > 0.0:
+                            lam_plus = -cq / (bq + root) if bq + root > 0.0 else 0.0
+                        else:
+                            lam_plus = -bq + root
+                        phi = 1.0
+                        if sig > 0.0 and lam_plus < sig:
+                            phi = lam_plus / sig
+                        if phi <= 0.0:
+                            phi = 0.0
+                        lmb = sig * phi
+                        Q[c] += lmb * lmb + 2.0 * lmb - 2.0 * lmb * mu
+                        for q in range(m):
+                            s = sv_ord[c, q]
+                            sv_coef[c, s] *= phi
+                        coef_new = phi * y
+                        s = _remove_at(c, 0, sv_ord, size, free, nfree, sv_ex, refc, acc, slot_acc)
+                        o_step[n_out] = t
+                        o_cls[n_out] = c
+                        o_kind[n_out] = EV_REMOVE
+                        o_ex[n_out] = sv_ex[c, s]
+                        n_out += 1
+            else:  # Projectron, Projectron++
+                margin_err = alg == ALG_PROJECTRON_PP and yf > 0.0 and yf < 1.0
+                if yf <= 0.0 or margin_err:
+                    # slots 0 .. m-1 in insertion order (the Projectron never removes)
+                    for q in range(m):
+                        kbuf[q] = Kall[p, sv_col[c, q]]
+                    kd = 0.0
+                    for a in range(m):
+                        acc_d = 0.0
+                        for b in range(m):
+                            acc_d += Kinv[c, a, b] * kbuf[b]
+                        dbuf[a] = acc_d
+                        kd += kbuf[a] * acc_d
+                    d2 = kdiag[i] - kd
+                    delta = math.sqrt(d2) if d2 > 0.0 else 0.0
+                    if yf <= 0.0:
+                        if delta > eta and m < B:
+                            insert = True
+                            # block inverse of [[K, k], [k^T, K(x, x)]] from K^-1 (Schur complement d2)
+                            for a in range(m):
+                                for b in range(m):
+                                    Kinv[c, a, b] += dbuf[a] * dbuf[b] / d2
+                                Kinv[c, a, m] = -dbuf[a] / d2
+                                Kinv[c, m, a] = -dbuf[a] / d2
+                            Kinv[c, m, m] = 1.0 / d2
+                        elif m > 0:
+                            for q in range(m):
+                                sv_coef[c, q] += y * dbuf[q]
+                            o_step[n_out] = t
+                            o_cls[n_out] = c
+                            o_kind[n_out] = EV_PROJECT
+                            o_ex[n_out] = i
+                            n_out += 1
+                    elif kd > 0.0:
+                        loss = 1.0 - yf
+                        beta = min(loss / kd, 2.0 * (loss - delta / eta) / kd, 1.0)
+                        if beta > 0.0:
+                            for q in range(m):
+                                sv_coef[c, q] += y * beta * dbuf[q]
+                            o_step[n_out] = t
+                            o_cls[n_out] = c
+                            o_kind[n_out] = EV_MARGIN
+                            o_ex[n_out] = i
+                            n_out += 1
+            if insert:
+                if nfree[c] > 0:
+                    nfree[c] -= 1
+                    s = free[c, nfree[c]]
+                else:
+                    s = size[c]
+                mm = size[c]
+                if use_gs:
+                    for q in range(mm):
+                        s2 = sv_ord[c, q]
+                        v = Kall[p, sv_col[c, s2]]
+                        Gs[c, s, s2] = v
+                        Gs[c, s2, s] = v
+                    Gs[c, s, s] = kdiag[i]
+                sv_ex[c, s] = i
+                sv_coef[c, s] = coef_new
+                sv_ord[c, mm] = s
+                size[c] = mm + 1
+                refc[i] += 1
+                sv_col[c, s] = m0 + p
+                o_step[n_out] = t
+                o_cls[n_out] = c
+                o_kind[n_out] = EV_INSERT
+                o_ex[n_out] = i
+                n_out += 1
+    return n_out
+
+
+def train_budget(X, Y, kernel: Kernel, params: BudgetParams, order, epochs: float, checkpoints=None,
+                 chunk_size: int = 512, progress=None, memory_limit_gb: float = 8.0) -> BudgetLog:
+    """Train one-vs-rest budgeted kernel perceptrons (or NORMA) on ``order`` repeated for ``epochs``.
+
+    X: (n, f) features; Y: (n, L) in {-1, +1} (:func:`~perceptron_lab.engine.perceptron.label_matrix`);
+    order: a permutation of range(n); checkpoints: epochs (fractions allowed; default: ``epochs``).
+    Kernel values are float64. Forgetron and the Projectrons keep a budget x budget matrix per
+    label; a run whose matrices would exceed ``memory_limit_gb`` stops with an error. Returns a :class:`BudgetLog`; :func:`budget_scores` predicts from it.
+    """
+    t0 = time.perf_counter()
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    Y = np.ascontiguousarray(Y, dtype=np.int8)
+    n, L = Y.shape
+    if X.shape[0] != n:
+        raise EngineError(f"X has {X.shape[0]} rows but Y has {n}")
+    if kernel.name == "precomputed":
+        raise EngineError("the budgeted engine needs a kernel function, not a precomputed Gram matrix")
+    params.validate(n)
+    alg = ALGORITHM_CODES[params.algorithm]
+    B = int(min(params.budget, n))
+    if alg in (ALG_FORGETRON, ALG_PROJECTRON, ALG_PROJECTRON_PP):
+        need = L * (B + 1) ** 2 * 8 / 1e9
+        if need > memory_limit_gb:
+            raise EngineError(f"{params.algorithm} keeps a {B} x {B} kernel matrix per label: {need:.1f} GB for "
+                              f"{L} labels, more than the {memory_limit_gb:g} GB allowed (training.cache_limit_gb); "
+                              "set a smaller algorithm.budget")
+    order = np.ascontiguousarray(order, dtype=np.int64)
+    checkpoints = [epochs] if checkpoints is None else list(checkpoints)
+    total = epochs_to_steps(epochs, n)
+    cp_steps = np.array(sorted({epochs_to_steps(c, n) for c in checkpoints} | {total}), dtype=np.int64)
+    if total < 1 or cp_steps[0] < 1 or cp_steps[-1] > total:
+        raise EngineError(f"checkpoints {checkpoints} must lie in (0, {epochs}] and cover >= 1 step")
+    bounds = chunk_bounds(n, total, cp_steps, chunk_size)
+
+    kdiag = kernel_diag(kernel, X)
+    sq = sq_norms(X)
+    sv_ex = np.zeros((L, B), dtype=np.int64)
+    sv_coef = np.zeros((L, B), dtype=np.float64)
+    sv_ord = np.zeros((L, B), dtype=np.int64)
+    size = np.zeros(L, dtype=np.int64)
+    free = np.zeros((L, B), dtype=np.int64)
+    nfree = np.zeros(L, dtype=np.int64)
+    refc = np.zeros(n, dtype=np.int64)
+    use_gs = alg == ALG_FORGETRON
+    Gs = np.zeros((L, B, B) if use_gs else (1, 1, 1))
+    proj = alg in (ALG_PROJECTRON, ALG_PROJECTRON_PP)
+    Kinv = np.zeros((L, B + 1, B + 1) if proj else (1, 1, 1))
+    kbuf = np.zeros(B + 1)
+    dbuf = np.zeros(B + 1)
+    Q = np.zeros(L)
+    M = np.zeros(L, dtype=np.int64)
+    acc = np.zeros((L, n))
+    mistakes = np.zeros(L, dtype=np.int64)
+    colmap = np.full(n, -1, dtype=np.int64)
+    sv_col = np.zeros((L, B), dtype=np.int64)
+    slot_acc = np.zeros((L, B))
+    rng = np.random.default_rng(params.seed)
+    maxb = int(np.max(np.diff(bounds)))
+    bufs = {k: np.empty(3 * maxb * L, dtype=np.int64) for k in ("step", "cls", "kind", "ex")}
+    logs = {k: [] for k in bufs}
+    mist_cp = np.zeros((cp_steps.size, L), dtype=np.int64)
+    last, avg = [], []
+    cp_ptr = 0
+    max_support = 0
+    # integer features (raw pixels, 0/1 indicators): kernel blocks by exact float32 GEMMs, the same values
+    exact = exact32_ok(X)
+    X32 = X.astype(np.float32) if exact else None
+    t_gram = 0.0
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        ex = order[np.arange(a, b) % n]
+        pool = np.flatnonzero(refc)
+        colmap[pool] = np.arange(pool.size)
+        sv_col[:] = colmap[sv_ex]  # slots not in use get garbage, never read
+        colmap[pool] = -1
+        # one kernel block: the chunk's examples against the support vectors and against themselves
+        cols = np.concatenate([pool, ex])
+        tg = time.perf_counter()
+        Kall = gram(kernel, X[ex], X[cols], sq[ex], sq[cols], exact32=exact, B32=X32[cols] if exact else None)
+        urand = rng.random((b - a, L))
+        t_gram += time.perf_counter() - tg
+        m = _run_chunk(ex, a, Y, kdiag, Kall, pool.size, alg, B, float(params.eta), float(params.lam),
+                       float(params.rho), LR_CODES[params.schedule], urand, sv_ex, sv_coef, sv_col, sv_ord, size,
+                       free, nfree, refc, Gs, use_gs, Kinv, Q, M, acc, slot_acc, mistakes, kbuf, dbuf,
+                       bufs["step"], bufs["cls"], bufs["kind"], bufs["ex"])
+        max_support = max(max_support, int(size.max()))
+        if m:
+            for k in bufs:
+                logs[k].append(bufs[k][:m].copy())
+        while cp_ptr < cp_steps.size and cp_steps[cp_ptr] == b:
+            mist_cp[cp_ptr] = mistakes
+            last.append([(sv_ex[c, sv_ord[c, :size[c]]].copy(), sv_coef[c, sv_ord[c, :size[c]]].copy())
+                         for c in range(L)])
+            avg.append([_avg_state(acc[c], sv_ex[c], sv_coef[c], slot_acc[c], sv_ord[c, :size[c]]) for c in range(L)])
+            cp_ptr += 1
+        if progress is not None:
+            progress(b - a)
+    cat = {k: (np.concatenate(v) if v else np.empty(0, dtype=np.int64)) for k, v in logs.items()}
+    info = {"algorithm": params.algorithm, "budget": B, "Q": Q.tolist() if use_gs else None,
+            "kernel_seconds": round(t_gram, 3), "chunks": int(bounds.size - 1)}
+    return BudgetLog(n_train=n, n_labels=L, total_steps=total, order=order, checkpoint_steps=cp_steps,
+                     params=params, ev_step=cat["step"], ev_cls=cat["cls"], ev_kind=cat["kind"], ev_ex=cat["ex"],
+                     mistakes_cp=mist_cp, last=last, avg=avg, max_support=max_support,
+                     seconds=time.perf_counter() - t0, info=info)
+
+
+def _avg_state(acc, sv_ex, sv_coef, slot_acc, live):
+    """(examples, coefficients) of the summed hypothesis sum_{t=1}^{T} h_t. The jitted loop sums
+    the hypotheses before each step (``h_0 ... h_{T-1}``, h_0 = 0): removed slots in ``acc``,
+    live ones in ``slot_acc``; adding the current hypothesis h_T gives ``h_1 + ... + h_T``."""
+    tot = acc.copy()
+    np.add.at(tot, sv_ex[live], slot_acc[live] + sv_coef[live])
+    nz = np.flatnonzero(tot)
+    return nz, tot[nz]
+
+
+def budget_scores(log: BudgetLog, kernel: Kernel, X_train, X_test, rule: str = "last", checkpoint: int = -1):
+    """Scores (m, L) of the ``last`` or ``avg`` hypothesis at checkpoint index ``checkpoint``."""
+    if rule not in ("last", "avg"):
+        raise EngineError(f"budgeted runs predict with the rules last and avg, got {rule!r}")
+    X_train = np.ascontiguousarray(X_train, dtype=np.float64)
+    X_test = np.ascontiguousarray(X_test, dtype=np.float64)
+    state = (log.last if rule == "last" else log.avg)[checkpoint]
+    out = np.zeros((X_test.shape[0], log.n_labels))
+    for c, (exs, coefs) in enumerate(state):
+        if exs.size:
+            out[:, c] = gram(kernel, X_test, X_train[exs]) @ coefs
+    return out
+
+
+def budget_predict(log: BudgetLog, kernel: Kernel, X_train, X_test, rule: str = "last", checkpoint: int = -1):
+    """Predicted classes: argmax over labels (first on ties), or score > 0 for one binary column."""
+    s = budget_scores(log, kernel, X_train, X_test, rule, checkpoint)
+    if log.n_labels == 1:
+        return (s[:, 0] > 0).astype(np.int64)
+    return np.argmax(s, axis=1)
+
+
+def budget_errors(log: BudgetLog, kernel: Kernel, X_train, X_test, y_test, binary: bool, rule_names, rules):
+    """Wrong predictions ``(errors_multi, errors_bin)`` of shapes (n_cp, len(rule_names)) and
+    (n_cp, len(rule_names), L), as :func:`perceptron_lab.predict.evaluate` returns them (rule order
+    ``rule_names``; rules not computed are -1): multiclass by argmax (first on ties), each label and
+    binary problems by score > 0."""
+    n_cp, L = log.checkpoint_steps.size, log.n_labels
+    err_m = np.full((n_cp, len(rule_names)), -1, dtype=np.int64)
+    err_b = np.full((n_cp, len(rule_names), L), -1, dtype=np.int64)
+    y_test = np.asarray(y_test)
+    truth = (y_test == 1)[:, None] if binary else (y_test[:, None] == np.arange(L)[None, :])
+    for k in range(n_cp):
+        for rule in rules:
+            r = rule_names.index(rule)
+            s = budget_scores(log, kernel, X_train, X_test, rule, k)
+            if not np.all(np.isfinite(s)):
+                from ..errors import NumericError
+
+                raise NumericError(f"the {rule} hypothesis of {log.params.algorithm} has non-finite test scores; "
+                                   "use a smaller kernel scale (kernel.scale) or degree")
+            pred = (s[:, 0] > 0).astype(np.int64) if binary else np.argmax(s, axis=1)
+            err_m[k, r] = int(np.sum(pred != y_test))
+            err_b[k, r] = np.sum((s > 0) != truth, axis=0)
+    return err_m, err_b
+
+
+def budget_counts(log: BudgetLog) -> dict:
+    """``mistakes`` (n_cp, L): prediction mistakes so far; ``support_vectors`` (n_cp, L): the size
+    of each label's support set at the checkpoint; ``support_vectors_union`` (n_cp,): distinct
+    examples in any label's support set then."""
+    sv = np.array([[len(exs) for exs, _ in state] for state in log.last], dtype=np.int64)
+    svu = np.array([np.unique(np.concatenate([exs for exs, _ in state])).size for state in log.last], dtype=np.int64)
+    return {"mistakes": log.mistakes_cp, "support_vectors": sv, "support_vectors_union": svu}
+
+
+def params_from_config(acfg, seed=0) -> BudgetParams:
+    """The :class:`BudgetParams` of a config's algorithm section (budget None: no limit)."""
+    budget = np.iinfo(np.int64).max if acfg.budget is None else int(acfg.budget)
+    return BudgetParams(algorithm=acfg.name, budget=budget,
+                        eta=float(acfg.eta) if acfg.eta is not None else 0.1,
+                        lam=float(acfg.lambda_) if acfg.lambda_ is not None else 0.0,
+                        rho=float(acfg.rho) if acfg.rho is not None else 1.0,
+                        schedule=acfg.schedule or "constant", seed=seed)
