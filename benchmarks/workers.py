@@ -248,8 +248,15 @@ def _ours_eval_unit(spec: dict, d: Data) -> dict:
     err, _ = predict.evaluate(log, kernel, X[tr], X[te], y[te], d.n_classes == 2, dtype=dtype,
                               rules=cfg.prediction.rules, vote_weight=cfg.prediction.vote_weight)
     t2 = time.perf_counter()
+    # the same evaluation again: a worker of `plab run` evaluates unit after unit, and the first
+    # full-size call of a process also pays one-time costs (thread start-up, first-touch memory)
+    again, _ = predict.evaluate(log, kernel, X[tr], X[te], y[te], d.n_classes == 2, dtype=dtype,
+                                rules=cfg.prediction.rules, vote_weight=cfg.prediction.vote_weight)
+    t3 = time.perf_counter()
+    assert (again == err).all()
     errors = {r: _err_pct(err[0, i], te.size) for i, r in enumerate(predict.RULES) if err[0, i] >= 0}
-    return {"fit_seconds": t1 - t0, "test_seconds": t2 - t1, "test_error_pct": errors["vote"], "errors": errors,
+    return {"fit_seconds": t1 - t0, "test_seconds": t2 - t1, "test_seconds_repeat": round(t3 - t2, 3),
+            "test_error_pct": errors["vote"], "errors": errors,
             "mistakes": log.n_updates, "support_vectors": int(np.unique(log.upd_ex).size),
             "n_features": int(X.shape[1]), "dtype": np.dtype(dtype).name, "eval_n_test": int(te.size)}
 

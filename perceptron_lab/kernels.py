@@ -370,6 +370,19 @@ def exact32_ok(X: np.ndarray) -> bool:
         return bool(np.abs(X).max() < EXACT32_LIMIT and np.array_equal(X, np.rint(X)))
 
 
+#: The squared bound, with a margin for the rounding of the float64 norms themselves.
+_EXACT32_LIMIT2 = EXACT32_LIMIT * EXACT32_LIMIT * (1.0 - 1e-9)
+
+
+def exact32_heavy_rows(sq_a, sq_b) -> np.ndarray:
+    """Which rows of A (squared norms ``sq_a``) may have an inner product with a row of B (squared
+    norms ``sq_b``) that float32 does not hold exactly; the others' products with all of B are exact."""
+    sq_a = np.asarray(sq_a, dtype=np.float64)
+    if not sq_a.size or not np.size(sq_b):
+        return np.zeros(sq_a.shape, dtype=bool)
+    return sq_a * float(np.max(sq_b)) >= _EXACT32_LIMIT2
+
+
 def matmul_exact32(A: np.ndarray, B: np.ndarray, sq_a=None, sq_b=None, out=None, B32=None) -> np.ndarray:
     """``A @ B.T`` in float64, equal to it bit for bit, for A and B that pass :func:`exact32_ok`.
 
@@ -386,10 +399,9 @@ def matmul_exact32(A: np.ndarray, B: np.ndarray, sq_a=None, sq_b=None, out=None,
     G[...] = G32
     if not (sq_a.size and sq_b.size):
         return G
-    # squared bound with a margin for the rounding of the float64 norms themselves
-    lim2 = EXACT32_LIMIT * EXACT32_LIMIT * (1.0 - 1e-9)
-    heavy = np.flatnonzero(sq_a * float(sq_b.max()) >= lim2)
+    heavy = np.flatnonzero(exact32_heavy_rows(sq_a, sq_b))
     heavy = heavy[np.argsort(-sq_a[heavy], kind="stable")]
+    lim2 = _EXACT32_LIMIT2
     for g in range(0, heavy.size, 256):
         rows = heavy[g:g + 256]
         cols = np.flatnonzero(sq_b * float(sq_a[rows[0]]) >= lim2)

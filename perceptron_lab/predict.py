@@ -40,7 +40,7 @@ import numpy as np
 from .counts import counts_at_checkpoints  # noqa: F401  (re-exported: it lived here)
 from .engine.perceptron import TrainLog, normalizing_factors
 from .hypotheses import VOTE_WEIGHTS, Hypotheses  # noqa: F401  (re-exported)
-from .kernels import Kernel, exact32_ok, gram, kernel_diag, sq_norms
+from .kernels import LINEAR, Kernel, exact32_heavy_rows, exact32_ok, gram, kernel_diag, sq_norms
 from .numerics import check_finite_training, check_test_block, overflow_error
 
 RULES = ("last", "last_norm", "avg", "avg_norm", "vote", "random", "random_norm", "longest")
@@ -234,30 +234,50 @@ def _evaluate_general(log, kernel, hyp, live, partial, longest, Xtr, Xte, y_test
     need_norm = rules is None or bool(set(rules) & set(_NORM_RULES))
     err_m = np.zeros((cp_index.size, len(RULES)), dtype=np.int64)
     err_b = np.zeros((cp_index.size, len(RULES), L), dtype=np.int64)
-    for a in range(0, nt, block):
-        b = min(nt, a + block)
-        if direct:
-            Kt = Xte[a:b] @ Wh.T if Wh.shape[0] else np.zeros((b - a, 1), dtype=dtype)
-        elif sv.size and given:
-            Kt = np.ascontiguousarray(Xte[a:b][:, sv])
-        elif sv.size:
-            Kt = (gram(kernel, Xte[a:b], Xsv, sq_te[a:b], sq_sv, exact32=True, B32=sv32) if exact
-                  else gram(kernel, Xte[a:b], Xsv))
-            if log.kernel_normalized:
-                r_te = normalizing_factors(kernel_diag(kernel, Xte[a:b])).astype(dtype)
-                Kt *= r_te[:, None]
-                Kt *= r_sv[None, :]
-        else:
-            Kt = np.zeros((b - a, 1), dtype=dtype)
-        check_test_block(Kt, hyp, log, kernel, dtype)
-        om = np.zeros((cp_index.size, len(RULES), b - a), dtype=np.int8)
-        ob = np.zeros((cp_index.size, len(RULES), b - a, L), dtype=np.int8)
-        _score_block(Kt, ucol, hyp.coef, hyp.uoff, hyp.hoff, hyp.step, hyp.theta, hyp.scale, hyp.norm,
-                     hyp.wfull, live, partial, longest, np.ascontiguousarray(rs[:, a:b]),
-                     y_test[a:b], binary, direct, need_norm, om, ob, out_scores is not None,
-                     _NO_SCORES if out_scores is None else out_scores[:, :, a:b])
-        err_m += (b - a) - om.sum(axis=2, dtype=np.int64)
-        err_b += (b - a) - ob.sum(axis=2, dtype=np.int64)
+    # Linear kernel on integer features: the test points whose every inner product with a support
+    # vector is exact in float32 are scored straight from a float32 kernel block (the same integers
+    # as in float64, with no conversion pass); the few others from a float64 block.
+    light32 = (not direct and not given and sv.size and exact and kernel.code == LINEAR
+               and not log.kernel_normalized)
+    if light32:
+        heavy = exact32_heavy_rows(sq_te, sq_sv)
+        segments = [(np.flatnonzero(~heavy), True), (np.flatnonzero(heavy), False)]
+        te32 = Xte.astype(np.float32)
+    else:
+        segments = [(None, False)]
+    for rows, use32 in segments:
+        n_seg = nt if rows is None else rows.size
+        for a in range(0, n_seg, block):
+            b = min(n_seg, a + block)
+            idx = slice(a, b) if rows is None else rows[a:b]
+            if direct:
+                Kt = Xte[idx] @ Wh.T if Wh.shape[0] else np.zeros((b - a, 1), dtype=dtype)
+            elif sv.size and given:
+                Kt = np.ascontiguousarray(Xte[idx][:, sv])
+            elif use32:
+                Kt = te32[idx] @ sv32.T
+            elif light32:
+                Kt = Xte[idx] @ Xsv.T
+            elif sv.size:
+                Kt = (gram(kernel, Xte[idx], Xsv, sq_te[idx], sq_sv, exact32=True, B32=sv32) if exact
+                      else gram(kernel, Xte[idx], Xsv))
+                if log.kernel_normalized:
+                    r_te = normalizing_factors(kernel_diag(kernel, Xte[idx])).astype(dtype)
+                    Kt *= r_te[:, None]
+                    Kt *= r_sv[None, :]
+            else:
+                Kt = np.zeros((b - a, 1), dtype=dtype)
+            check_test_block(Kt, hyp, log, kernel, dtype)
+            om = np.zeros((cp_index.size, len(RULES), b - a), dtype=np.int8)
+            ob = np.zeros((cp_index.size, len(RULES), b - a, L), dtype=np.int8)
+            sc = _NO_SCORES if out_scores is None else np.zeros(out_scores.shape[:2] + (b - a, L))
+            _score_block(Kt, ucol, hyp.coef, hyp.uoff, hyp.hoff, hyp.step, hyp.theta, hyp.scale, hyp.norm,
+                         hyp.wfull, live, partial, longest, np.ascontiguousarray(rs[:, idx]),
+                         y_test[idx], binary, direct, need_norm, om, ob, out_scores is not None, sc)
+            if out_scores is not None:
+                out_scores[:, :, idx] = sc
+            err_m += (b - a) - om.sum(axis=2, dtype=np.int64)
+            err_b += (b - a) - ob.sum(axis=2, dtype=np.int64)
     if not need_norm:  # not computed
         cols = [RULE_INDEX[r] for r in _NORM_RULES]
         err_m[:, cols] = -1

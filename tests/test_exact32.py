@@ -66,23 +66,30 @@ def _force_float64(monkeypatch):
     monkeypatch.setattr(ep, "exact32_ok", lambda X: False)
 
 
-def test_dual_training_and_evaluation_are_unchanged(monkeypatch):
-    """A float64 dual run (kernel cache, pending blocks) and its evaluation on integer features give
-    the same log and the same error counts with and without the float32 GEMMs."""
+@pytest.mark.parametrize("kernel", [Kernel("poly", 2, 1e6), Kernel("linear")])
+def test_dual_training_and_evaluation_are_unchanged(monkeypatch, kernel):
+    """A float64 run (for the polynomial kernel: kernel cache, pending blocks) and its evaluation on
+    integer features, heavy test rows included, give the same log and the same error counts with and
+    without the float32 GEMMs (for the linear kernel: float32 kernel blocks scored directly)."""
     X, y, L = _problem()
     Xtr, ytr, Xte, yte = X[:300], y[:300], X[300:], y[300:]
-    kernel = Kernel("poly", 2, 1e6)
+    Xte = Xte.copy()
+    Xte[:3] = np.random.default_rng(9).integers(2000, 4000, size=(3, Xte.shape[1]))  # heavy test rows
+    assert predict.exact32_ok(Xte) and kernels.exact32_heavy_rows((Xte**2).sum(1), (Xtr**2).sum(1)).sum() >= 3
     params = PerceptronParams(eta=1.0, theta_init=0.0, C=0.0, tau_abs=0.0, lam=0.0, alpha_bound=2**62)
     order = np.random.default_rng(3).permutation(300)
 
     def run():
         log = train(Xtr, label_matrix(ytr, L), kernel, params, order, 3, [1, 3], chunk_size=32,
-                    dtype=np.float64, form="dual", flush_at=8)
+                    dtype=np.float64, form="dual" if kernel.name == "poly" else "auto", flush_at=8)
         return log, predict.evaluate(log, kernel, Xtr, Xte, yte, False, dtype=np.float64, block=37)
 
     log32, (em32, eb32) = run()
+    scores32 = predict.decision_scores(log32, kernel, Xtr, Xte, block=37)
     _force_float64(monkeypatch)
     log64, (em64, eb64) = run()
+    # every rule's score, bit for bit: one rounded inner product would show here before in a count
+    assert np.array_equal(scores32, predict.decision_scores(log64, kernel, Xtr, Xte, block=37))
     assert log32.n_updates == log64.n_updates > 50
     for name in ("upd_step", "upd_ex", "upd_cls", "upd_score", "upd_theta"):
         assert np.array_equal(getattr(log32, name), getattr(log64, name)), name
