@@ -216,6 +216,22 @@ def case_evaluation(case: Case, sz: Sizes, data_dir, gemm_n: int = 4096) -> list
     return rows
 
 
+def case_budget(case: Case, sz: Sizes, data_dir, gemm_n: int = 4096) -> list[dict]:
+    """Case 8: one epoch of the self-tuned Forgetron with budget 1000 per label on MNIST, d = 4.
+    Its limit is the issue's ``examples x budget x 2 x features / float32 GEMM rate`` (one support
+    set of ``budget`` examples scored against every example once)."""
+    g0 = gemm_gflops(gemm_n)
+    res = run_worker({"task": "ours_budget", "n_train": sz.linear_train, "n_test": sz.test, "budget": 1000}, data_dir)
+    g1 = gemm_gflops(gemm_n)
+    row = _row(case, "ours", "forgetron, budget 1000, (1 + x.y/(100*255^2))^4, float64", res, 1, "last")
+    if row.get("status") == "ok":
+        g = 0.5 * (g0 + g1)
+        limit = row["n_train"] * 1000 * 2.0 * row["n_features"] / (g * 1e9)
+        row.update(gemm_gflops=round(g, 1), limit_seconds=round(limit, 3),
+                   fraction_of_limit=round(limit / row["fit_seconds"], 3))
+    return [row]
+
+
 def growth_exponent(n, y) -> float | None:
     """Slope of log y against log n (least squares); None with fewer than two usable points."""
     n, y = np.asarray(n, dtype=float), np.asarray(y, dtype=float)

@@ -12,6 +12,7 @@ import pandas as pd
 from . import __doc__ as PACKAGE_DOC
 from .cases import (
     case_alma,
+    case_budget,
     case_evaluation,
     case_kernel,
     case_linear,
@@ -73,6 +74,8 @@ def main(argv=None):
             rows = case_alma(case, sz, args.data_dir)
         elif case.name == "kernel":
             rows = case_kernel(case, sz, args.data_dir, args.svc_timeout)
+        elif case.name == "budget":
+            rows = case_budget(case, sz, args.data_dir, gemm_n)
         elif case.name == "evaluation":
             rows = case_evaluation(case, sz, args.data_dir, gemm_n)
         elif case.name == "limit":

@@ -171,6 +171,20 @@ def _case_section(case: Case, df: pd.DataFrame, targets: list[str]) -> list[str]
             fr = float(ours["fraction_of_limit"].iloc[0])
             targets.append(f"Case 7: evaluation at {fr:.1%} of its limit; target >= {TARGETS['evaluation']:.0%}: "
                            f"{'met' if fr >= TARGETS['evaluation'] else 'NOT met'}.")
+    elif case.name == "budget":
+        lines += ["| setting | n train | train s | test s | last err % | avg err % | mistakes | largest support | "
+                  "distinct support examples (last) | GEMM GFLOP/s | limit s | fraction of limit |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for _, r in df.iterrows():
+            errs = {k: r.get(f"err_{k}") for k in ("last", "avg")}
+            lines.append(f"| {r['setting']} | {r.get('n_train')} | {_f(r.get('fit_seconds'))} | {_f(r.get('test_seconds'))} | "
+                         f"{_f(r.get('test_error_pct'))} | {_f(errs['avg'])} | {r.get('mistakes')} | "
+                         f"{r.get('max_support')} | {r.get('support_examples_last')} | {_f(r.get('gemm_gflops'), 0)} | "
+                         f"{_f(r.get('limit_seconds'))} | {_f(r.get('fraction_of_limit'), 3)} |")
+        if "fit_seconds" in df:
+            s = float(df["fit_seconds"].iloc[0])
+            targets.append(f"Case 8: budgeted training {s:.1f} s; target <= {TARGETS['budget_seconds']:g} s: "
+                           f"{'met' if s <= TARGETS['budget_seconds'] else 'NOT met'}.")
     elif case.name in ("limit", "scaling"):
         lines += ["| n train | T | wall s | train s | eval s | peak GB | SVs | mistakes | vote err % | GEMM GFLOP/s | "
                   "limit s | fraction of limit | of train+eval |",
