@@ -94,5 +94,5 @@ def test_quick_budget_case_reports_its_limit(tmp_path, data_dir):
     r = b.iloc[0]
     # the budget binds per label: no label holds more, the labels together hold at most 10 x budget
     assert r.max_support <= 1000 and r.support_examples_last <= 10 * 1000 and r.mistakes > 0
-    assert r.limit_seconds == pytest.approx(r.n_train * 1000 * 2 * r.n_features / (r.gemm_gflops * 1e9), rel=0.01)
+    assert r.limit_seconds == pytest.approx(r.n_train * 1000 * 2 * r.n_features / (r.gemm_gflops * 1e9), rel=0.01, abs=1e-3)
     assert "Case 8: budgeted training" in (out / "summary.md").read_text()
