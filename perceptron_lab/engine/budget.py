@@ -172,6 +172,16 @@ def _remove_at(c, k, sv_ord, size, free, nfree, sv_ex, refc, acc, slot_acc):
     return s
 
 
+@nb.njit(cache=True, inline="always")
+def _emit(o_step, o_cls, o_kind, o_ex, n_out, t, c, kind, example):
+    """Record one event (step, label, kind, example) at position ``n_out``; returns the next position."""
+    o_step[n_out] = t
+    o_cls[n_out] = c
+    o_kind[n_out] = kind
+    o_ex[n_out] = example
+    return n_out + 1
+
+
 @nb.njit(cache=True)
 def _run_chunk(ex, step0, Y, kdiag, Kall, m0, alg, B, eta, lam, rho, lr, urand,
                sv_ex, sv_coef, sv_col, sv_ord, size, free, nfree, refc, Gs, use_gs, Kinv, Q, M, acc, slot_acc,
@@ -201,11 +211,7 @@ def _run_chunk(ex, step0, Y, kdiag, Kall, m0, alg, B, eta, lam, rho, lr, urand,
             if yf <= 0.0:
                 mistakes[c] += 1
                 M[c] += 1
-                o_step[n_out] = t
-                o_cls[n_out] = c
-                o_kind[n_out] = EV_MISTAKE
-                o_ex[n_out] = i
-                n_out += 1
+                n_out = _emit(o_step, o_cls, o_kind, o_ex, n_out, t, c, EV_MISTAKE, i)
             insert = False
             coef_new = float(y)
             if alg == ALG_NORMA:
@@ -220,11 +226,7 @@ def _run_chunk(ex, step0, Y, kdiag, Kall, m0, alg, B, eta, lam, rho, lr, urand,
                     coef_new = eta_t * y
                     if m >= B:
                         s = _remove_at(c, 0, sv_ord, size, free, nfree, sv_ex, refc, acc, slot_acc)
-                        o_step[n_out] = t
-                        o_cls[n_out] = c
-                        o_kind[n_out] = EV_REMOVE
-                        o_ex[n_out] = sv_ex[c, s]
-                        n_out += 1
+                        n_out = _emit(o_step, o_cls, o_kind, o_ex, n_out, t, c, EV_REMOVE, sv_ex[c, s])
             elif alg == ALG_STOPTRON:
                 insert = yf <= 0.0 and m < B
             elif alg == ALG_RBP:
@@ -233,11 +235,7 @@ def _run_chunk(ex, step0, Y, kdiag, Kall, m0, alg, B, eta, lam, rho, lr, urand,
                     if m >= B:
                         k = int(urand[p, c] * m)
                         s = _remove_at(c, k, sv_ord, size, free, nfree, sv_ex, refc, acc, slot_acc)
-                        o_step[n_out] = t
-                        o_cls[n_out] = c
-                        o_kind[n_out] = EV_REMOVE
-                        o_ex[n_out] = sv_ex[c, s]
-                        n_out += 1
+                        n_out = _emit(o_step, o_cls, o_kind, o_ex, n_out, t, c, EV_REMOVE, sv_ex[c, s])
             elif alg == ALG_FORGETRON:
                 if yf <= 0.0:
                     insert = True
@@ -274,11 +272,7 @@ def _run_chunk(ex, step0, Y, kdiag, Kall, m0, alg, B, eta, lam, rho, lr, urand,
                             sv_coef[c, s] *= phi
                         coef_new = phi * y
                         s = _remove_at(c, 0, sv_ord, size, free, nfree, sv_ex, refc, acc, slot_acc)
-                        o_step[n_out] = t
-                        o_cls[n_out] = c
-                        o_kind[n_out] = EV_REMOVE
-                        o_ex[n_out] = sv_ex[c, s]
-                        n_out += 1
+                        n_out = _emit(o_step, o_cls, o_kind, o_ex, n_out, t, c, EV_REMOVE, sv_ex[c, s])
             else:  # Projectron, Projectron++
                 margin_err = alg == ALG_PROJECTRON_PP and yf > 0.0 and yf < 1.0
                 if yf <= 0.0 or margin_err:
@@ -307,22 +301,14 @@ def _run_chunk(ex, step0, Y, kdiag, Kall, m0, alg, B, eta, lam, rho, lr, urand,
                         elif m > 0:
                             for q in range(m):
                                 sv_coef[c, q] += y * dbuf[q]
-                            o_step[n_out] = t
-                            o_cls[n_out] = c
-                            o_kind[n_out] = EV_PROJECT
-                            o_ex[n_out] = i
-                            n_out += 1
+                            n_out = _emit(o_step, o_cls, o_kind, o_ex, n_out, t, c, EV_PROJECT, i)
                     elif kd > 0.0:
                         loss = 1.0 - yf
                         beta = min(loss / kd, 2.0 * (loss - delta / eta) / kd, 1.0)
                         if beta > 0.0:
                             for q in range(m):
                                 sv_coef[c, q] += y * beta * dbuf[q]
-                            o_step[n_out] = t
-                            o_cls[n_out] = c
-                            o_kind[n_out] = EV_MARGIN
-                            o_ex[n_out] = i
-                            n_out += 1
+                            n_out = _emit(o_step, o_cls, o_kind, o_ex, n_out, t, c, EV_MARGIN, i)
             if insert:
                 if nfree[c] > 0:
                     nfree[c] -= 1
@@ -343,11 +329,7 @@ def _run_chunk(ex, step0, Y, kdiag, Kall, m0, alg, B, eta, lam, rho, lr, urand,
                 size[c] = mm + 1
                 refc[i] += 1
                 sv_col[c, s] = m0 + p
-                o_step[n_out] = t
-                o_cls[n_out] = c
-                o_kind[n_out] = EV_INSERT
-                o_ex[n_out] = i
-                n_out += 1
+                n_out = _emit(o_step, o_cls, o_kind, o_ex, n_out, t, c, EV_INSERT, i)
     return n_out
 
 
