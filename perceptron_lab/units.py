@@ -24,7 +24,7 @@ from .config import ExperimentConfig, with_overrides
 from .constants import BUDGET_ALGORITHMS, EPOCH_TOL, SINGLE_THREAD_MAX_ENTRIES
 from .datasets.base import Dataset, validate_dataset
 from .engine import label_matrix, train_from_config
-from .engine.budget import budget_counts, budget_errors
+from .engine.budget import budget_counts, budget_errors, unit_diag_kernel
 from .errors import ConfigError, NumericError, PlabError
 from .evaluation import Grid, inner_kfold_indices, kfold_indices, training_folds
 from .kernels import Kernel, kernel_diag
@@ -373,11 +373,12 @@ def unit_kernel(ucfg: ExperimentConfig, Xtr: np.ndarray):
 
 
 def budget_kernel(ucfg: ExperimentConfig, Xtr: np.ndarray):
-    """(float64, the config's kernel unscaled) for a budgeted run: its thresholds (the Projectron's
-    eta, NORMA's rho, the Forgetron's shrinking) are not invariant under a constant factor of the
-    kernel, so :meth:`Kernel.range_safe` may not rescale it; values that overflow float64 stop."""
-    kernel = Kernel.from_config(ucfg.kernel)
-    if not np.all(np.isfinite(kernel_diag(kernel, np.asarray(Xtr, dtype=np.float64)))):
+    """(float64, the config's kernel scaled by :func:`~perceptron_lab.engine.budget.unit_diag_kernel`
+    to ``max_i K(x_i, x_i) = 1`` on the training rows) for a budgeted run; values that overflow
+    float64 stop."""
+    X64 = np.asarray(Xtr, dtype=np.float64)
+    kernel = unit_diag_kernel(Kernel.from_config(ucfg.kernel), X64)
+    if not np.all(np.isfinite(kernel_diag(kernel, X64))):
         raise NumericError(f"{ucfg.source}: K(x, x) overflows float64 for {kernel.describe()}; "
                            "use a larger kernel.scale or a smaller kernel.degree")
     return np.float64, kernel

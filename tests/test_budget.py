@@ -230,3 +230,26 @@ def test_config_errors(tmp_path, algorithm, rules, grid, message):
     assert res.exit_code == 2, res.output
     assert message in res.output and "Traceback" not in res.output
     assert len(res.output.strip().splitlines()) == 1  # one line, even for a key listed for several algorithms
+
+
+def test_unit_diag_kernel_scales_poly_to_unit_diagonal():
+    """Budgeted runs use K / c^d with c = max (1 + |x|^2 / s): the largest K(x, x) is 1, every
+    value is the literal kernel's divided by the same constant, and the Stoptron and RBP (whose
+    updates do not depend on the kernel's scale) make the same events either way."""
+    from perceptron_lab.engine.budget import unit_diag_kernel
+
+    rng = np.random.default_rng(4)
+    X = rng.integers(0, 256, size=(25, 12)).astype(float)
+    base = Kernel("poly", degree=4, scale=100.0)
+    k = unit_diag_kernel(base, X)
+    c = max(1.0 + float(x @ x) / 100.0 for x in X)
+    lit = np.array([[kernel_value("poly", 4, 100.0, 1.0, a, b) for b in X[:6]] for a in X[:9]])
+    np.testing.assert_allclose(gram(k, X[:9], X[:6]), lit / c**4, rtol=1e-12)
+    assert max(kernel_value("poly", 4, 100.0, 1.0, x, x) for x in X) / c**4 == pytest.approx(1.0, rel=1e-12)
+    for other in (Kernel("gaussian", sigma=3.0), Kernel("linear")):
+        assert unit_diag_kernel(other, X) == other
+    y = (X[:, 0] > 128).astype(int)
+    for setting in (dict(algorithm="stoptron", budget=4), dict(algorithm="rbp", budget=3, seed=2)):
+        a = train_budget(X, label_matrix(y, 2), base, BudgetParams(**setting), np.arange(25), 2)
+        b = train_budget(X, label_matrix(y, 2), k, BudgetParams(**setting), np.arange(25), 2)
+        assert a.ev_kind.tolist() == b.ev_kind.tolist() and a.ev_ex.tolist() == b.ev_ex.tolist()

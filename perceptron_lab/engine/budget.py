@@ -504,6 +504,26 @@ def budget_counts(log: BudgetLog) -> dict:
     return {"mistakes": log.mistakes_cp, "support_vectors": sv, "support_vectors_union": svu}
 
 
+def unit_diag_kernel(kernel: Kernel, X) -> Kernel:
+    """The kernel a budgeted run uses: ``kernel`` scaled so that ``max_i K(x_i, x_i) = 1`` on ``X``.
+
+    The budgeted algorithms' thresholds are not invariant under a constant factor of the kernel,
+    and their papers state them for ``K(x, x) <= 1``: the Forgetron's shrinking and mistake bound
+    assume ``||phi(x)|| <= 1`` (Dekel et al. 2008, §2), the Projectron's eta is a distance between
+    unit-norm instances (Orabona et al. 2009 use Gaussian kernels), NORMA's rho and lambda are read
+    against ``k(x, x) <= 1`` (Kivinen et al. 2004, §III). A polynomial kernel's base is divided by
+    ``c = max_i (1 + |x_i|^2 / s)`` (as :meth:`Kernel.range_safe` does for float32), which divides
+    every value by ``c^d``: the Stoptron's and the RBP's mistakes do not change. Gaussian kernels
+    already have ``K(x, x) = 1``; linear and poly-Gaussian kernels are returned as given."""
+    X = np.asarray(X, dtype=np.float64)
+    if kernel.name != "poly" or not len(X):
+        return kernel
+    c = 1.0 + float(np.max(np.einsum("ij,ij->i", X, X))) / kernel.scale
+    if not (math.isfinite(c) and c > 1.0):
+        return kernel
+    return Kernel(kernel.name, kernel.degree, kernel.scale, kernel.sigma, c)
+
+
 def params_from_config(acfg, seed=0) -> BudgetParams:
     """The :class:`BudgetParams` of a config's algorithm section (budget None: no limit)."""
     budget = np.iinfo(np.int64).max if acfg.budget is None else int(acfg.budget)
