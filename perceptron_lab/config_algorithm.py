@@ -32,7 +32,7 @@ def rule_primal_kernel(v) -> None:
 
 def rule_budget_rules(v) -> None:
     """Budgeted algorithms (the config's, or any in a grid over algorithm.name) predict with the rules
-    last and avg only: the default for them, and an error for any other rule given."""
+    last, avg and vote only (last and avg by default); any other rule given is an error."""
     name, rules = v.values["algorithm"].get("name"), v.values["prediction"].get("rules")
     grid = v.values["evaluation"].get("grid")
     names = [name]
@@ -41,10 +41,11 @@ def rule_budget_rules(v) -> None:
     budgeted = [n for n in names if _valid(n) and n in C.BUDGET_ALGORITHMS]
     if _valid(rules) and budgeted:
         if ("prediction", "rules") not in v.given:
-            v.values["prediction"]["rules"] = C.BUDGET_RULES  # the default for budgeted runs
+            v.values["prediction"]["rules"] = C.BUDGET_DEFAULT_RULES  # the default for budgeted runs
             return
         bad = [r for r in rules if r not in C.BUDGET_RULES]
         if bad:
             v.line(("prediction", "rules"), f"prediction.rules {bad} with algorithm.name = {budgeted[0]!r}: a "
-                   f"budgeted algorithm predicts with the rules {', '.join(C.BUDGET_RULES)} only (its removals and "
-                   "shrinkings leave no sequence of hypotheses to vote over); set prediction.rules: [last, avg]")
+                   f"budgeted algorithm predicts with the rules {', '.join(C.BUDGET_RULES)} only (the others pick "
+                   "hypotheses by a count or time slice its removals and shrinkings do not keep); set "
+                   "prediction.rules: [last, avg, vote]")

@@ -38,7 +38,9 @@ KERNELS_WITH_SIGMA = ("gaussian", "poly_gaussian")
 BUDGET_ALGORITHMS = ("stoptron", "rbp", "forgetron", "projectron", "projectron++", "norma")
 ALGORITHMS = ("perceptron", "alma") + BUDGET_ALGORITHMS
 #: Prediction rules of the budgeted algorithms (their hypotheses are not a growing sequence of updates).
-BUDGET_RULES = ("last", "avg")
+BUDGET_RULES = ("last", "avg", "vote")
+#: The rules of a budgeted run that names none (the voted rule costs a replay of every change).
+BUDGET_DEFAULT_RULES = ("last", "avg")
 #: NORMA's learning-rate schedules: eta_t = eta, or eta / sqrt(t).
 NORMA_SCHEDULES = ("constant", "sqrt")
 DEFAULT_PROJECTRON_ETA = 0.1

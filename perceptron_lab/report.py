@@ -31,6 +31,7 @@ from .causes import VOCABULARY, assign, load_rules
 from .comparison import compared, consistent, read_comparison, sampling_covers, scored
 from .report_html import _causes_text, _tally, write_pages
 from .store import atomic_write_text
+from .studies import budget as budget_study
 
 def _table_match(name: str):
     """(paper name, table number) of an output or reference table stem ``<paper>_table<N>...``, or None."""
@@ -97,6 +98,8 @@ class Report:
     causes_file: Path | None = None
     #: Rules of the causes file that match no cell outside tolerance.
     unused_rules: list = field(default_factory=list)
+    #: The folders the report was collected from.
+    roots: list = field(default_factory=list)
 
 
 def _skip(p: Path) -> bool:
@@ -123,7 +126,7 @@ def find_figures(paths) -> list[Path]:
 
 
 def collect(paths) -> Report:
-    rep = Report()
+    rep = Report(roots=[Path(p) for p in paths])
     for d in find_run_dirs(paths):
         try:
             info = json.loads((d / "run.json").read_text())
@@ -409,6 +412,8 @@ def build(rep: Report, out: Path) -> list[tuple]:
             items.append(("table", t.layout))
         for f in figs:
             items.append(("img", f))
+    for root in rep.roots:
+        items += budget_study.report_items(root)
     if not bad.empty:
         items += [("h2", "In-scope cells outside tolerance"),
                   ("p", "`block`, `row` and `column` name the cell in the table's layout above, `source` the run "

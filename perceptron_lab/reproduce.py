@@ -10,7 +10,7 @@ wall time of every config (from the last invocation that computed it, so a repro
 several invocations still adds up) and of the latest invocation; the next reproduction estimates
 its time left from it.
 
-Two sets of configs:
+Three sets of configs:
 
 * ``core`` (the default): Freund & Schapire Tables 1-3 (d = 1..6, full MNIST, 10
   permutations); Khardon & Wachman Tables 2, 3 (UCI, USPS, MNIST), 4, 5 (Adult), 6 and 7 (Adult,
@@ -20,7 +20,9 @@ Two sets of configs:
   ``results/``;
 * ``full`` adds Khardon & Wachman's Table 7 on MNIST (parameter optimization by 10-fold
   cross-validation on the 60000 training examples, linear and degree-4 kernels), which takes hours
-  on two cores.
+  on two cores;
+* ``budget``: the budget study beyond the papers (``configs/budget/``, then
+  :func:`perceptron_lab.studies.budget.write_study`: ``results/budget/``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from .config import load_config
 from .experiment import run_experiment
 from .store import atomic_write_text
 from .report import collect, read_log, recorded_seconds, summary_lines, write_report
+from .studies import budget as budget_study
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,7 +59,8 @@ CORE = (
         "table6", "table6_B_stated")]
 )
 FULL_EXTRA = [f"configs/kw2007/{n}.yaml" for n in ("table7_mnist", "table7_mnist_poly4")]
-SETS = {"core": CORE, "full": CORE + FULL_EXTRA}
+BUDGET = [f"configs/{c}.yaml" for c in budget_study.configs()]
+SETS = {"core": CORE, "full": CORE + FULL_EXTRA, "budget": BUDGET}
 
 
 def main(argv=None):
@@ -103,6 +107,12 @@ def main(argv=None):
             for p in paper.reproduce_figures("results", args.data_dir):
                 print(f"  {p}")
             figure_times[f"{paper.name}_figures"] = {"wall_seconds": round(time.perf_counter() - t1, 1)}
+    if any(c in BUDGET for c in configs):
+        print("budget study: the Nyström peer, the mistake curves, figures and summary", flush=True)
+        t1 = time.perf_counter()
+        for p in budget_study.write_study("results", args.data_dir):
+            print(f"  {p}")
+        figure_times["budget_study"] = {"wall_seconds": round(time.perf_counter() - t1, 1)}
     # the finished log first: the report states the reproduction's time from it
     write_log(log_path, args, datetime.now(timezone.utc).isoformat(timespec="seconds"), total, times,
               figure_times)

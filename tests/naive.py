@@ -267,8 +267,11 @@ class NaiveBudget:
     def f(self, sv, i):
         return sum(a * self.K(j, i) for j, a in sv)
 
-    def fit(self, order, steps):
+    def fit(self, order, steps, X_vote=None):
+        """Run ``steps`` steps; with ``X_vote``, ``self.vote[r, c]`` sums sign(h_t(x_r)) over the
+        hypotheses h_1 ... h_steps of label c (after each step)."""
         n, L = self.Y.shape
+        self.vote = None if X_vote is None else np.zeros((len(X_vote), L))
         u = np.random.default_rng(self.seed).random((steps, L))
         self.sv = [[] for _ in range(L)]
         self.avg = [dict() for _ in range(L)]
@@ -288,6 +291,10 @@ class NaiveBudget:
                 getattr(self, "_" + self.alg.replace("++", "pp"))(c, t, i, y, yf, u[t, c], ev)
                 for j, a in self.sv[c]:
                     self.avg[c][j] = self.avg[c].get(j, 0.0) + a
+                if X_vote is not None:  # the voted rule: every step's hypothesis votes its sign
+                    for r, x in enumerate(X_vote):
+                        s = sum(a * kernel_value(*self.k, self.X[j], x) for j, a in self.sv[c])
+                        self.vote[r, c] += 1 if s > 0 else (-1 if s < 0 else 0)
         return ev
 
     # Stoptron: the perceptron until the support set is full

@@ -213,8 +213,8 @@ def test_sonar_config_runs_and_matches_engine(tmp_path):
 
 
 @pytest.mark.parametrize("algorithm, rules, grid, message", [
-    ({"name": "rbp", "budget": 5}, ["last", "vote"], None, "predicts with the rules last, avg only"),
-    ({"name": "perceptron"}, ["vote"], {"algorithm.name": ["perceptron", "rbp"]}, "'rbp': a budgeted algorithm"),
+    ({"name": "rbp", "budget": 5}, ["last", "longest"], None, "predicts with the rules last, avg, vote only"),
+    ({"name": "perceptron"}, ["longest"], {"algorithm.name": ["perceptron", "rbp"]}, "'rbp': a budgeted algorithm"),
     ({"name": "perceptron", "budget": 5}, None, None, "only the budgeted algorithms"),
     ({"name": "forgetron", "rho": 1}, None, None, "is a NORMA parameter"),
     ({"name": "norma", "budget": 0}, None, None, "algorithm.budget"),
@@ -253,3 +253,27 @@ def test_unit_diag_kernel_scales_poly_to_unit_diagonal():
         a = train_budget(X, label_matrix(y, 2), base, BudgetParams(**setting), np.arange(25), 2)
         b = train_budget(X, label_matrix(y, 2), k, BudgetParams(**setting), np.arange(25), 2)
         assert a.ev_kind.tolist() == b.ev_kind.tolist() and a.ev_ex.tolist() == b.ev_ex.tolist()
+
+
+@pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: f"{s['algorithm']}-B{s['budget']}")
+@pytest.mark.parametrize("kernel", KERNELS[1:], ids=lambda k: k.name)
+def test_vote_matches_naive(setting, kernel):
+    """The voted rule (sum over steps of sign(h_t(x))) replayed from the recorded changes equals the
+    naive transcription's, which scores every step's hypothesis from scratch; a small change buffer
+    makes the engine stop and resume inside its chunks."""
+    X, y, Xt, yt = small_problem(5, n_classes=3)
+    if kernel.name == "poly":
+        X, Xt = X / 2, Xt / 2
+    Y = label_matrix(y, 3)
+    order = np.random.default_rng(5).permutation(len(y))
+    log = train_budget(X, Y, kernel, BudgetParams(**setting), order, 2.5, (1, 2.5), chunk_size=7,
+                       record_changes=True, change_buffer=8)
+    plain = train_budget(X, Y, kernel, BudgetParams(**setting), order, 2.5, (1, 2.5), chunk_size=7)
+    assert log.ev_kind.tolist() == plain.ev_kind.tolist() and log.ev_ex.tolist() == plain.ev_ex.tolist()
+    kp = (kernel.name, kernel.degree, kernel.scale, kernel.sigma)
+    for k, cp_step in enumerate(log.checkpoint_steps):
+        ref = NaiveBudget(X, Y, kp, **setting)
+        ref.fit(order, int(cp_step), X_vote=Xt)
+        np.testing.assert_array_equal(budget_scores(log, kernel, X, Xt, "vote", k), ref.vote)
+    with pytest.raises(EngineError, match="record_changes"):
+        budget_scores(plain, kernel, X, Xt, "vote")

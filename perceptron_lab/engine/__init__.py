@@ -36,7 +36,8 @@ def train_from_config(ucfg, Xtr, Y, kernel, order, epochs_all, dtype, progress=N
         # random removals are drawn from ``seed`` (the unit's seed when run from a config)
         return train_budget(Xtr, Y, kernel, budget_params(alg, seed), order, ucfg.training.epochs, epochs_all,
                             chunk_size=ucfg.training.chunk_size, progress=progress,
-                            memory_limit_gb=ucfg.training.cache_limit_gb)
+                            memory_limit_gb=ucfg.training.cache_limit_gb,
+                            record_changes="vote" in ucfg.prediction.rules)
     raise PlabError(f"{ucfg.source}: algorithm '{alg.name}' is not available yet")
 
 

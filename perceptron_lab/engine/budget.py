@@ -57,8 +57,15 @@ Prediction (:func:`budget_scores`). The state at each checkpoint is recorded twi
   per example (in effect ``acc[c, i] += coef_i`` for every support vector after every step: each
   slot sums its coefficient while it is scored, and hands the sum to its example when removed),
   so every change is counted from the step it happens on. The averaged hypothesis is NOT budgeted: its
-  support is every example that was ever a support vector. The voted rule is not offered (it
-  would need every intermediate hypothesis, i.e. memory proportional to the steps).
+  support is every example that was ever a support vector. 
+* ``vote``: ``sum_{t=1}^{T} sign(h_t(x))``, the same survival weighting (Freund & Schapire's counts:
+  a hypothesis counts once per step it is current). Removals, shrinkings and projections change
+  earlier terms, so the log cannot rebuild ``h_t`` from the insertions alone: with
+  ``record_changes`` the run records every change of a coefficient (an insertion, a removal as
+  minus the coefficient removed, each term of a projection or margin update) and every rescaling
+  of a whole hypothesis (the Forgetron's phi, NORMA's decay) as it happens; prediction replays
+  them on the test points' scores (:func:`_vote_replay`). Memory: one entry per change, e.g. the
+  insertions and removals, plus support-set size entries per projection.
 
 Speed: the sequence is processed in chunks; a chunk's kernel values against every example in
 any label's support set at the chunk start come from one GEMM (``kernels.gram``), and against
@@ -86,6 +93,9 @@ LR_CODES = {"constant": LR_CONSTANT, "sqrt": LR_SQRT}
 
 #: Event kinds of :attr:`BudgetLog.ev_kind`.
 EV_MISTAKE, EV_INSERT, EV_REMOVE, EV_PROJECT, EV_MARGIN = 0, 1, 2, 3, 4
+#: Kinds of the coefficient changes (:attr:`BudgetLog.ch_kind`): add ``val`` to example ``ex``'s
+#: coefficient, or multiply every coefficient of the label by ``val``.
+CH_ADD, CH_SCALE = 0, 1
 
 
 @dataclass(frozen=True)
@@ -130,7 +140,11 @@ class BudgetLog:
     ``mistakes_cp[k, c]``: label c's mistakes up to checkpoint k. ``last[k][c]`` and ``avg[k][c]``:
     (examples, coefficients) of label c's last and summed hypotheses at checkpoint k (support in
     insertion order for ``last``, ascending example index for ``avg``). ``max_support``: the
-    largest support set any label held at any time.
+    largest support set any label held at any time. ``ch_*`` (recorded when asked for, for the
+    voted rule): every change of a hypothesis, in order, as (step, label, kind, example, value):
+    CH_ADD adds ``value`` to the coefficient of ``example`` (an insertion, a removal as minus the
+    coefficient removed, each term of a projection), CH_SCALE multiplies the label's whole
+    hypothesis by ``value`` (the Forgetron's shrinking, NORMA's decay).
     """
 
     n_train: int
@@ -149,6 +163,11 @@ class BudgetLog:
     max_support: int
     seconds: float = 0.0
     info: dict = field(default_factory=dict)
+    ch_step: np.ndarray | None = None
+    ch_cls: np.ndarray | None = None
+    ch_kind: np.ndarray | None = None
+    ch_ex: np.ndarray | None = None
+    ch_val: np.ndarray | None = None
 
     @property
     def n_updates(self) -> int:
@@ -182,11 +201,25 @@ def _emit(o_step, o_cls, o_kind, o_ex, n_out, t, c, kind, example):
     return n_out + 1
 
 
+@nb.njit(cache=True, inline="always")
+def _change(ch, ch_val, n_ch, t, c, kind, example, val):
+    """Record one coefficient change (step, label, kind, example) with its value at ``n_ch``."""
+    ch[n_ch, 0] = t
+    ch[n_ch, 1] = c
+    ch[n_ch, 2] = kind
+    ch[n_ch, 3] = example
+    ch_val[n_ch] = val
+    return n_ch + 1
+
+
 @nb.njit(cache=True)
-def _run_chunk(ex, step0, Y, kdiag, Kall, m0, alg, B, eta, lam, rho, lr, urand,
+def _run_chunk(ex, p_start, step0, Y, kdiag, Kall, m0, alg, B, eta, lam, rho, lr, urand,
                sv_ex, sv_coef, sv_col, sv_ord, size, free, nfree, refc, Gs, use_gs, Kinv, Q, M, acc, slot_acc,
-               mistakes, kbuf, dbuf, o_step, o_cls, o_kind, o_ex):
-    """One chunk of the sequence (distinct examples ``ex``, steps ``step0 ...``); returns the events.
+               mistakes, kbuf, dbuf, o_step, o_cls, o_kind, o_ex, record, ch, ch_val):
+    """One chunk of the sequence (distinct examples ``ex``, steps ``step0 ...``) from its example
+    ``p_start``; returns (events, coefficient changes, the example it stopped before). With
+    ``record``, it stops early when the change buffer ``ch`` might not hold one more example's
+    changes (the caller empties it and goes on from there).
 
     ``Kall[p, sv_col[c, s]]`` is the kernel value between the chunk's example p and the support
     vector in slot s of label c: columns below ``m0`` are the support vectors at the chunk start,
@@ -195,7 +228,11 @@ def _run_chunk(ex, step0, Y, kdiag, Kall, m0, alg, B, eta, lam, rho, lr, urand,
     nb_ = ex.shape[0]
     L = Y.shape[1]
     n_out = 0
-    for p in range(nb_):
+    n_ch = 0
+    room = L * (B + 3)
+    for p in range(p_start, nb_):
+        if record and n_ch + room > ch.shape[0]:
+            return n_out, n_ch, p
         i = ex[p]
         t = step0 + p
         for c in range(L):
@@ -221,12 +258,16 @@ def _run_chunk(ex, step0, Y, kdiag, Kall, m0, alg, B, eta, lam, rho, lr, urand,
                     for q in range(m):
                         s = sv_ord[c, q]
                         sv_coef[c, s] *= decay
+                    if record and m > 0:
+                        n_ch = _change(ch, ch_val, n_ch, t, c, CH_SCALE, -1, decay)
                 if yf < rho:
                     insert = True
                     coef_new = eta_t * y
                     if m >= B:
                         s = _remove_at(c, 0, sv_ord, size, free, nfree, sv_ex, refc, acc, slot_acc)
                         n_out = _emit(o_step, o_cls, o_kind, o_ex, n_out, t, c, EV_REMOVE, sv_ex[c, s])
+                        if record:
+                            n_ch = _change(ch, ch_val, n_ch, t, c, CH_ADD, sv_ex[c, s], -sv_coef[c, s])
             elif alg == ALG_STOPTRON:
                 insert = yf <= 0.0 and m < B
             elif alg == ALG_RBP:
@@ -236,6 +277,8 @@ def _run_chunk(ex, step0, Y, kdiag, Kall, m0, alg, B, eta, lam, rho, lr, urand,
                         k = int(urand[p, c] * m)
                         s = _remove_at(c, k, sv_ord, size, free, nfree, sv_ex, refc, acc, slot_acc)
                         n_out = _emit(o_step, o_cls, o_kind, o_ex, n_out, t, c, EV_REMOVE, sv_ex[c, s])
+                        if record:
+                            n_ch = _change(ch, ch_val, n_ch, t, c, CH_ADD, sv_ex[c, s], -sv_coef[c, s])
             elif alg == ALG_FORGETRON:
                 if yf <= 0.0:
                     insert = True
@@ -271,8 +314,12 @@ def _run_chunk(ex, step0, Y, kdiag, Kall, m0, alg, B, eta, lam, rho, lr, urand,
                             s = sv_ord[c, q]
                             sv_coef[c, s] *= phi
                         coef_new = phi * y
+                        if record and phi != 1.0:
+                            n_ch = _change(ch, ch_val, n_ch, t, c, CH_SCALE, -1, phi)
                         s = _remove_at(c, 0, sv_ord, size, free, nfree, sv_ex, refc, acc, slot_acc)
                         n_out = _emit(o_step, o_cls, o_kind, o_ex, n_out, t, c, EV_REMOVE, sv_ex[c, s])
+                        if record:
+                            n_ch = _change(ch, ch_val, n_ch, t, c, CH_ADD, sv_ex[c, s], -sv_coef[c, s])
             else:  # Projectron, Projectron++
                 margin_err = alg == ALG_PROJECTRON_PP and yf > 0.0 and yf < 1.0
                 if yf <= 0.0 or margin_err:
@@ -301,6 +348,8 @@ def _run_chunk(ex, step0, Y, kdiag, Kall, m0, alg, B, eta, lam, rho, lr, urand,
                         elif m > 0:
                             for q in range(m):
                                 sv_coef[c, q] += y * dbuf[q]
+                                if record:
+                                    n_ch = _change(ch, ch_val, n_ch, t, c, CH_ADD, sv_ex[c, q], y * dbuf[q])
                             n_out = _emit(o_step, o_cls, o_kind, o_ex, n_out, t, c, EV_PROJECT, i)
                     elif kd > 0.0:
                         loss = 1.0 - yf
@@ -308,6 +357,8 @@ def _run_chunk(ex, step0, Y, kdiag, Kall, m0, alg, B, eta, lam, rho, lr, urand,
                         if beta > 0.0:
                             for q in range(m):
                                 sv_coef[c, q] += y * beta * dbuf[q]
+                                if record:
+                                    n_ch = _change(ch, ch_val, n_ch, t, c, CH_ADD, sv_ex[c, q], y * beta * dbuf[q])
                             n_out = _emit(o_step, o_cls, o_kind, o_ex, n_out, t, c, EV_MARGIN, i)
             if insert:
                 if nfree[c] > 0:
@@ -330,17 +381,23 @@ def _run_chunk(ex, step0, Y, kdiag, Kall, m0, alg, B, eta, lam, rho, lr, urand,
                 refc[i] += 1
                 sv_col[c, s] = m0 + p
                 n_out = _emit(o_step, o_cls, o_kind, o_ex, n_out, t, c, EV_INSERT, i)
-    return n_out
+                if record:
+                    n_ch = _change(ch, ch_val, n_ch, t, c, CH_ADD, i, coef_new)
+    return n_out, n_ch, nb_
 
 
 def train_budget(X, Y, kernel: Kernel, params: BudgetParams, order, epochs: float, checkpoints=None,
-                 chunk_size: int = 512, progress=None, memory_limit_gb: float = 8.0) -> BudgetLog:
+                 chunk_size: int = 512, progress=None, memory_limit_gb: float = 8.0,
+                 record_changes: bool = False, change_buffer: int = 1 << 20) -> BudgetLog:
     """Train one-vs-rest budgeted kernel perceptrons (or NORMA) on ``order`` repeated for ``epochs``.
 
     X: (n, f) features; Y: (n, L) in {-1, +1} (:func:`~perceptron_lab.engine.perceptron.label_matrix`);
     order: a permutation of range(n); checkpoints: epochs (fractions allowed; default: ``epochs``).
     Kernel values are float64. Forgetron and the Projectrons keep a budget x budget matrix per
-    label; a run whose matrices would exceed ``memory_limit_gb`` stops with an error. Returns a :class:`BudgetLog`; :func:`budget_scores` predicts from it.
+    label; a run whose matrices would exceed ``memory_limit_gb`` stops with an error.
+    ``record_changes``: keep every change of the hypotheses (``BudgetLog.ch_*``, what the voted
+    rule replays), gathered ``change_buffer`` at a time. Returns a :class:`BudgetLog`;
+    :func:`budget_scores` predicts from it.
     """
     t0 = time.perf_counter()
     X = np.ascontiguousarray(X, dtype=np.float64)
@@ -393,6 +450,9 @@ def train_budget(X, Y, kernel: Kernel, params: BudgetParams, order, epochs: floa
     maxb = int(np.max(np.diff(bounds)))
     bufs = {k: np.empty(3 * maxb * L, dtype=np.int64) for k in ("step", "cls", "kind", "ex")}
     logs = {k: [] for k in bufs}
+    ch = np.empty((max(int(change_buffer), 2 * L * (B + 3)) if record_changes else 1, 4), dtype=np.int64)
+    ch_val = np.empty(ch.shape[0])
+    ch_logs, ch_val_logs = [], []
     mist_cp = np.zeros((cp_steps.size, L), dtype=np.int64)
     last, avg = [], []
     cp_ptr = 0
@@ -413,14 +473,20 @@ def train_budget(X, Y, kernel: Kernel, params: BudgetParams, order, epochs: floa
         Kall = gram(kernel, X[ex], X[cols], sq[ex], sq[cols], exact32=exact, B32=X32[cols] if exact else None)
         urand = rng.random((b - a, L))
         t_gram += time.perf_counter() - tg
-        m = _run_chunk(ex, a, Y, kdiag, Kall, pool.size, alg, B, float(params.eta), float(params.lam),
-                       float(params.rho), LR_CODES[params.schedule], urand, sv_ex, sv_coef, sv_col, sv_ord, size,
-                       free, nfree, refc, Gs, use_gs, Kinv, Q, M, acc, slot_acc, mistakes, kbuf, dbuf,
-                       bufs["step"], bufs["cls"], bufs["kind"], bufs["ex"])
+        p_start = 0
+        while p_start < b - a:
+            m, n_ch, p_start = _run_chunk(
+                ex, p_start, a, Y, kdiag, Kall, pool.size, alg, B, float(params.eta), float(params.lam),
+                float(params.rho), LR_CODES[params.schedule], urand, sv_ex, sv_coef, sv_col, sv_ord, size,
+                free, nfree, refc, Gs, use_gs, Kinv, Q, M, acc, slot_acc, mistakes, kbuf, dbuf,
+                bufs["step"], bufs["cls"], bufs["kind"], bufs["ex"], record_changes, ch, ch_val)
+            if m:
+                for k in bufs:
+                    logs[k].append(bufs[k][:m].copy())
+            if n_ch:
+                ch_logs.append(ch[:n_ch].copy())
+                ch_val_logs.append(ch_val[:n_ch].copy())
         max_support = max(max_support, int(size.max()))
-        if m:
-            for k in bufs:
-                logs[k].append(bufs[k][:m].copy())
         while cp_ptr < cp_steps.size and cp_steps[cp_ptr] == b:
             mist_cp[cp_ptr] = mistakes
             last.append([(sv_ex[c, sv_ord[c, :size[c]]].copy(), sv_coef[c, sv_ord[c, :size[c]]].copy())
@@ -432,10 +498,16 @@ def train_budget(X, Y, kernel: Kernel, params: BudgetParams, order, epochs: floa
     cat = {k: (np.concatenate(v) if v else np.empty(0, dtype=np.int64)) for k, v in logs.items()}
     info = {"algorithm": params.algorithm, "budget": B, "Q": Q.tolist() if use_gs else None,
             "kernel_seconds": round(t_gram, 3), "chunks": int(bounds.size - 1)}
+    chs = {}
+    if record_changes:
+        allc = np.concatenate(ch_logs) if ch_logs else np.empty((0, 4), dtype=np.int64)
+        chs = {"ch_step": allc[:, 0].copy(), "ch_cls": allc[:, 1].copy(), "ch_kind": allc[:, 2].copy(),
+               "ch_ex": allc[:, 3].copy(),
+               "ch_val": np.concatenate(ch_val_logs) if ch_val_logs else np.empty(0)}
     return BudgetLog(n_train=n, n_labels=L, total_steps=total, order=order, checkpoint_steps=cp_steps,
                      params=params, ev_step=cat["step"], ev_cls=cat["cls"], ev_kind=cat["kind"], ev_ex=cat["ex"],
                      mistakes_cp=mist_cp, last=last, avg=avg, max_support=max_support,
-                     seconds=time.perf_counter() - t0, info=info)
+                     seconds=time.perf_counter() - t0, info=info, **chs)
 
 
 def _avg_state(acc, sv_ex, sv_coef, slot_acc, live):
@@ -448,12 +520,84 @@ def _avg_state(acc, sv_ex, sv_coef, slot_acc, live):
     return nz, tot[nz]
 
 
+@nb.njit(cache=True)
+def _sign(v):
+    if v > 0.0:
+        return 1.0
+    if v < 0.0:
+        return -1.0
+    return 0.0
+
+
+@nb.njit(cache=True)
+def _vote_replay(steps, kinds, cols, vals, Kc, T, out):
+    """Add ``sum_{t=1}^{T} sign(h_t(x))`` to ``out`` for every test point x, where h_t is one label's
+    hypothesis after step t: its coefficient changes (``steps`` ascending, ``kinds``, ``vals``; the
+    example of a CH_ADD is row ``cols[j]`` of ``Kc``, its kernel values against the test points) are
+    replayed on the test scores, and the hypothesis in force after step s until the next change at
+    s' counts s' - s times (T - s for the last one): Freund & Schapire's survival counts."""
+    n_test = Kc.shape[1]
+    F = np.zeros(n_test)
+    cur = -1
+    for j in range(steps.shape[0]):
+        st = steps[j]
+        if st != cur:
+            if cur >= 0:
+                w = float(st - cur)
+                for r in range(n_test):
+                    out[r] += w * _sign(F[r])
+            cur = st
+        v = vals[j]
+        if kinds[j] == CH_SCALE:
+            for r in range(n_test):
+                F[r] *= v
+        else:
+            col = cols[j]
+            for r in range(n_test):
+                F[r] += v * Kc[col, r]
+    if cur >= 0:
+        w = float(T - cur)
+        for r in range(n_test):
+            out[r] += w * _sign(F[r])
+
+
+def _vote_scores(log: BudgetLog, kernel: Kernel, X_train, X_test, checkpoint: int, block: int = 2048):
+    """Scores (m, L) of the voted rule: ``sum_{t=1}^{T} sign(h_t(x))`` per label (T the checkpoint's
+    steps), from the recorded coefficient changes, test points in blocks of ``block``."""
+    if log.ch_step is None:
+        raise EngineError("the voted rule of a budgeted run needs its hypotheses' changes: train with "
+                          "record_changes=True (a config run does so when prediction.rules lists vote)")
+    T = int(log.checkpoint_steps[checkpoint])
+    out = np.zeros((X_test.shape[0], log.n_labels))
+    upto = log.ch_step < T
+    for c in range(log.n_labels):
+        sel = upto & (log.ch_cls == c)
+        steps, kinds, exs, vals = log.ch_step[sel], log.ch_kind[sel], log.ch_ex[sel], log.ch_val[sel]
+        if steps.size == 0:
+            continue
+        adds = kinds == CH_ADD
+        uniq, inv = np.unique(exs[adds], return_inverse=True)
+        cols = np.full(exs.size, -1, dtype=np.int64)
+        cols[adds] = inv
+        col_out = np.zeros(X_test.shape[0])
+        for a in range(0, X_test.shape[0], block):
+            b = min(a + block, X_test.shape[0])
+            Kc = np.ascontiguousarray(gram(kernel, X_train[uniq], X_test[a:b]))
+            part = np.zeros(b - a)
+            _vote_replay(steps, kinds, cols, vals, Kc, T, part)
+            col_out[a:b] = part
+        out[:, c] = col_out
+    return out
+
+
 def budget_scores(log: BudgetLog, kernel: Kernel, X_train, X_test, rule: str = "last", checkpoint: int = -1):
-    """Scores (m, L) of the ``last`` or ``avg`` hypothesis at checkpoint index ``checkpoint``."""
-    if rule not in ("last", "avg"):
-        raise EngineError(f"budgeted runs predict with the rules last and avg, got {rule!r}")
+    """Scores (m, L) of the ``last``, ``avg`` or ``vote`` hypothesis at checkpoint index ``checkpoint``."""
+    if rule not in ("last", "avg", "vote"):
+        raise EngineError(f"budgeted runs predict with the rules last, avg and vote, got {rule!r}")
     X_train = np.ascontiguousarray(X_train, dtype=np.float64)
     X_test = np.ascontiguousarray(X_test, dtype=np.float64)
+    if rule == "vote":
+        return _vote_scores(log, kernel, X_train, X_test, checkpoint % log.checkpoint_steps.size)
     state = (log.last if rule == "last" else log.avg)[checkpoint]
     out = np.zeros((X_test.shape[0], log.n_labels))
     for c, (exs, coefs) in enumerate(state):
