@@ -148,7 +148,7 @@ SCHEMA: tuple[Param, ...] = (
        "perceptron on a memory budget: stoptron (stops updating when the budget is full), rbp (randomized "
        "budget perceptron, Cavallanti, Cesa-Bianchi & Gentile 2007), forgetron (self-tuned, Dekel, "
        "Shalev-Shwartz & Singer 2008), projectron and projectron++ (Orabona, Keshet & Caputo 2009), "
-       "norma (Kivinen, Smola & Williamson 2004); the budgeted ones predict with the rules last and avg."),
+       "norma (Kivinen, Smola & Williamson 2004); the budgeted ones predict with the rules last, avg and vote."),
     _perceptron("algorithm.eta", _POSITIVE, C.DEFAULT_ETA, "Learning rate."),
     _perceptron("algorithm.theta_init", _Union(_Number(), _Literal(C.THETA_AVG_SQ_NORM)), 0.0,
                 "Initial margin threshold; 'avg_sq_norm' is the average <x_i, x_i>."),
