@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from perceptron_lab.engine.base import EngineError
-from perceptron_lab.engine.budget import (EV_INSERT, EV_MISTAKE, EV_REMOVE, BudgetParams, budget_predict,
-                                          budget_scores, train_budget)
+from perceptron_lab.engine.budget import (EV_INSERT, EV_MISTAKE, EV_REMOVE, BudgetParams, _vote_scores,
+                                          budget_predict, budget_scores, train_budget)
 from perceptron_lab.engine.perceptron import PerceptronParams, label_matrix, train
 from perceptron_lab.kernels import Kernel, gram
 
@@ -275,5 +275,7 @@ def test_vote_matches_naive(setting, kernel):
         ref = NaiveBudget(X, Y, kp, **setting)
         ref.fit(order, int(cp_step), X_vote=Xt)
         np.testing.assert_array_equal(budget_scores(log, kernel, X, Xt, "vote", k), ref.vote)
+        for method in ("replay", "gemm"):  # both ways of scoring the hypotheses, whichever auto picks
+            np.testing.assert_array_equal(_vote_scores(log, kernel, X, Xt, k, block=5, method=method), ref.vote)
     with pytest.raises(EngineError, match="record_changes"):
         budget_scores(plain, kernel, X, Xt, "vote")
