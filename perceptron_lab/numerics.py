@@ -73,7 +73,7 @@ def check_finite_training(log: TrainLog, hyp: Hypotheses | None, kernel: Kernel,
 
 def check_test_block(Kt, hyp: Hypotheses, log: TrainLog, kernel: Kernel, dtype) -> None:
     """Refuse a block of test kernel values that is not finite, or whose scores could overflow the
-    float64 sums of :func:`~perceptron_lab.predict._score_block` (scores, then the averaged rules' sums over steps)."""
+    float64 sums of :func:`~perceptron_lab.scoring.score_block_t` (scores, then the averaged rules' sums over steps)."""
     with np.errstate(over="ignore", invalid="ignore"):
         kt = max(abs(float(Kt.max())), abs(float(Kt.min()))) if Kt.size else 0.0
         bound = (kt * score_factor(log, hyp) + float(np.abs(hyp.theta).max())) * (log.total_steps + 1)

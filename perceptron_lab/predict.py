@@ -27,9 +27,9 @@ unchanged.
 Multiclass prediction is the argmax over labels (the first label on ties); a binary prediction is
 positive when the score is > 0 (a zero score counts as the negative class).
 
-Scores use one kernel row per test point against the support vectors, and prefix sums along the
-update sequence (§4): the cost is one pass over the updates per test point and label, for all
-checkpoints and rules together.
+Scores use one kernel value per test point and support vector, and prefix sums along the update
+sequence (§4): the cost is one pass over the updates per test point and label, for all
+checkpoints and rules together (:mod:`perceptron_lab.scoring`, a run of test points at a time).
 """
 
 from __future__ import annotations
@@ -42,114 +42,10 @@ from .engine.perceptron import TrainLog, normalizing_factors
 from .hypotheses import VOTE_WEIGHTS, Hypotheses  # noqa: F401  (re-exported)
 from .kernels import LINEAR, Kernel, exact32_heavy_rows, exact32_ok, gram, kernel_diag, sq_norms
 from .numerics import check_finite_training, check_test_block, overflow_error
+from .scoring import score_block_t
 
 RULES = ("last", "last_norm", "avg", "avg_norm", "vote", "random", "random_norm", "longest")
 RULE_INDEX = {r: i for i, r in enumerate(RULES)}
-@nb.njit(cache=True, inline="always")
-def _sign(v):
-    if v > 0.0:
-        return 1.0
-    if v < 0.0:
-        return -1.0
-    return 0.0
-
-
-@nb.njit(cache=True, parallel=True)
-def _score_block(Kt, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull, live, partial, longest,
-                 rslice, y, binary, direct, need_norm, out_multi, out_bin, want_scores, out_scores):
-    """For each test row: every rule's score per label at every checkpoint, then correctness.
-
-    Hypothesis k of a label scores ``scale_k * P_k - theta_k`` with ``P_k`` the prefix sum
-    ``sum_{j <= k} coef_j Kt[x, ucol_j]`` over the label's updates, or, when ``direct``, the
-    column ``Kt[x, ucol_k]`` itself (explicit hypotheses, one column per update).
-
-    out_multi[cp, rule, x] = 1 when the multiclass (or binary) prediction is right;
-    out_bin[cp, rule, x, c] = 1 when label c's binary one-vs-rest prediction is right;
-    with ``want_scores``, out_scores[cp, rule, x, c] = the score itself. Without ``need_norm`` the
-    normalized scores (a division per hypothesis) are not computed and the normalized rules'
-    outputs are meaningless.
-    """
-    nt = Kt.shape[0]
-    L = uoff.shape[0] - 1
-    ncp = live.shape[0]
-    R = 8
-    maxh = 0
-    for c in range(L):
-        if hoff[c + 1] - hoff[c] > maxh:
-            maxh = hoff[c + 1] - hoff[c]
-    for x in nb.prange(nt):
-        f = np.empty(maxh)
-        fn = np.empty(maxh)
-        sc = np.empty((ncp, R, L))
-        for c in range(L):
-            h0 = hoff[c]
-            nh = hoff[c + 1] - h0
-            u0 = uoff[c]
-            P = 0.0
-            f[0] = -theta[h0]
-            fn[0] = 0.0
-            for k in range(1, nh):
-                u = u0 + k - 1
-                if direct:
-                    P = Kt[x, ucol[u]]
-                else:
-                    P += coef[u] * Kt[x, ucol[u]]
-                f[k] = scale[h0 + k] * P - theta[h0 + k]
-                if need_norm:
-                    nk = norm[h0 + k]
-                    fn[k] = f[k] / nk if nk > 0.0 else 0.0
-                else:
-                    fn[k] = 0.0
-            cumA = 0.0
-            cumAN = 0.0
-            cumV = 0.0
-            cp = 0
-            for k in range(nh):
-                while cp < ncp and live[cp, c] == k:
-                    pw = partial[cp, c]
-                    sc[cp, 0, c] = f[k]
-                    sc[cp, 1, c] = fn[k]
-                    sc[cp, 2, c] = cumA + pw * f[k]
-                    sc[cp, 3, c] = cumAN + pw * fn[k]
-                    sc[cp, 4, c] = cumV + pw * _sign(f[k])
-                    # random time slice: number of this label's updates at steps <= r
-                    r = rslice[cp, x]
-                    lo = 0
-                    hi = k
-                    while lo < hi:
-                        mid = (lo + hi) // 2
-                        if hstep[h0 + 1 + mid] <= r:
-                            lo = mid + 1
-                        else:
-                            hi = mid
-                    sc[cp, 5, c] = f[lo]
-                    sc[cp, 6, c] = fn[lo]
-                    sc[cp, 7, c] = f[longest[cp, c]]
-                    cp += 1
-                w = wfull[h0 + k]
-                cumA += w * f[k]
-                cumAN += w * fn[k]
-                cumV += w * _sign(f[k])
-        if want_scores:
-            out_scores[:, :, x, :] = sc
-        yx = y[x]
-        for cp in range(ncp):
-            for rr in range(R):
-                if binary:
-                    pred = 1 if sc[cp, rr, 0] > 0.0 else 0
-                    out_multi[cp, rr, x] = 1 if pred == yx else 0
-                    out_bin[cp, rr, x, 0] = out_multi[cp, rr, x]
-                else:
-                    best = 0
-                    for c in range(1, L):
-                        if sc[cp, rr, c] > sc[cp, rr, best]:
-                            best = c
-                    out_multi[cp, rr, x] = 1 if best == yx else 0
-                    for c in range(L):
-                        pos = sc[cp, rr, c] > 0.0
-                        out_bin[cp, rr, x, c] = 1 if pos == (yx == c) else 0
-
-
 def random_slices(seed_seq, n_test: int, cp_steps) -> np.ndarray:
     """One uniform time slice r in {0..T} per (checkpoint, test example).
 
@@ -226,12 +122,14 @@ def _evaluate_general(log, kernel, hyp, live, partial, longest, Xtr, Xte, y_test
         exact = not given and exact32_ok(Xsv) and exact32_ok(Xte)
         if exact:
             sv32, sq_sv, sq_te = Xsv.astype(np.float32), sq_norms(Xsv), sq_norms(Xte)
+            te32 = Xte.astype(np.float32)
         if log.kernel_normalized:
             r_sv = normalizing_factors(kernel_diag(kernel, Xsv)).astype(dtype)
     y_test = np.asarray(y_test, dtype=np.int64)
     nt = Xte.shape[0]
     rs = random_slices(seed, nt, log.checkpoint_steps[cp_index])
     need_norm = rules is None or bool(set(rules) & set(_NORM_RULES))
+    need_random = rules is None or bool(set(rules) & set(_RANDOM_RULES))
     err_m = np.zeros((cp_index.size, len(RULES)), dtype=np.int64)
     err_b = np.zeros((cp_index.size, len(RULES), L), dtype=np.int64)
     # Linear kernel on integer features: the test points whose every inner product with a support
@@ -242,7 +140,6 @@ def _evaluate_general(log, kernel, hyp, live, partial, longest, Xtr, Xte, y_test
     if light32:
         heavy = exact32_heavy_rows(sq_te, sq_sv)
         segments = [(np.flatnonzero(~heavy), True), (np.flatnonzero(heavy), False)]
-        te32 = Xte.astype(np.float32)
     else:
         segments = [(None, False)]
     for rows, use32 in segments:
@@ -250,36 +147,38 @@ def _evaluate_general(log, kernel, hyp, live, partial, longest, Xtr, Xte, y_test
         for a in range(0, n_seg, block):
             b = min(n_seg, a + block)
             idx = slice(a, b) if rows is None else rows[a:b]
+            # the kernel block transposed (support examples x test points): see perceptron_lab.scoring
             if direct:
-                Kt = Xte[idx] @ Wh.T if Wh.shape[0] else np.zeros((b - a, 1), dtype=dtype)
+                KtT = Wh @ Xte[idx].T if Wh.shape[0] else np.zeros((1, b - a), dtype=dtype)
             elif sv.size and given:
-                Kt = np.ascontiguousarray(Xte[idx][:, sv])
+                KtT = np.ascontiguousarray(Xte[idx][:, sv].T)
             elif use32:
-                Kt = te32[idx] @ sv32.T
+                KtT = sv32 @ te32[idx].T
             elif light32:
-                Kt = Xte[idx] @ Xsv.T
+                KtT = Xsv @ Xte[idx].T
             elif sv.size:
-                Kt = (gram(kernel, Xte[idx], Xsv, sq_te[idx], sq_sv, exact32=True, B32=sv32) if exact
-                      else gram(kernel, Xte[idx], Xsv))
+                KtT = (gram(kernel, Xsv, Xte[idx], sq_sv, sq_te[idx], exact32=True, B32=te32[idx]) if exact
+                       else gram(kernel, Xsv, Xte[idx]))
                 if log.kernel_normalized:
                     r_te = normalizing_factors(kernel_diag(kernel, Xte[idx])).astype(dtype)
-                    Kt *= r_te[:, None]
-                    Kt *= r_sv[None, :]
+                    KtT *= r_sv[:, None]
+                    KtT *= r_te[None, :]
             else:
-                Kt = np.zeros((b - a, 1), dtype=dtype)
-            check_test_block(Kt, hyp, log, kernel, dtype)
+                KtT = np.zeros((1, b - a), dtype=dtype)
+            check_test_block(KtT, hyp, log, kernel, dtype)
             om = np.zeros((cp_index.size, len(RULES), b - a), dtype=np.int8)
             ob = np.zeros((cp_index.size, len(RULES), b - a, L), dtype=np.int8)
             sc = _NO_SCORES if out_scores is None else np.zeros(out_scores.shape[:2] + (b - a, L))
-            _score_block(Kt, ucol, hyp.coef, hyp.uoff, hyp.hoff, hyp.step, hyp.theta, hyp.scale, hyp.norm,
-                         hyp.wfull, live, partial, longest, np.ascontiguousarray(rs[:, idx]),
-                         y_test[idx], binary, direct, need_norm, om, ob, out_scores is not None, sc)
+            score_block_t(np.ascontiguousarray(KtT), ucol, hyp.coef, hyp.uoff, hyp.hoff, hyp.step, hyp.theta,
+                          hyp.scale, hyp.norm, hyp.wfull, live, partial, longest, np.ascontiguousarray(rs[:, idx]),
+                          y_test[idx], binary, direct, need_norm, need_random, om, ob, out_scores is not None, sc)
             if out_scores is not None:
                 out_scores[:, :, idx] = sc
             err_m += (b - a) - om.sum(axis=2, dtype=np.int64)
             err_b += (b - a) - ob.sum(axis=2, dtype=np.int64)
-    if not need_norm:  # not computed
-        cols = [RULE_INDEX[r] for r in _NORM_RULES]
+    skipped = (() if need_norm else _NORM_RULES) + (() if need_random else _RANDOM_RULES)
+    if skipped:  # not computed
+        cols = sorted({RULE_INDEX[r] for r in skipped})
         err_m[:, cols] = -1
         err_b[:, cols] = -1
     return err_m, err_b
@@ -287,6 +186,8 @@ def _evaluate_general(log, kernel, hyp, live, partial, longest, Xtr, Xte, y_test
 
 #: Rules that divide each hypothesis' score by its feature-space norm.
 _NORM_RULES = ("last_norm", "avg_norm", "random_norm")
+#: Rules that score a hypothesis drawn per test point.
+_RANDOM_RULES = ("random", "random_norm")
 
 
 _NO_SCORES = np.zeros((1, 1, 1, 1))
