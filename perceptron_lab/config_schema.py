@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Callable
 
 
@@ -239,10 +240,12 @@ SCHEMA: tuple[Param, ...] = (
 )
 
 
-def _params_of(section: str) -> list[Param]:
-    return [p for p in SCHEMA if p.section == section]
+@lru_cache(maxsize=None)
+def _params_of(section: str) -> tuple:
+    return tuple(p for p in SCHEMA if p.section == section)
 
 
+@lru_cache(maxsize=None)
 def _attr(section: str, key: str) -> str:
     return next(p.attr for p in SCHEMA if p.section == section and p.key == key)
 

@@ -37,6 +37,14 @@ def _first_steps(keys, steps):
     """(the distinct keys in increasing order, the smallest step of each)."""
     if keys.size == 0:
         return keys[:0], np.empty(0, dtype=np.int64)
+    top = int(keys.max()) + 1
+    if top <= 4 * keys.size + 4096:
+        # few possible keys (small training sets): the smallest step per key in one pass
+        none = np.iinfo(np.int64).max
+        first = np.full(top, none, dtype=np.int64)
+        np.minimum.at(first, keys, steps.astype(np.int64))
+        uniq = np.flatnonzero(first != none)
+        return uniq.astype(keys.dtype), first[uniq]
     order = np.lexsort((steps, keys))
     k = keys[order]
     starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])

@@ -362,6 +362,7 @@ def search_summary(df: pd.DataFrame, grid: Grid, cfg, epoch: str | None = None) 
     conf = cfg.evaluation.confidence
     out = []
     gvals = dict(cfg.evaluation.grid)
+    pairs = _rule_pairs(d)
     for s in grid.settings():
         base_g = grid.base_point(s)
         for plan in grid.plans:
@@ -370,7 +371,7 @@ def search_summary(df: pd.DataFrame, grid: Grid, cfg, epoch: str | None = None) 
                 cands = [g for g in cands if all(grid.is_active(g, k) for k in plan.keys)]
             else:
                 cands = [base_g]
-            for r, nz in _rule_pairs(d):
+            for r, nz in pairs:
                 best, best_acc = None, -math.inf
                 for g in cands:
                     a = acc.get((g, r, nz))
@@ -422,10 +423,11 @@ def select_nested(df: pd.DataFrame, grid: Grid, cfg, epoch: str | None = None) -
     err = inner.groupby(["fold", "rule", "normalized", "grid_point"], sort=True)["value"].mean().to_dict()
     folds = sorted(set(inner["fold"]))
     gvals = dict(cfg.evaluation.grid)
+    pairs = _rule_pairs(inner)
     out = []
     for s in grid.settings():
         for k in folds:
-            for r, nz in _rule_pairs(inner):
+            for r, nz in pairs:
                 for plan in grid.plans:
                     current = dict(grid.base)
                     for stage in plan.stages:

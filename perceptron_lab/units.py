@@ -323,15 +323,24 @@ def unit_seed(cfg: ExperimentConfig, unit: Unit) -> np.random.SeedSequence:
     return np.random.SeedSequence(key)
 
 
+_BLAS_CONTROLLER: list = []
+
+
 def blas_one_thread():
     """Limit BLAS to one thread now; returns the limiter, a context manager that restores the
     earlier limit on exit (kept unentered, the limit holds for the process's life). A no-op
-    without threadpoolctl (which comes with scikit-learn)."""
+    without threadpoolctl (which comes with scikit-learn).
+
+    The loaded BLAS libraries are looked up once per process (a lookup reads every loaded
+    library's file and costs milliseconds, more than a small unit's training); libraries loaded
+    later are not limited."""
     try:
-        from threadpoolctl import threadpool_limits
+        from threadpoolctl import ThreadpoolController
     except ImportError:  # pragma: no cover
         return contextlib.nullcontext()
-    return threadpool_limits(1)
+    if not _BLAS_CONTROLLER:
+        _BLAS_CONTROLLER.append(ThreadpoolController())
+    return _BLAS_CONTROLLER[0].limit(limits=1, user_api="blas")
 
 
 @contextlib.contextmanager

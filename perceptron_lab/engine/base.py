@@ -91,9 +91,10 @@ class TrainLog:
         return int(self.upd_step.shape[0])
 
 
-def chunk_bounds(n: int, total_steps: int, checkpoint_steps, chunk_size: int) -> np.ndarray:
-    """Step positions where chunks start/end: epoch boundaries, checkpoints and every chunk_size."""
-    cuts = set(range(0, total_steps, n))
+def chunk_bounds(n: int, total_steps: int, checkpoint_steps, chunk_size: int, epochs: bool = True) -> np.ndarray:
+    """Step positions where chunks start/end: epoch boundaries (unless ``epochs`` is false: for
+    loops that wrap around the order themselves), checkpoints and every chunk_size."""
+    cuts = set(range(0, total_steps, n)) if epochs else {0}
     cuts.update(int(s) for s in checkpoint_steps)
     cuts.add(total_steps)
     bounds = sorted(c for c in cuts if 0 <= c <= total_steps)

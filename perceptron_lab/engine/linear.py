@@ -202,7 +202,8 @@ def train_perceptron_primal(X, Y, kernel: Kernel, params: PerceptronParams, orde
     theta = np.full(L, float(params.theta_init), dtype=np.float64)
     mcount = np.zeros((n, L), dtype=np.int32)
     cum_correct = np.zeros(L, dtype=np.int64)
-    bounds = chunk_bounds(n, total, cp_steps, max(1, int(segment)))
+    # segments may span epochs: the loop takes example order[t % n] at step t itself
+    bounds = chunk_bounds(n, total, cp_steps, max(1, int(segment)), epochs=False)
     maxb = int(np.max(np.diff(bounds)))
     per_group = maxb * ((L + G - 1) // G)
     bufs = {k: np.empty((G, per_group), dtype=t) for k, t in (
@@ -218,7 +219,11 @@ def train_perceptron_primal(X, Y, kernel: Kernel, params: PerceptronParams, orde
                           float(params.eta), float(params.C), float(params.tau_abs), lam,
                           int(params.alpha_bound), bufs["step"], bufs["ex"], bufs["cls"], bufs["coef"],
                           bufs["score"], bufs["theta"], bufs["cum"], bufs["kxx"], n_out)
-        if n_out.any():
+        if G == 1 and n_out[0]:
+            m = int(n_out[0])
+            for k, v in bufs.items():
+                logs[k].append(v[0, :m].copy())
+        elif n_out.any():
             # the groups' updates in the driver's order: by step, then label
             parts = {k: np.concatenate([v[g, :n_out[g]] for g in range(G)]) for k, v in bufs.items()}
             if G > 1:
@@ -320,7 +325,7 @@ def train_alma2_primal(X, Y, params, order, epochs: float, checkpoints, progress
     scale = np.ones(L, dtype=np.float64)
     ncorr = np.zeros(L, dtype=np.int64)
     cum_correct = np.zeros(L, dtype=np.int64)
-    bounds = chunk_bounds(n, total, cp_steps, max(1, int(segment)))
+    bounds = chunk_bounds(n, total, cp_steps, max(1, int(segment)), epochs=False)  # the loop wraps itself
     maxb = int(np.max(np.diff(bounds)))
     bufs = {k: np.empty(maxb * L, dtype=t) for k, t in (
         ("step", np.int64), ("ex", np.int64), ("cls", np.int32), ("coef", np.float64),
