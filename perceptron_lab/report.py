@@ -463,9 +463,12 @@ def write_report(paths, out_dir) -> tuple[Path, Path]:
     items = build(rep, out)
     md_path = out / "report.md"
     atomic_write_text(md_path, to_markdown(items, out))
+    studies = [(f"{budget_study.STUDY_DIR}.html", "kernel perceptrons on a memory budget", its)
+               for its in (budget_study.report_items(root) for root in rep.roots) if its]
     html_paths = write_pages(rep, out, {"scoring": scoring_rules(), "protocol": protocol_notes(),
                                         "cause_lines": cause_lines(rep), "missing": missing_lines(rep),
-                                        "reproductions": reproduction_lines(rep), "runs": run_lines(rep)})
+                                        "reproductions": reproduction_lines(rep), "runs": run_lines(rep)},
+                             studies[:1])
     return md_path, next(p for p in html_paths if p.name == "index.html")
 
 

@@ -240,8 +240,23 @@ def _outside_rows(tabs) -> list[dict]:
     return rows
 
 
-def pages(rep, out: Path, text: dict) -> dict[str, str]:
-    """File name -> HTML of every page: ``index.html`` and ``<paper>.html`` per paper with results.
+def study_page(env, title: str, items: list, out: Path) -> str:
+    """A study's page from its report items (``("h2"|"h3"|"p", text)``, ``("table", frame)``,
+    ``("img", path)``)."""
+    rows = []
+    for kind, x in items:
+        if kind == "table":
+            rows.append({"kind": kind, "table": _layout(x.fillna(""))})
+        elif kind == "img":
+            rows.append({"kind": kind, "src": _relpath(Path(x), out), "alt": Path(x).name})
+        else:
+            rows.append({"kind": kind, "text": x})
+    return env.get_template("study.html").render(title=title, items=rows, status=STATUS)
+
+
+def pages(rep, out: Path, text: dict, studies=()) -> dict[str, str]:
+    """File name -> HTML of every page: ``index.html`` and ``<paper>.html`` per paper with results,
+    and one page per study (``studies``: (file name, title, report items)).
     ``text``: the report's bullet lists (``scoring``, ``protocol``, ``cause_lines``, ``missing``,
     ``reproductions``, ``runs``), as :mod:`perceptron_lab.report` writes them for the Markdown."""
     env = _env()
@@ -279,16 +294,21 @@ def pages(rep, out: Path, text: dict) -> dict[str, str]:
     main = [t for t in rep.tables if not t.variant]
     ok, n, both, cons, causes = _tally(main)
     overall = {"ok": ok, "n": n, "both": both, "consistent": cons, "causes": _causes_text(causes)}
+    links = []
+    for name, title, items in studies:
+        result[name] = study_page(env, title, items, out)
+        links.append({"page": name, "title": title})
     result["index.html"] = env.get_template("index.html").render(
-        papers=papers, overall=overall, status=STATUS, heat_status=HEAT, vocabulary=VOCABULARY, **text)
+        papers=papers, overall=overall, status=STATUS, heat_status=HEAT, vocabulary=VOCABULARY, studies=links,
+        **text)
     return result
 
 
-def write_pages(rep, out, text: dict) -> list[Path]:
+def write_pages(rep, out, text: dict, studies=()) -> list[Path]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, page in pages(rep, out, text).items():
+    for name, page in pages(rep, out, text, studies).items():
         atomic_write_text(out / name, page)
         written.append(out / name)
     return written

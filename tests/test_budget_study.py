@@ -75,6 +75,12 @@ def test_study_from_small_runs(tmp_path, data_dir):
     assert "USPS" in md and "Forgetron" in md and "error_vs_budget_avg.png" in md
     kinds = [k for k, _ in study.report_items(tmp_path / "results")]
     assert kinds[0] == "h2" and "table" in kinds and "img" in kinds
+    from perceptron_lab.report import write_report
+
+    md, index = write_report([tmp_path / "results"], tmp_path / "report")
+    assert "memory budget" in md.read_text() and 'href="budget.html"' in index.read_text()
+    page = (tmp_path / "report" / "budget.html").read_text()
+    assert "Forgetron" in page and "../results/budget/error_vs_budget_avg.png" in page
 
 
 def test_nystroem_peer_rows(data_dir):

@@ -240,7 +240,7 @@ def plot_error(df: pd.DataFrame, out: Path, rule: str = "avg") -> Path:
     from ..plots import _figure, save_figure
 
     panels = [p for p in PANELS if (df["panel"] == p.name).any()]
-    fig = _figure(5.0 * len(panels), 4.2)
+    fig = _figure(5.0 * len(panels), 5.2)
     for k, p in enumerate(panels):
         ax = fig.add_subplot(1, len(panels), k + 1)
         d = df[df["panel"] == p.name]
@@ -258,12 +258,21 @@ def plot_error(df: pd.DataFrame, out: Path, rule: str = "avg") -> Path:
         ax.set_ylabel("test error (%)")
         ax.set_title(p.title, fontsize=9)
         ax.grid(True, alpha=0.3)
-        if k == 0:
-            ax.legend(fontsize=6)
     path = out / f"error_vs_budget_{rule}.png"
-    fig.tight_layout()
+    _shared_legend(fig)
     save_figure(fig, path, dpi=110)
     return path
+
+
+def _shared_legend(fig, ncol: int = 5) -> None:
+    """One legend below the panels for every line drawn in any of them."""
+    seen = {}
+    for ax in fig.axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    rows = (len(seen) + ncol - 1) // ncol
+    fig.legend(list(seen.values()), list(seen), loc="lower center", ncol=ncol, fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0.045 * rows + 0.02, 1, 1))
 
 
 def plot_seconds(df: pd.DataFrame, out: Path) -> Path:
@@ -271,7 +280,7 @@ def plot_seconds(df: pd.DataFrame, out: Path) -> Path:
     from ..plots import _figure, save_figure
 
     panels = [p for p in PANELS if (df["panel"] == p.name).any()]
-    fig = _figure(5.0 * len(panels), 4.0)
+    fig = _figure(5.0 * len(panels), 5.0)
     for k, p in enumerate(panels):
         ax = fig.add_subplot(1, len(panels), k + 1)
         d = df[(df["panel"] == p.name) & (df["rule"].isin(["avg"]))]
@@ -288,10 +297,8 @@ def plot_seconds(df: pd.DataFrame, out: Path) -> Path:
         ax.set_ylabel("training seconds (one pass)")
         ax.set_title(p.title, fontsize=9)
         ax.grid(True, alpha=0.3)
-        if k == 0:
-            ax.legend(fontsize=6)
     path = out / "seconds_vs_budget.png"
-    fig.tight_layout()
+    _shared_legend(fig)
     save_figure(fig, path, dpi=110)
     return path
 
@@ -300,7 +307,7 @@ def plot_mistakes(curves: dict, out: Path) -> Path:
     """Online mistakes (summed over labels) against examples seen, per data set."""
     from ..plots import _figure, save_figure
 
-    fig = _figure(5.0 * len(curves), 4.0)
+    fig = _figure(5.0 * len(curves), 4.8)
     for k, (name, c) in enumerate(curves.items()):
         ax = fig.add_subplot(1, len(curves), k + 1)
         for m in list(ALGORITHMS) + ["perceptron"]:
@@ -312,10 +319,8 @@ def plot_mistakes(curves: dict, out: Path) -> Path:
         ax.set_ylabel("online mistakes (sum over labels)")
         ax.set_title(next(p.title for p in PANELS if p.name == name), fontsize=9)
         ax.grid(True, alpha=0.3)
-        if k == 0:
-            ax.legend(fontsize=6)
     path = out / "mistakes_vs_examples.png"
-    fig.tight_layout()
+    _shared_legend(fig, ncol=4)
     save_figure(fig, path, dpi=110)
     return path
 
