@@ -603,33 +603,44 @@ def _vote_scores(log: BudgetLog, kernel: Kernel, X_train, X_test, checkpoint: in
     T = int(log.checkpoint_steps[checkpoint])
     out = np.zeros((X_test.shape[0], log.n_labels))
     upto = log.ch_step < T
+    # one kernel block per run of test points against every example any label's changes name
+    # (the labels' supports overlap), each label reading its own rows of it
+    union = np.unique(log.ch_ex[upto & (log.ch_kind == CH_ADD)])
+    labels = []
     for c in range(log.n_labels):
         sel = upto & (log.ch_cls == c)
         steps, kinds, exs, vals = log.ch_step[sel], log.ch_kind[sel], log.ch_ex[sel], log.ch_val[sel]
         if steps.size == 0:
             continue
         adds = kinds == CH_ADD
-        uniq, inv = np.unique(exs[adds], return_inverse=True)
         cols = np.full(exs.size, -1, dtype=np.int64)
-        cols[adds] = inv
+        cols[adds] = np.searchsorted(union, exs[adds])
         n_hyp = int(np.unique(steps).size)
-        gemm = method == "gemm" or (method == "auto" and steps.size * GEMM_VOTE_RATIO > n_hyp * uniq.size)
-        col_out = np.zeros(X_test.shape[0])
-        for a in range(0, X_test.shape[0], block):
-            b = min(a + block, X_test.shape[0])
-            Kc = np.ascontiguousarray(gram(kernel, X_train[uniq], X_test[a:b]))
+        n_sup = int(np.unique(exs[adds]).size)
+        gemm = method == "gemm" or (method == "auto" and steps.size * GEMM_VOTE_RATIO > n_hyp * n_sup)
+        labels.append((c, steps, kinds, cols, vals, n_hyp, gemm))
+    if not labels:
+        return out
+    Xu = X_train[union]
+    for a, b in _test_blocks(X_test.shape[0], union.size, min(1 << 25, block * union.size)):
+        Kc = np.ascontiguousarray(gram(kernel, Xu, X_test[a:b]))
+        for c, steps, kinds, cols, vals, n_hyp, gemm in labels:
             if not gemm:
                 part = np.zeros(b - a)
                 _vote_replay(steps, kinds, cols, vals, Kc, T, part)
-                col_out[a:b] = part
+                out[a:b, c] = part
                 continue
-            rows = max(1, min(n_hyp, (1 << 22) // max(uniq.size, b - a, 1)))
-            C, w, coef = np.empty((rows, uniq.size)), np.empty(rows), np.zeros(uniq.size)
+            # this label's support rows only: the hypotheses' coefficient vectors are over them
+            sup, local = np.unique(cols[cols >= 0], return_inverse=True)
+            lcols = cols.copy()
+            lcols[cols >= 0] = local
+            Ks = Kc[sup]
+            rows = max(1, min(n_hyp, (1 << 22) // max(sup.size, b - a, 1)))
+            C, w, coef = np.empty((rows, sup.size)), np.empty(rows), np.zeros(sup.size)
             j = 0
             while j < steps.size:
-                k, j = _hypotheses(steps, kinds, cols, vals, j, coef, T, C, w)
-                col_out[a:b] += w[:k] @ np.sign(C[:k] @ Kc)
-        out[:, c] = col_out
+                k, j = _hypotheses(steps, kinds, lcols, vals, j, coef, T, C, w)
+                out[a:b, c] += w[:k] @ np.sign(C[:k] @ Ks)
     return out
 
 
@@ -642,11 +653,25 @@ def budget_scores(log: BudgetLog, kernel: Kernel, X_train, X_test, rule: str = "
     if rule == "vote":
         return _vote_scores(log, kernel, X_train, X_test, checkpoint % log.checkpoint_steps.size)
     state = (log.last if rule == "last" else log.avg)[checkpoint]
+    # the labels' supports overlap: one kernel block against their union, one coefficient column per label
+    union = np.unique(np.concatenate([exs for exs, _ in state])) if state else np.empty(0, dtype=np.int64)
     out = np.zeros((X_test.shape[0], log.n_labels))
+    if union.size == 0:
+        return out
+    A = np.zeros((union.size, log.n_labels))
     for c, (exs, coefs) in enumerate(state):
-        if exs.size:
-            out[:, c] = gram(kernel, X_test, X_train[exs]) @ coefs
+        np.add.at(A[:, c], np.searchsorted(union, exs), coefs)  # an example may hold several terms (NORMA)
+    Xu = X_train[union]
+    for a, b in _test_blocks(X_test.shape[0], union.size):
+        out[a:b] = gram(kernel, X_test[a:b], Xu) @ A
     return out
+
+
+def _test_blocks(n_test: int, width: int, entries: int = 1 << 25):
+    """(start, stop) of test blocks whose kernel block against ``width`` columns holds at most
+    ``entries`` values (256 MB in float64), at least 64 points each."""
+    step = max(64, entries // max(width, 1))
+    return [(a, min(a + step, n_test)) for a in range(0, n_test, step)]
 
 
 def budget_predict(log: BudgetLog, kernel: Kernel, X_train, X_test, rule: str = "last", checkpoint: int = -1):
