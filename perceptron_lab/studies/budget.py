@@ -356,7 +356,9 @@ def summary_markdown(df: pd.DataFrame, figures: list[Path], out: Path) -> str:
              "One pass over each training set in one seeded order; budgets are support vectors per label "
              "(one-vs-rest); Nyström uses as many components, shared by the labels. Test error in %. "
              f"Rows: method and prediction rule. Reach: the smallest budget within {REACH_POINTS:g} points of "
-             "the unbudgeted voted perceptron. Configs: `configs/budget/`; module: "
+             "the unbudgeted voted perceptron. Training seconds (`summary.csv`, `seconds_vs_budget.png`): one "
+             "unit as `plab run --jobs 2` timed it (`timings.json`: two units at a time on the machine's cores), "
+             "the Nyström peer's including its fit and transform. Configs: `configs/budget/`; module: "
              "`perceptron_lab.studies.budget`.", ""]
     for p in PANELS:
         if not (df["panel"] == p.name).any():
