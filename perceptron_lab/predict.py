@@ -42,7 +42,7 @@ from .engine.perceptron import TrainLog, normalizing_factors
 from .hypotheses import VOTE_WEIGHTS, Hypotheses  # noqa: F401  (re-exported)
 from .kernels import LINEAR, Kernel, exact32_heavy_rows, exact32_ok, gram, kernel_diag, sq_norms
 from .numerics import check_finite_training, check_test_block, overflow_error
-from .scoring import score_block_t
+from .scoring import points_per_task, random_by_history, score_block_t
 
 RULES = ("last", "last_norm", "avg", "avg_norm", "vote", "random", "random_norm", "longest")
 RULE_INDEX = {r: i for i, r in enumerate(RULES)}
@@ -130,6 +130,7 @@ def _evaluate_general(log, kernel, hyp, live, partial, longest, Xtr, Xte, y_test
     rs = random_slices(seed, nt, log.checkpoint_steps[cp_index])
     need_norm = rules is None or bool(set(rules) & set(_NORM_RULES))
     need_random = rules is None or bool(set(rules) & set(_RANDOM_RULES))
+    by_history = random_by_history(cp_index.size, L, int(np.diff(hyp.hoff).max()) if L else 0)
     err_m = np.zeros((cp_index.size, len(RULES)), dtype=np.int64)
     err_b = np.zeros((cp_index.size, len(RULES), L), dtype=np.int64)
     # Linear kernel on integer features: the test points whose every inner product with a support
@@ -171,7 +172,8 @@ def _evaluate_general(log, kernel, hyp, live, partial, longest, Xtr, Xte, y_test
             sc = _NO_SCORES if out_scores is None else np.zeros(out_scores.shape[:2] + (b - a, L))
             score_block_t(np.ascontiguousarray(KtT), ucol, hyp.coef, hyp.uoff, hyp.hoff, hyp.step, hyp.theta,
                           hyp.scale, hyp.norm, hyp.wfull, live, partial, longest, np.ascontiguousarray(rs[:, idx]),
-                          y_test[idx], binary, direct, need_norm, need_random, om, ob, out_scores is not None, sc)
+                          y_test[idx], binary, direct, need_norm, need_random, om, ob, out_scores is not None, sc,
+                          points_per_task(cp_index.size, L), by_history)
             if out_scores is not None:
                 out_scores[:, :, idx] = sc
             err_m += (b - a) - om.sum(axis=2, dtype=np.int64)

@@ -13,8 +13,39 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-#: Test points scanned together by one task (the inner vector loop's length).
+#: Test points scanned together by one task (the inner vector loop's length), at most.
 POINTS_PER_TASK = 128
+#: A task's score array (checkpoints x rules x labels x points) is kept within this many values
+#: (4 MB), so that writing every checkpoint's scores stays in cache: runs with many checkpoints
+#: scan fewer points per task.
+TASK_SCORES = 1 << 19
+
+
+def random_by_history(n_checkpoints: int, n_labels: int, max_hypotheses: int) -> bool:
+    """How the random rules find each point's hypothesis: by keeping every hypothesis' scores of
+    the task's points (when that history is no larger than the checkpoints' score array), else by
+    visiting the (checkpoint, point) pairs sorted by their hypothesis during the scan."""
+    return 2 * max_hypotheses <= n_checkpoints * N_RULES * n_labels
+
+
+def points_per_task(n_checkpoints: int, n_labels: int) -> int:
+    """How many test points one task scans together (16 ... :data:`POINTS_PER_TASK`)."""
+    return int(max(16, min(POINTS_PER_TASK, TASK_SCORES // max(1, n_checkpoints * N_RULES * n_labels))))
+
+
+@nb.njit(cache=True)
+def _bucket_order(keys, n_keys, out):
+    """``out``: the positions of ``keys`` (integers in [0, n_keys)) in increasing key order (a
+    counting sort: one pass to count, one to place)."""
+    start = np.zeros(n_keys + 1, dtype=np.int64)
+    for q in range(keys.shape[0]):
+        start[keys[q] + 1] += 1
+    for v in range(n_keys):
+        start[v + 1] += start[v]
+    for q in range(keys.shape[0]):
+        v = keys[q]
+        out[start[v]] = q
+        start[v] += 1
 #: The rules' rows in the score arrays (the order of :data:`perceptron_lab.predict.RULES`).
 N_RULES = 8
 
@@ -44,7 +75,8 @@ def _random_index(hstep, h0, k, r):
 
 @nb.njit(cache=True, parallel=True)
 def score_block_t(KtT, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull, live, partial, longest,
-                  rslice, y, binary, direct, need_norm, need_random, out_multi, out_bin, want_scores, out_scores):
+                  rslice, y, binary, direct, need_norm, need_random, out_multi, out_bin, want_scores, out_scores,
+                  points, history):
     """For each test point (column of ``KtT``): every rule's score per label at every checkpoint,
     then correctness.
 
@@ -56,39 +88,58 @@ def score_block_t(KtT, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull,
     out_bin[cp, rule, x, c] = 1 when label c's binary one-vs-rest prediction is right;
     with ``want_scores``, out_scores[cp, rule, x, c] = the score itself. Without ``need_norm`` the
     normalized scores are not computed, without ``need_random`` the random rules' are not; those
-    rules' outputs are then meaningless.
+    rules' outputs are then meaningless. ``points``: test points per task (:func:`points_per_task`);
+    ``history``: how the random rules find their hypothesis (:func:`random_by_history`).
     """
     nt = KtT.shape[1]
     L = uoff.shape[0] - 1
     ncp = live.shape[0]
     R = N_RULES
-    B = POINTS_PER_TASK
+    B = points
     n_tasks = (nt + B - 1) // B
+    maxh = 0
+    if need_random and history:
+        for lab in range(L):
+            maxh = max(maxh, hoff[lab + 1] - hoff[lab])
+    maxh_n = maxh if need_norm else 0
     for task in nb.prange(n_tasks):
         x0 = task * B
         m = min(nt, x0 + B) - x0
-        sc = np.zeros((ncp, R, L, m))
+        # every computed rule's entry is written at its checkpoint; the others are zero
+        sc = np.empty((ncp, R, L, m))
+        for zcp in range(ncp):
+            for rr in (1, 3, 5, 6):
+                if (rr == 5 and not need_random) or (rr != 5 and not need_norm) or (rr == 6 and not need_random):
+                    for c in range(L):
+                        for j in range(m):
+                            sc[zcp, rr, c, j] = 0.0
         P = np.zeros(m)
         f = np.zeros(m)
         fn = np.zeros(m)
         cumA = np.zeros(m)
         cumAN = np.zeros(m)
         cumV = np.zeros(m)
-        lo = np.zeros(ncp * m, dtype=np.int64)
+        # the random rules: every hypothesis' scores of the task's points, read at the end
+        Fh = np.zeros(maxh * m)
+        Fnh = np.zeros(maxh_n * m)
+        # otherwise: the (checkpoint, point) pairs in the order of their hypothesis
+        sorted_random = need_random and not history
+        lo = np.zeros(ncp * m if sorted_random else 0, dtype=np.int64)
+        rorder = np.zeros(ncp * m if sorted_random else 0, dtype=np.int64)
+        rv = np.zeros(ncp * m if sorted_random else 0)
+        rvn = np.zeros(ncp * m if sorted_random else 0)
         for c in range(L):
             h0 = hoff[c]
             nh = hoff[c + 1] - h0
             u0 = uoff[c]
             # the random rule's hypothesis per (checkpoint, point), visited in order of its index
-            if need_random:
-                for cp in range(ncp):
+            if sorted_random:
+                for rcp in range(ncp):
                     for j in range(m):
-                        lo[cp * m + j] = _random_index(hstep, h0, live[cp, c], rslice[cp, x0 + j])
-                rorder = np.argsort(lo, kind="mergesort")
-            else:
-                rorder = np.zeros(0, dtype=np.int64)
-            lorder = np.argsort(longest[:, c], kind="mergesort")
+                        lo[rcp * m + j] = _random_index(hstep, h0, live[rcp, c], rslice[rcp, x0 + j])
+                _bucket_order(lo, nh, rorder)
             rp = 0
+            lorder = np.argsort(longest[:, c], kind="mergesort")
             lp = 0
             cp = 0
             for j in range(m):
@@ -125,14 +176,19 @@ def score_block_t(KtT, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull,
                         else:
                             for j in range(m):
                                 fn[j] = 0.0
-                # the random and longest rules read hypothesis k's scores now (k <= the live one)
                 while rp < rorder.shape[0] and lo[rorder[rp]] == k:
                     q = rorder[rp]
-                    rcp = q // m
-                    j = q - rcp * m
-                    sc[rcp, 5, c, j] = f[j]
-                    sc[rcp, 6, c, j] = fn[j]
+                    j = q - (q // m) * m
+                    rv[q] = f[j]
+                    rvn[q] = fn[j]
                     rp += 1
+                if need_random and history:
+                    for j in range(m):
+                        Fh[k * m + j] = f[j]
+                    if need_norm:
+                        for j in range(m):
+                            Fnh[k * m + j] = fn[j]
+                # the longest rule reads hypothesis k's scores now (k <= the live one)
                 while lp < ncp and longest[lorder[lp], c] == k:
                     lcp = lorder[lp]
                     for j in range(m):
@@ -157,26 +213,41 @@ def score_block_t(KtT, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull,
                     for j in range(m):
                         cumA[j] += w * f[j]
                         cumV[j] += w * _sign(f[j])
-        for j in range(m):
-            x = x0 + j
-            if want_scores:
-                for cp in range(ncp):
-                    for rr in range(R):
-                        for c in range(L):
-                            out_scores[cp, rr, x, c] = sc[cp, rr, c, j]
-            yx = y[x]
-            for cp in range(ncp):
-                for rr in range(R):
-                    if binary:
-                        pred = 1 if sc[cp, rr, 0, j] > 0.0 else 0
-                        out_multi[cp, rr, x] = 1 if pred == yx else 0
-                        out_bin[cp, rr, x, 0] = out_multi[cp, rr, x]
-                    else:
-                        best = 0
-                        for c in range(1, L):
-                            if sc[cp, rr, c, j] > sc[cp, rr, best, j]:
-                                best = c
-                        out_multi[cp, rr, x] = 1 if best == yx else 0
-                        for c in range(L):
-                            pos = sc[cp, rr, c, j] > 0.0
-                            out_bin[cp, rr, x, c] = 1 if pos == (yx == c) else 0
+            if sorted_random:
+                for rcp in range(ncp):
+                    for j in range(m):
+                        sc[rcp, 5, c, j] = rv[rcp * m + j]
+                        sc[rcp, 6, c, j] = rvn[rcp * m + j]
+            elif need_random:  # the hypothesis alive at each point's time slice
+                for rcp in range(ncp):
+                    for j in range(m):
+                        q = _random_index(hstep, h0, live[rcp, c], rslice[rcp, x0 + j])
+                        sc[rcp, 5, c, j] = Fh[q * m + j]
+                        if need_norm:
+                            sc[rcp, 6, c, j] = Fnh[q * m + j]
+        # predictions, reading the scores in memory order (point innermost)
+        best = np.empty(m, dtype=np.int64)
+        for cp in range(ncp):
+            for rr in range(R):
+                if want_scores:
+                    for c in range(L):
+                        for j in range(m):
+                            out_scores[cp, rr, x0 + j, c] = sc[cp, rr, c, j]
+                if binary:
+                    for j in range(m):
+                        right = 1 if (1 if sc[cp, rr, 0, j] > 0.0 else 0) == y[x0 + j] else 0
+                        out_multi[cp, rr, x0 + j] = right
+                        out_bin[cp, rr, x0 + j, 0] = right
+                    continue
+                for j in range(m):
+                    best[j] = 0
+                for c in range(1, L):
+                    for j in range(m):
+                        if sc[cp, rr, c, j] > sc[cp, rr, best[j], j]:
+                            best[j] = c
+                for j in range(m):
+                    out_multi[cp, rr, x0 + j] = 1 if best[j] == y[x0 + j] else 0
+                for c in range(L):
+                    for j in range(m):
+                        pos = sc[cp, rr, c, j] > 0.0
+                        out_bin[cp, rr, x0 + j, c] = 1 if pos == (y[x0 + j] == c) else 0

@@ -1,0 +1,27 @@
+"""The evaluation scan (perceptron_lab.scoring): its two ways of finding the random rules'
+hypotheses, and any number of test points per task, give the same scores."""
+
+import numpy as np
+import pytest
+
+import perceptron_lab.predict as predict
+from perceptron_lab.engine.perceptron import PerceptronParams, label_matrix, train
+from perceptron_lab.kernels import Kernel
+
+
+@pytest.mark.parametrize("direct_theta", [False, True])
+def test_random_rule_paths_and_task_sizes_agree(monkeypatch, direct_theta):
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(400, 6)), rng.integers(0, 4, 400)
+    Xt = rng.normal(size=(333, 6))
+    params = PerceptronParams(eta=0.1, theta_init=1.0, C=1.0, tau_abs=0.5) if direct_theta else PerceptronParams()
+    log = train(X, label_matrix(y, 4), Kernel("poly", 2, 3.0), params, rng.permutation(400), 3,
+                [0.1 * i for i in range(1, 31)])
+    runs = []
+    for history in (True, False):
+        for points in (16, 128):
+            monkeypatch.setattr(predict, "random_by_history", lambda *a, h=history: h)
+            monkeypatch.setattr(predict, "points_per_task", lambda *a, p=points: p)
+            runs.append(predict.decision_scores(log, Kernel("poly", 2, 3.0), X, Xt, seed=7))
+    for other in runs[1:]:
+        np.testing.assert_array_equal(other, runs[0])
