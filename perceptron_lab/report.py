@@ -98,8 +98,8 @@ class Report:
     causes_file: Path | None = None
     #: Rules of the causes file that match no cell outside tolerance.
     unused_rules: list = field(default_factory=list)
-    #: The folders the report was collected from.
-    roots: list = field(default_factory=list)
+    #: The budget study's report items (:func:`perceptron_lab.studies.budget.report_items`), [] when not run.
+    study_items: list = field(default_factory=list)
 
 
 def _skip(p: Path) -> bool:
@@ -126,7 +126,8 @@ def find_figures(paths) -> list[Path]:
 
 
 def collect(paths) -> Report:
-    rep = Report(roots=[Path(p) for p in paths])
+    rep = Report()
+    rep.study_items = next((its for its in map(budget_study.report_items, paths) if its), [])
     for d in find_run_dirs(paths):
         try:
             info = json.loads((d / "run.json").read_text())
@@ -412,8 +413,7 @@ def build(rep: Report, out: Path) -> list[tuple]:
             items.append(("table", t.layout))
         for f in figs:
             items.append(("img", f))
-    for root in rep.roots:
-        items += budget_study.report_items(root)
+    items += rep.study_items
     if not bad.empty:
         items += [("h2", "In-scope cells outside tolerance"),
                   ("p", "`block`, `row` and `column` name the cell in the table's layout above, `source` the run "
@@ -463,12 +463,11 @@ def write_report(paths, out_dir) -> tuple[Path, Path]:
     items = build(rep, out)
     md_path = out / "report.md"
     atomic_write_text(md_path, to_markdown(items, out))
-    studies = [(f"{budget_study.STUDY_DIR}.html", "kernel perceptrons on a memory budget", its)
-               for its in (budget_study.report_items(root) for root in rep.roots) if its]
+    studies = [(f"{budget_study.STUDY_DIR}.html", "kernel perceptrons on a memory budget", rep.study_items)]
     html_paths = write_pages(rep, out, {"scoring": scoring_rules(), "protocol": protocol_notes(),
                                         "cause_lines": cause_lines(rep), "missing": missing_lines(rep),
                                         "reproductions": reproduction_lines(rep), "runs": run_lines(rep)},
-                             studies[:1])
+                             studies if rep.study_items else [])
     return md_path, next(p for p in html_paths if p.name == "index.html")
 
 

@@ -51,7 +51,7 @@ N_RULES = 8
 
 
 @nb.njit(cache=True, inline="always")
-def _sign(v):
+def sign_of(v):
     if v > 0.0:
         return 1.0
     if v < 0.0:
@@ -107,9 +107,10 @@ def score_block_t(KtT, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull,
         m = min(nt, x0 + B) - x0
         # every computed rule's entry is written at its checkpoint; the others are zero
         sc = np.empty((ncp, R, L, m))
-        for zcp in range(ncp):
-            for rr in (1, 3, 5, 6):
-                if (rr == 5 and not need_random) or (rr != 5 and not need_norm) or (rr == 6 and not need_random):
+        for rr in range(R):
+            skipped = (not need_norm and (rr == 1 or rr == 3 or rr == 6)) or (not need_random and (rr == 5 or rr == 6))
+            if skipped:
+                for zcp in range(ncp):
                     for c in range(L):
                         for j in range(m):
                             sc[zcp, rr, c, j] = 0.0
@@ -201,18 +202,18 @@ def score_block_t(KtT, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull,
                         sc[cp, 1, c, j] = fn[j]
                         sc[cp, 2, c, j] = cumA[j] + pw * f[j]
                         sc[cp, 3, c, j] = cumAN[j] + pw * fn[j]
-                        sc[cp, 4, c, j] = cumV[j] + pw * _sign(f[j])
+                        sc[cp, 4, c, j] = cumV[j] + pw * sign_of(f[j])
                     cp += 1
                 w = wfull[h0 + k]
                 if need_norm:
                     for j in range(m):
                         cumA[j] += w * f[j]
                         cumAN[j] += w * fn[j]
-                        cumV[j] += w * _sign(f[j])
+                        cumV[j] += w * sign_of(f[j])
                 else:
                     for j in range(m):
                         cumA[j] += w * f[j]
-                        cumV[j] += w * _sign(f[j])
+                        cumV[j] += w * sign_of(f[j])
             if sorted_random:
                 for rcp in range(ncp):
                     for j in range(m):

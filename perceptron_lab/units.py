@@ -10,6 +10,7 @@ the part, so results are byte-identical for any number of jobs and after any int
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import sys
@@ -323,7 +324,11 @@ def unit_seed(cfg: ExperimentConfig, unit: Unit) -> np.random.SeedSequence:
     return np.random.SeedSequence(key)
 
 
-_BLAS_CONTROLLER: list = []
+@functools.lru_cache(maxsize=1)
+def _blas_controller():
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 
 
 def blas_one_thread():
@@ -335,12 +340,10 @@ def blas_one_thread():
     library's file and costs milliseconds, more than a small unit's training); libraries loaded
     later are not limited."""
     try:
-        from threadpoolctl import ThreadpoolController
+        controller = _blas_controller()
     except ImportError:  # pragma: no cover
         return contextlib.nullcontext()
-    if not _BLAS_CONTROLLER:
-        _BLAS_CONTROLLER.append(ThreadpoolController())
-    return _BLAS_CONTROLLER[0].limit(limits=1, user_api="blas")
+    return controller.limit(limits=1, user_api="blas")
 
 
 @contextlib.contextmanager

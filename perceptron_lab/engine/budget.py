@@ -83,6 +83,7 @@ import numba as nb
 import numpy as np
 
 from ..kernels import Kernel, exact32_ok, gram, kernel_diag, sq_norms
+from ..scoring import sign_of
 from .base import EngineError, chunk_bounds, epochs_to_steps
 
 ALG_STOPTRON, ALG_RBP, ALG_FORGETRON, ALG_PROJECTRON, ALG_PROJECTRON_PP, ALG_NORMA = 0, 1, 2, 3, 4, 5
@@ -521,15 +522,6 @@ def _avg_state(acc, sv_ex, sv_coef, slot_acc, live):
 
 
 @nb.njit(cache=True)
-def _sign(v):
-    if v > 0.0:
-        return 1.0
-    if v < 0.0:
-        return -1.0
-    return 0.0
-
-
-@nb.njit(cache=True)
 def _vote_replay(steps, kinds, cols, vals, Kc, T, out):
     """Add ``sum_{t=1}^{T} sign(h_t(x))`` to ``out`` for every test point x, where h_t is one label's
     hypothesis after step t: its coefficient changes (``steps`` ascending, ``kinds``, ``vals``; the
@@ -545,7 +537,7 @@ def _vote_replay(steps, kinds, cols, vals, Kc, T, out):
             if cur >= 0:
                 w = float(st - cur)
                 for r in range(n_test):
-                    out[r] += w * _sign(F[r])
+                    out[r] += w * sign_of(F[r])
             cur = st
         v = vals[j]
         if kinds[j] == CH_SCALE:
@@ -558,7 +550,7 @@ def _vote_replay(steps, kinds, cols, vals, Kc, T, out):
     if cur >= 0:
         w = float(T - cur)
         for r in range(n_test):
-            out[r] += w * _sign(F[r])
+            out[r] += w * sign_of(F[r])
 
 
 @nb.njit(cache=True)
@@ -616,25 +608,24 @@ def _vote_scores(log: BudgetLog, kernel: Kernel, X_train, X_test, checkpoint: in
         cols = np.full(exs.size, -1, dtype=np.int64)
         cols[adds] = np.searchsorted(union, exs[adds])
         n_hyp = int(np.unique(steps).size)
-        n_sup = int(np.unique(exs[adds]).size)
-        gemm = method == "gemm" or (method == "auto" and steps.size * GEMM_VOTE_RATIO > n_hyp * n_sup)
-        labels.append((c, steps, kinds, cols, vals, n_hyp, gemm))
+        # this label's support rows of the shared block, and its changes' columns among them
+        sup, local = np.unique(cols[adds], return_inverse=True)
+        gemm = method == "gemm" or (method == "auto" and steps.size * GEMM_VOTE_RATIO > n_hyp * sup.size)
+        lcols = np.full(cols.size, -1, dtype=np.int64)
+        lcols[adds] = local
+        labels.append((c, steps, kinds, cols, vals, n_hyp, gemm, sup, lcols))
     if not labels:
         return out
     Xu = X_train[union]
     for a, b in _test_blocks(X_test.shape[0], union.size, min(1 << 25, block * union.size)):
         Kc = np.ascontiguousarray(gram(kernel, Xu, X_test[a:b]))
-        for c, steps, kinds, cols, vals, n_hyp, gemm in labels:
+        for c, steps, kinds, cols, vals, n_hyp, gemm, sup, lcols in labels:
             if not gemm:
                 part = np.zeros(b - a)
                 _vote_replay(steps, kinds, cols, vals, Kc, T, part)
                 out[a:b, c] = part
                 continue
-            # this label's support rows only: the hypotheses' coefficient vectors are over them
-            sup, local = np.unique(cols[cols >= 0], return_inverse=True)
-            lcols = cols.copy()
-            lcols[cols >= 0] = local
-            Ks = Kc[sup]
+            Ks = Kc[sup]  # the hypotheses' coefficient vectors are over this label's support rows
             rows = max(1, min(n_hyp, (1 << 22) // max(sup.size, b - a, 1)))
             C, w, coef = np.empty((rows, sup.size)), np.empty(rows), np.zeros(sup.size)
             j = 0
