@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from perceptron_lab.errors import OutputError
 from perceptron_lab.kernels import Kernel, gram
 from perceptron_lab.studies import budget as study
 
@@ -71,6 +72,12 @@ def test_study_from_small_runs(tmp_path, data_dir):
     assert (df["train_seconds"] > 0).all()
     paths = study.write_study(tmp_path / "results", data_dir, train=False, progress=None)
     assert all(p.exists() for p in paths)
+    # a Nyström table trained for other runs of the panel is refused, not mixed in
+    pd.DataFrame([{"panel": "usps", "method": "nystroem_sgd", "budget": 20.0, "rule": "avg",
+                   "test_error_pct": 9.0, "config_hash": "0" * 12}]).to_csv(out / "nystroem.csv", index=False)
+    with pytest.raises(OutputError, match="trained for other runs of usps"):
+        study.write_study(tmp_path / "results", data_dir, train=False, progress=None)
+    (out / "nystroem.csv").unlink()
     md = (out / "summary.md").read_text()
     assert "USPS" in md and "Forgetron" in md and "error_vs_budget_avg.png" in md
     kinds = [k for k, _ in study.report_items(tmp_path / "results")]

@@ -381,9 +381,29 @@ def _md(df: pd.DataFrame) -> str:
     return "\n".join(body)
 
 
+def _run_hash(results_dir, config: str) -> str | None:
+    """The config hash recorded by the finished run of a study config (None if it has not run)."""
+    info = Path(results_dir) / STUDY_DIR / config.split("/", 1)[1] / "run.json"
+    return json.loads(info.read_text()).get("config_hash") if info.exists() else None
+
+
+def _check_trained_for(path: Path, want: dict) -> None:
+    """Refuse a Nyström or mistake-curve CSV trained for other runs than the ones now in place
+    (``want``: panel -> the config hash it must carry)."""
+    from ..errors import OutputError
+
+    df = pd.read_csv(path, dtype={"config_hash": str})
+    have = dict(zip(df["panel"], df["config_hash"])) if "panel" in df else {}
+    stale = [p for p, h in want.items() if have.get(p) != h]
+    if stale:
+        raise OutputError(f"{path} was trained for other runs of {', '.join(stale)} than those under "
+                          f"{path.parent}; write the study again with training (without --no-train)")
+
+
 def write_study(results_dir="results", data_dir=None, train: bool = True, progress=print) -> list[Path]:
     """The study's outputs under ``results_dir/budget/`` from the finished config runs: with
-    ``train``, the Nyström peer and the mistake curves are trained (else read from their CSVs)."""
+    ``train``, the Nyström peer and the mistake curves are trained (else read from their CSVs,
+    which must carry the config hashes of the runs now in place)."""
     from ..store import atomic_write_text
 
     out = Path(results_dir) / STUDY_DIR
@@ -391,18 +411,30 @@ def write_study(results_dir="results", data_dir=None, train: bool = True, progre
     runs = collect_runs(results_dir)
     panels = [p for p in PANELS if (runs["panel"] == p.name).any()]
     ny_path, curve_paths = out / "nystroem.csv", {p.name: out / f"mistakes_{p.name}.csv" for p in panels}
+    # the trained parts take the data, order and kernel of the panels' perceptron / budgeted configs
+    ny_hash = {p.name: _run_hash(results_dir, p.perceptron) for p in panels}
+    curve_hash = {p.name: _run_hash(results_dir, p.budgeted) for p in panels}
     if train:
-        ny = pd.DataFrame([r for p in panels for r in nystroem_rows(p, data_dir, progress=progress)])
+        ny = pd.DataFrame([dict(r, config_hash=ny_hash[p.name])
+                           for p in panels for r in nystroem_rows(p, data_dir, progress=progress)])
         atomic_write_text(ny_path, ny.to_csv(index=False))
         for p in panels:
             t0 = time.perf_counter()
-            atomic_write_text(curve_paths[p.name], mistake_curves(p, data_dir).to_csv(index=False))
+            curves = mistake_curves(p, data_dir).assign(panel=p.name, config_hash=curve_hash[p.name])
+            atomic_write_text(curve_paths[p.name], curves.to_csv(index=False))
             if progress:
                 progress(f"{p.name}: mistake curves, {time.perf_counter() - t0:.1f} s")
-    ny = pd.read_csv(ny_path) if ny_path.exists() else pd.DataFrame(columns=runs.columns)
+    if ny_path.exists():
+        _check_trained_for(ny_path, {p: h for p, h in ny_hash.items() if h})
+    for name, path in curve_paths.items():
+        if path.exists() and curve_hash[name]:
+            _check_trained_for(path, {name: curve_hash[name]})
+    ny = pd.read_csv(ny_path).drop(columns=["config_hash"], errors="ignore") if ny_path.exists() \
+        else pd.DataFrame(columns=runs.columns)
     df = pd.concat([runs, ny], ignore_index=True)
     atomic_write_text(out / "summary.csv", df.to_csv(index=False))
-    curves = {n: pd.read_csv(p) for n, p in curve_paths.items() if p.exists()}
+    curves = {n: pd.read_csv(p).drop(columns=["panel", "config_hash"], errors="ignore")
+              for n, p in curve_paths.items() if p.exists()}
     figures = [plot_error(df, out, "avg"), plot_error(df, out, "last"), plot_seconds(df, out)]
     if curves:
         figures.append(plot_mistakes(curves, out))
