@@ -148,7 +148,7 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
         timings = _execute(cfg, folder, todo, work.keys, texts, data_dir, ds, jobs, executor, scheduler,
                            progress, force, len(work.units))
         t_write = time.perf_counter()
-        df = merge_parts(work.parts, texts)
+        df = merge_parts(work.parts, texts, work.units)
         df, outputs = write_outputs(cfg, folder, df, len(ds.y_train))
         ran = sum(len(p.units) for p in todo)
         info = {**info, **outputs, **_run_summary(t0, ran, len(work.units), timings, load_s,
@@ -182,10 +182,19 @@ def plan_work(cfg: ExperimentConfig, ds: Dataset, data_dir=None) -> Work:
     return Work(units, parts, part_keys(cfg, parts, fingerprint, data_dir), fingerprint)
 
 
-def merge_parts(parts, texts: dict) -> pd.DataFrame:
-    """The rows of every part, in plan order (whatever order they were computed in)."""
-    return pd.concat([pd.read_csv(io.StringIO(texts[p.key]), dtype=str, keep_default_na=False) for p in parts],
-                     ignore_index=True)
+def merge_parts(parts, texts: dict, units=None) -> pd.DataFrame:
+    """The rows of every part, in plan order (whatever order they were computed in): units in the
+    order of ``units`` (the plan's) when parts hold a fold across grid points, each unit's rows in
+    the order it wrote them."""
+    df = pd.concat([pd.read_csv(io.StringIO(texts[p.key]), dtype=str, keep_default_na=False) for p in parts],
+                   ignore_index=True)
+    if units is not None and any(p.shared for p in parts):
+        pos = {(u.grid_point, u.fold, u.permutation, u.inner_fold): n for n, u in enumerate(units)}
+        inner = df["inner_fold"].astype(int) if "inner_fold" in df else pd.Series(-1, index=df.index)
+        keys = zip(df["grid_point"].astype(int), df["fold"].astype(int), df["permutation"].astype(int), inner)
+        order = np.argsort(np.fromiter((pos[k] for k in keys), dtype=np.int64, count=len(df)), kind="stable")
+        df = df.iloc[order].reset_index(drop=True)
+    return df
 
 
 def _run_summary(t0: float, ran: int, n_units: int, timings: dict, load_s: float, write_s: float) -> dict:

@@ -34,6 +34,8 @@ checkpoints and rules together (:mod:`perceptron_lab.scoring`, a run of test poi
 
 from __future__ import annotations
 
+import time
+
 import numba as nb
 import numpy as np
 
@@ -107,7 +109,6 @@ def _evaluate_general(log, kernel, hyp, live, partial, longest, Xtr, Xte, y_test
     """:func:`evaluate` scoring every hypothesis of every label on each test point (``rules``,
     default all: the normalized scores are computed only when a normalized rule is asked for);
     with ``out_scores`` (n_cp, n_rules, n_test, n_labels), the scores are written there too."""
-    L = log.n_labels
     direct = log.hyp_w is not None
     given = kernel.name == "precomputed"  # Xte holds K(test, train), Xtr the training Gram matrix
     if direct:
@@ -117,27 +118,51 @@ def _evaluate_general(log, kernel, hyp, live, partial, longest, Xtr, Xte, y_test
     else:
         sv, ucol = np.unique(hyp.uex, return_inverse=True)
         ucol = ucol.astype(np.int64)
-        Xsv = None if given else Xtr[sv]
-        # float64 runs on integer features (raw MNIST pixels): the same kernel values from float32 GEMMs
-        exact = not given and exact32_ok(Xsv) and exact32_ok(Xte)
-        if exact:
-            sv32, sq_sv, sq_te = Xsv.astype(np.float32), sq_norms(Xsv), sq_norms(Xte)
-            te32 = Xte.astype(np.float32)
-        if log.kernel_normalized:
-            r_sv = normalizing_factors(kernel_diag(kernel, Xsv)).astype(dtype)
-    y_test = np.asarray(y_test, dtype=np.int64)
+    scan = _Scan(log, hyp, live, partial, longest, y_test, binary, cp_index, seed, rules, kernel, dtype,
+                 out_scores=out_scores)
     nt = Xte.shape[0]
-    rs = random_slices(seed, nt, log.checkpoint_steps[cp_index])
-    need_norm = rules is None or bool(set(rules) & set(_NORM_RULES))
-    need_random = rules is None or bool(set(rules) & set(_RANDOM_RULES))
-    by_history = random_by_history(cp_index.size, L, int(np.diff(hyp.hoff).max()) if L else 0)
-    err_m = np.zeros((cp_index.size, len(RULES)), dtype=np.int64)
-    err_b = np.zeros((cp_index.size, len(RULES), L), dtype=np.int64)
-    # Linear kernel on integer features: the test points whose every inner product with a support
-    # vector is exact in float32 are scored straight from a float32 kernel block (the same integers
-    # as in float64, with no conversion pass); the few others from a float64 block.
-    light32 = (not direct and not given and sv.size and exact and kernel.code == LINEAR
-               and not log.kernel_normalized)
+    if direct or given:
+        for a in range(0, nt, block):
+            b = min(nt, a + block)
+            idx = slice(a, b)
+            if direct:
+                KtT = Wh @ Xte[idx].T if Wh.shape[0] else np.zeros((1, b - a), dtype=dtype)
+            elif sv.size:
+                KtT = np.ascontiguousarray(Xte[idx][:, sv].T)
+            else:
+                KtT = np.zeros((1, b - a), dtype=dtype)
+            scan.add(KtT, ucol, idx)
+    else:
+        for idx, KtT in kernel_blocks(kernel, Xtr[sv], Xte, dtype, block, log.kernel_normalized):
+            scan.add(KtT, ucol, idx)
+    return scan.errors()
+
+
+def kernel_blocks(kernel: Kernel, Xsv, Xte, dtype, block: int, normalized: bool = False):
+    """Yield ``(test rows, KtT)``: the kernel block transposed (support examples ``Xsv`` x test
+    points ``Xte[rows]``, see :mod:`perceptron_lab.scoring`), a run of at most ``block`` test
+    points at a time, every test point once.
+
+    On integer features (raw MNIST pixels) the kernel values come from float32 GEMMs, equal to the
+    float64 ones (:func:`~perceptron_lab.kernels.exact32_ok`). With the linear kernel, the test
+    points whose every inner product with a support vector is exact in float32 are scored straight
+    from a float32 block (the same integers as in float64, with no conversion pass); the few
+    others from a float64 block. The values of one (support example, test point) pair do not
+    depend on the other rows in the block then: :func:`evaluate_shared` relies on it.
+    """
+    nt = Xte.shape[0]
+    if not Xsv.shape[0]:
+        for a in range(0, nt, block):
+            b = min(nt, a + block)
+            yield slice(a, b), np.zeros((1, b - a), dtype=dtype)
+        return
+    exact = exact32_ok(Xsv) and exact32_ok(Xte)
+    if exact:
+        sv32, sq_sv, sq_te = Xsv.astype(np.float32), sq_norms(Xsv), sq_norms(Xte)
+        te32 = Xte.astype(np.float32)
+    if normalized:
+        r_sv = normalizing_factors(kernel_diag(kernel, Xsv)).astype(dtype)
+    light32 = exact and kernel.code == LINEAR and not normalized
     if light32:
         heavy = exact32_heavy_rows(sq_te, sq_sv)
         segments = [(np.flatnonzero(~heavy), True), (np.flatnonzero(heavy), False)]
@@ -148,42 +173,144 @@ def _evaluate_general(log, kernel, hyp, live, partial, longest, Xtr, Xte, y_test
         for a in range(0, n_seg, block):
             b = min(n_seg, a + block)
             idx = slice(a, b) if rows is None else rows[a:b]
-            # the kernel block transposed (support examples x test points): see perceptron_lab.scoring
-            if direct:
-                KtT = Wh @ Xte[idx].T if Wh.shape[0] else np.zeros((1, b - a), dtype=dtype)
-            elif sv.size and given:
-                KtT = np.ascontiguousarray(Xte[idx][:, sv].T)
-            elif use32:
+            if use32:
                 KtT = sv32 @ te32[idx].T
             elif light32:
                 KtT = Xsv @ Xte[idx].T
-            elif sv.size:
+            else:
                 KtT = (gram(kernel, Xsv, Xte[idx], sq_sv, sq_te[idx], exact32=True, B32=te32[idx]) if exact
                        else gram(kernel, Xsv, Xte[idx]))
-                if log.kernel_normalized:
+                if normalized:
                     r_te = normalizing_factors(kernel_diag(kernel, Xte[idx])).astype(dtype)
                     KtT *= r_sv[:, None]
                     KtT *= r_te[None, :]
-            else:
-                KtT = np.zeros((1, b - a), dtype=dtype)
-            check_test_block(KtT, hyp, log, kernel, dtype)
-            om = np.zeros((cp_index.size, len(RULES), b - a), dtype=np.int8)
-            ob = np.zeros((cp_index.size, len(RULES), b - a, L), dtype=np.int8)
-            sc = _NO_SCORES if out_scores is None else np.zeros(out_scores.shape[:2] + (b - a, L))
-            score_block_t(np.ascontiguousarray(KtT), ucol, hyp.coef, hyp.uoff, hyp.hoff, hyp.step, hyp.theta,
-                          hyp.scale, hyp.norm, hyp.wfull, live, partial, longest, np.ascontiguousarray(rs[:, idx]),
-                          y_test[idx], binary, direct, need_norm, need_random, om, ob, out_scores is not None, sc,
-                          points_per_task(cp_index.size, L), by_history)
-            if out_scores is not None:
-                out_scores[:, :, idx] = sc
-            err_m += (b - a) - om.sum(axis=2, dtype=np.int64)
-            err_b += (b - a) - ob.sum(axis=2, dtype=np.int64)
-    skipped = (() if need_norm else _NORM_RULES) + (() if need_random else _RANDOM_RULES)
-    if skipped:  # not computed
-        cols = sorted({RULE_INDEX[r] for r in skipped})
-        err_m[:, cols] = -1
-        err_b[:, cols] = -1
-    return err_m, err_b
+            yield idx, KtT
+
+
+class _Scan:
+    """One log's evaluation by :func:`~perceptron_lab.scoring.score_block_t`, fed kernel blocks of
+    test points in any order (:meth:`add`); :meth:`errors` gives the error counts summed over them."""
+
+    def __init__(self, log, hyp, live, partial, longest, y_test, binary, cp_index, seed, rules, kernel, dtype,
+                 out_scores=None):
+        L = log.n_labels
+        self.log, self.hyp, self.kernel, self.dtype = log, hyp, kernel, dtype
+        self.live, self.partial, self.longest = live, partial, longest
+        self.y_test = np.asarray(y_test, dtype=np.int64)
+        self.binary = binary
+        self.direct = log.hyp_w is not None
+        self.rs = random_slices(seed, self.y_test.size, log.checkpoint_steps[cp_index])
+        self.need_norm = rules is None or bool(set(rules) & set(_NORM_RULES))
+        self.need_random = rules is None or bool(set(rules) & set(_RANDOM_RULES))
+        self.by_history = random_by_history(cp_index.size, L, int(np.diff(hyp.hoff).max()) if L else 0)
+        self.points = points_per_task(cp_index.size, L)
+        self.ncp = cp_index.size
+        self.out_scores = out_scores
+        self.err_m = np.zeros((cp_index.size, len(RULES)), dtype=np.int64)
+        self.err_b = np.zeros((cp_index.size, len(RULES), L), dtype=np.int64)
+
+    def add(self, KtT, ucol, idx) -> None:
+        """Score the test points ``idx`` from ``KtT`` (support examples x those points), whose row
+        ``ucol[u]`` holds update u's example."""
+        hyp, L = self.hyp, self.log.n_labels
+        check_test_block(KtT, hyp, self.log, self.kernel, self.dtype)
+        m = KtT.shape[1]
+        om = np.zeros((self.ncp, len(RULES), m), dtype=np.int8)
+        ob = np.zeros((self.ncp, len(RULES), m, L), dtype=np.int8)
+        out = self.out_scores
+        sc = _NO_SCORES if out is None else np.zeros(out.shape[:2] + (m, L))
+        score_block_t(np.ascontiguousarray(KtT), ucol, hyp.coef, hyp.uoff, hyp.hoff, hyp.step, hyp.theta,
+                      hyp.scale, hyp.norm, hyp.wfull, self.live, self.partial, self.longest,
+                      np.ascontiguousarray(self.rs[:, idx]), self.y_test[idx], self.binary, self.direct,
+                      self.need_norm, self.need_random, om, ob, out is not None, sc, self.points, self.by_history)
+        if out is not None:
+            out[:, :, idx] = sc
+        self.err_m += m - om.sum(axis=2, dtype=np.int64)
+        self.err_b += m - ob.sum(axis=2, dtype=np.int64)
+
+    def errors(self):
+        err_m, err_b = self.err_m, self.err_b
+        skipped = (() if self.need_norm else _NORM_RULES) + (() if self.need_random else _RANDOM_RULES)
+        if skipped:  # not computed
+            cols = sorted({RULE_INDEX[r] for r in skipped})
+            err_m[:, cols] = -1
+            err_b[:, cols] = -1
+        return err_m, err_b
+
+
+def evaluate_shared(items, kernel: Kernel, X_train, X_test, y_test, binary: bool, dtype=np.float64,
+                    block: int = 2048):
+    """:func:`evaluate` for several training logs on the same training and test data and kernel
+    (e.g. the grid points of one cross-validation fold): ``items`` are ``(log, vote_weight, seed,
+    rules)``. Returns ``[(errors_multi, errors_bin, seconds)]`` in the order of ``items``.
+
+    Where every log scores every hypothesis (a rule of :data:`_PER_HYPOTHESIS_RULES` asked for, a
+    kernel expansion) with the linear kernel on integer features, the test points' kernel values
+    are computed once against the union of the logs' support examples, and each log's scan reads
+    its rows of that block. The values are exact integers either way (:func:`kernel_blocks`), so
+    the errors equal :func:`evaluate`'s for each log alone. The others are evaluated one by one.
+    A shared block's seconds are divided among its logs in proportion to their support examples.
+    """
+    Xtr = np.ascontiguousarray(X_train, dtype=dtype)
+    Xte = np.ascontiguousarray(X_test, dtype=dtype)
+    y_test = np.asarray(y_test, dtype=np.int64)
+    out: list = [None] * len(items)
+    shared = []
+    for i, (log, vote_weight, seed, rules) in enumerate(items):
+        if (log.hyp_w is None and not log.kernel_normalized and kernel.code == LINEAR
+                and (rules is None or set(rules) & set(_PER_HYPOTHESIS_RULES))):
+            shared.append(i)
+    hyps, svs = {}, {}
+    if len(shared) > 1:
+        for i in shared:
+            log = items[i][0]
+            check_finite_training(log, None, kernel, Xtr, dtype)
+            hyps[i] = Hypotheses(log, items[i][1])
+            svs[i] = np.unique(hyps[i].uex)
+        union = np.unique(np.concatenate(list(svs.values())))
+        if not (exact32_ok(Xtr[union]) and exact32_ok(Xte)):
+            shared = []
+    else:
+        shared = []
+    for i, (log, vote_weight, seed, rules) in enumerate(items):
+        if i not in shared:
+            t0 = time.perf_counter()
+            err_m, err_b = evaluate(log, kernel, Xtr, Xte, y_test, binary, vote_weight=vote_weight, seed=seed,
+                                    dtype=dtype, block=block, rules=rules)
+            out[i] = (err_m, err_b, time.perf_counter() - t0)
+    if not shared:
+        return out
+    scans, ucols, seconds = {}, {}, {}
+    for i in shared:
+        log, vote_weight, seed, rules = items[i]
+        t0 = time.perf_counter()
+        cp_index = np.arange(log.checkpoint_steps.size, dtype=np.int64)
+        hyp = hyps[i]
+        check_finite_training(log, hyp, kernel, Xtr, dtype)
+        live, partial, longest = hyp.at_checkpoints(cp_index)
+        scans[i] = _Scan(log, hyp, live, partial, longest, y_test, binary, cp_index, seed, rules, kernel, dtype)
+        # each update's row in the shared block
+        ucols[i] = np.searchsorted(union, hyp.uex).astype(np.int64)
+        seconds[i] = time.perf_counter() - t0
+    kernel_s = 0.0
+    blocks = kernel_blocks(kernel, Xtr[union], Xte, dtype, block)
+    while True:
+        t0 = time.perf_counter()
+        nxt = next(blocks, None)
+        kernel_s += time.perf_counter() - t0
+        if nxt is None:
+            break
+        idx, KtT = nxt
+        KtT = np.ascontiguousarray(KtT)
+        for i in shared:
+            t0 = time.perf_counter()
+            scans[i].add(KtT, ucols[i], idx)
+            seconds[i] += time.perf_counter() - t0
+    total_sv = sum(svs[i].size for i in shared)
+    for i in shared:
+        err_m, err_b = scans[i].errors()
+        out[i] = (err_m, err_b, seconds[i] + kernel_s * svs[i].size / max(1, total_sv))
+    return out
 
 
 #: Rules that divide each hypothesis' score by its feature-space norm.

@@ -3,8 +3,11 @@ evaluated at every checkpoint into rows of the long results format; units are pe
 
 Work is persisted in *parts*: without a grid, one part per unit (such runs are few and long, e.g. a
 full MNIST permutation); with a grid, one part per grid point holding all its folds, inner folds
-and permutations (such runs are many and small). Every part's rows depend only on the config and
-the part, so results are byte-identical for any number of jobs and after any interruption.
+and permutations (such runs are many and small); with a grid over the algorithm's settings alone
+and the linear kernel (:func:`fold_shared`), one part per fold holding all its grid points, whose
+evaluation shares one kernel block (:func:`~perceptron_lab.predict.evaluate_shared`). Every
+part's rows depend only on the config and the part, so results are byte-identical for any number
+of jobs and after any interruption.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from .engine.budget import budget_counts, budget_errors, unit_diag_kernel
 from .errors import ConfigError, NumericError, PlabError
 from .evaluation import Grid, inner_kfold_indices, kfold_indices, training_folds
 from .kernels import Kernel, kernel_diag
-from .predict import RULES, counts_at_checkpoints, evaluate
+from .predict import RULES, counts_at_checkpoints, evaluate, evaluate_shared
 
 RESULT_COLUMNS = ["dataset", "kernel", "degree", "algorithm", "params", "grid_point", "fold",
                   "permutation", "epoch", "rule", "normalized", "class", "metric", "value"]
@@ -167,12 +170,14 @@ class Unit:
 
 @dataclass
 class Part:
-    """Units persisted together in ``parts/<key>.csv``: all units of one grid point, or one unit."""
+    """Units persisted together in ``parts/<key>.csv``: all units of one grid point, or one unit,
+    or (``shared``) the units of every grid point on one fold (``grid_point`` -1, no values)."""
 
     key: str
     grid_point: int
     grid_values: dict
     units: list
+    shared: bool = False
 
 
 def grid_points(cfg: ExperimentConfig):
@@ -211,10 +216,34 @@ def plan(cfg: ExperimentConfig, has_test_split: bool):
     return units
 
 
+def fold_shared(cfg: ExperimentConfig) -> bool:
+    """Whether a config's units are persisted and run one fold at a time across its grid points:
+    cross-validation or a held-out test set, a grid of more than one point over settings of the
+    algorithm alone (not its name) and the linear kernel. Those units of a fold train on the same
+    examples and are tested on the same points with the same kernel, so their evaluation computes
+    the kernel block once, against the union of their support examples
+    (:func:`~perceptron_lab.predict.evaluate_shared`): on Khardon & Wachman's MNIST rows, 49 grid
+    points of a fold have about 1.2 million support examples in all but 38 thousand distinct ones."""
+    ev = cfg.evaluation
+    keys = list(ev.grid)
+    return (bool(keys) and all(k.startswith("algorithm.") for k in keys) and "algorithm.name" not in keys
+            and len(grid_points(cfg)) > 1 and ev.fold_train_size is None and cfg.kernel.type == "linear"
+            and cfg.algorithm.name not in BUDGET_ALGORITHMS)
+
+
 def plan_parts(cfg: ExperimentConfig, units) -> list[Part]:
-    """Group units into parts: one per grid point when the config has a grid, else one per unit."""
+    """Group units into parts: one per grid point when the config has a grid, one per fold (inner
+    fold included) when :func:`fold_shared`, else one per unit."""
     if not cfg.evaluation.grid:
         return [Part(u.key, u.grid_point, u.grid_values, [u]) for u in units]
+    if fold_shared(cfg):
+        folds: dict = {}
+        for u in units:
+            key = f"f{u.fold:+03d}" + (f"_i{u.inner_fold:02d}" if u.inner_fold >= 0 else "")
+            if key not in folds:
+                folds[key] = Part(key, -1, {}, [], shared=True)
+            folds[key].units.append(u)
+        return list(folds.values())
     n_points = max((u.grid_point for u in units), default=0) + 1
     width = max(3, len(str(n_points - 1)))
     parts: dict[int, Part] = {}
@@ -412,24 +441,15 @@ def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None, ucfg
     """
     if ucfg is None:
         ucfg = with_overrides(cfg, unit.grid_values) if unit.grid_values else cfg
-    Xtr, ytr, Xte, yte = unit_data(ucfg, ds, unit, splits)
-    Xtr, Xte = preprocess(ucfg.dataset.preprocess, Xtr, Xte)
-    sub = fold_subsample(ucfg, unit, len(ytr))
-    if sub is not None:
-        Xtr, ytr = Xtr[sub], ytr[sub]
+    data = _unit_inputs(ucfg, ds, unit, splits)
+    Xtr, ytr, Xte, yte, dtype, kernel = data
     budgeted = ucfg.algorithm.name in BUDGET_ALGORITHMS
-    dtype, kernel = unit_kernel(ucfg, Xtr) if not budgeted else budget_kernel(ucfg, Xtr)
     binary = ds.n_classes == 2
-    Y = label_matrix(ytr, ds.n_classes)
-    order, rule_seed = unit_order(ucfg, unit, len(ytr))
-    epochs_all, main = eval_epochs(ucfg)
     with threads_for(Xtr.size):
+        log, rule_seed = _train_unit(ucfg, ds, unit, data, progress, phase)
         if phase is not None:
-            phase(f"training {unit.key}")
-        log = train_from_config(ucfg, Xtr, Y, kernel, order, epochs_all, dtype, progress=progress,
-                                seed=rule_seed)
-        if phase is not None:
-            phase(f"evaluating {unit.key} ({len(ucfg.prediction.rules)} rules x {len(epochs_all)} checkpoints)")
+            phase(f"evaluating {unit.key} ({len(ucfg.prediction.rules)} rules x {log.checkpoint_steps.size} "
+                  "checkpoints)")
         t1 = time.perf_counter()
         if budgeted:
             err_m, err_b = budget_errors(log, kernel, Xtr, Xte, yte, binary, RULES, ucfg.prediction.rules)
@@ -437,8 +457,40 @@ def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None, ucfg
             err_m, err_b = evaluate(log, kernel, Xtr, Xte, yte, binary, vote_weight=ucfg.prediction.vote_weight,
                                     seed=rule_seed, dtype=dtype, rules=ucfg.prediction.rules)
         eval_s = time.perf_counter() - t1
+    return _unit_rows(cfg, ucfg, ds, unit, kernel, log, err_m, err_b, len(ytr), len(yte), eval_s)
+
+
+def _unit_inputs(ucfg: ExperimentConfig, ds: Dataset, unit: Unit, splits=None):
+    """(X_train, y_train, X_test, y_test, float type, kernel) of a unit: its fold's data,
+    preprocessed and subsampled, and the kernel checked on its training rows."""
+    Xtr, ytr, Xte, yte = unit_data(ucfg, ds, unit, splits)
+    Xtr, Xte = preprocess(ucfg.dataset.preprocess, Xtr, Xte)
+    sub = fold_subsample(ucfg, unit, len(ytr))
+    if sub is not None:
+        Xtr, ytr = Xtr[sub], ytr[sub]
+    budgeted = ucfg.algorithm.name in BUDGET_ALGORITHMS
+    dtype, kernel = unit_kernel(ucfg, Xtr) if not budgeted else budget_kernel(ucfg, Xtr)
+    return Xtr, ytr, Xte, yte, dtype, kernel
+
+
+def _train_unit(ucfg: ExperimentConfig, ds: Dataset, unit: Unit, data, progress=None, phase=None):
+    """(training log, seed of the random rule) of a unit on ``data`` (:func:`_unit_inputs`)."""
+    Xtr, ytr, _, _, dtype, kernel = data
+    order, rule_seed = unit_order(ucfg, unit, len(ytr))
+    if phase is not None:
+        phase(f"training {unit.key}")
+    log = train_from_config(ucfg, Xtr, label_matrix(ytr, ds.n_classes), kernel, order, eval_epochs(ucfg)[0],
+                            dtype, progress=progress, seed=rule_seed)
+    return log, rule_seed
+
+
+def _unit_rows(cfg, ucfg, ds, unit, kernel, log, err_m, err_b, n_train: int, n_test: int, eval_s: float):
+    """(rows of the long results format, timings) of a trained and evaluated unit."""
+    budgeted = ucfg.algorithm.name in BUDGET_ALGORITHMS
+    binary = ds.n_classes == 2
+    epochs_all, main = eval_epochs(ucfg)
     # checkpoints that round to the same step count are evaluated once
-    steps = [int(round(e * len(ytr))) for e in epochs_all]
+    steps = [int(round(e * n_train)) for e in epochs_all]
     cp_of = {s: i for i, s in enumerate(log.checkpoint_steps.tolist())}
     counts = budget_counts(log) if budgeted else counts_at_checkpoints(log)
 
@@ -447,7 +499,6 @@ def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None, ucfg
             unit.grid_point, unit.fold, unit.permutation]
     tail = [str(unit.inner_fold), ""] if cfg.evaluation.mode == "nested" else []
     labels = ["all"] if binary else [str(c) for c in ds.classes]
-    n_test = len(yte)
     rows = []
     for e, s in zip(epochs_all, steps):
         k = cp_of[s]
@@ -471,7 +522,42 @@ def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None, ucfg
                     rows.append(base + [ep, name, norm, lab, "test_error_pct",
                                         _fmt(100.0 * err_b[k, r, c] / n_test, ff)] + tail)
     timings = {"unit": unit.key, "train_seconds": round(log.seconds, 3), "eval_seconds": round(eval_s, 3),
-               "updates": log.n_updates, "n_train": len(ytr), "n_test": n_test, "peak_rss_mb": peak_rss_mb()}
+               "updates": log.n_updates, "n_train": n_train, "n_test": n_test, "peak_rss_mb": peak_rss_mb()}
+    return rows, timings
+
+
+def run_shared(cfg: ExperimentConfig, ds: Dataset, units, splits=None, progress=None, unit_done=None, phase=None):
+    """Train the units of one fold across grid points (a :func:`fold_shared` part), then evaluate
+    them together (:func:`~perceptron_lab.predict.evaluate_shared`); returns (rows, timings) in
+    the units' order. A unit's evaluation seconds are its own scan plus its share of the kernel
+    block's."""
+    ucfgs: dict = {}
+    trained = []
+    data = None
+    for u in units:
+        if u.grid_point not in ucfgs:
+            ucfgs[u.grid_point] = with_overrides(cfg, u.grid_values) if u.grid_values else cfg
+        ucfg = ucfgs[u.grid_point]
+        if data is None:
+            # every unit of the part reads the same fold with the same kernel
+            data = _unit_inputs(ucfg, ds, u, splits)
+        with threads_for(data[0].size):
+            log, rule_seed = _train_unit(ucfg, ds, u, data, progress, phase)
+        trained.append((u, ucfg, log, rule_seed))
+        if unit_done is not None:
+            unit_done(unit_steps(ucfg, ds, u))
+    Xtr, ytr, Xte, yte, dtype, kernel = data
+    if phase is not None:
+        phase(f"evaluating {len(units)} runs together")
+    items = [(log, ucfg.prediction.vote_weight, rule_seed, ucfg.prediction.rules)
+             for _, ucfg, log, rule_seed in trained]
+    with threads_for(Xtr.size):
+        results = evaluate_shared(items, kernel, Xtr, Xte, yte, ds.n_classes == 2, dtype=dtype)
+    rows, timings = [], []
+    for (u, ucfg, log, _), (err_m, err_b, secs) in zip(trained, results):
+        r, tm = _unit_rows(cfg, ucfg, ds, u, kernel, log, err_m, err_b, len(ytr), len(yte), secs)
+        rows.extend(r)
+        timings.append(tm)
     return rows, timings
 
 
@@ -500,6 +586,9 @@ def run_part(cfg: ExperimentConfig, part: Part, data_dir=None, progress=None, un
     ucfg = part_config(cfg, part)
     ds = load_data(ucfg, data_dir)
     splits = _Splits(ucfg, len(ds.y_train))
+    if part.shared:
+        rows, timings = run_shared(cfg, ds, part.units, splits, progress=progress, unit_done=unit_done, phase=phase)
+        return rows_to_csv(rows, result_columns(cfg)), timings
     rows, timings = [], []
     for u in part.units:
         r, tm = run_unit(cfg, ds, u, progress=progress, ucfg=ucfg, splits=splits, phase=phase)
