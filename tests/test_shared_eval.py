@@ -1,0 +1,123 @@
+"""Evaluation shared by the grid points of one fold (perceptron_lab.predict.evaluate_shared and
+the one-part-per-fold plan of perceptron_lab.units.fold_shared): the errors and the results file
+equal those of each run evaluated alone."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import perceptron_lab.predict as predict
+from perceptron_lab import units
+from perceptron_lab.config import config_from_dict
+from perceptron_lab.engine.perceptron import PerceptronParams, label_matrix, train
+from perceptron_lab.experiment import run_experiment
+from perceptron_lab.kernels import Kernel
+
+
+def _integer_data(rng, n, d):
+    X = rng.integers(0, 16, size=(n, d)).astype(np.float64)
+    X[:3] *= 500  # rows whose inner products with others pass 2^24: scored from float64 blocks
+    return X
+
+
+def _logs(X, y, labels, rng):
+    settings = [PerceptronParams(), PerceptronParams(eta=0.1, theta_init=50.0, C=50.0, tau_abs=40.0),
+                PerceptronParams(eta=0.1, theta_init=50.0, C=50.0, lam=2.0),
+                PerceptronParams(eta=1.0, tau_abs=400.0)]
+    cps = [0.5, 1.0, 2.0]
+    return [train(X, label_matrix(y, labels), Kernel("linear"), p, rng.permutation(len(y)), 2, cps)
+            for p in settings]
+
+
+def _count_blocks(monkeypatch):
+    calls = []
+    real = predict.kernel_blocks
+
+    def counting(kernel, Xsv, *a, **kw):
+        calls.append(Xsv.shape[0])
+        return real(kernel, Xsv, *a, **kw)
+
+    monkeypatch.setattr(predict, "kernel_blocks", counting)
+    return calls
+
+
+@pytest.mark.parametrize("labels", [2, 4])
+def test_shared_errors_equal_each_log_alone(monkeypatch, labels):
+    rng = np.random.default_rng(11)
+    X, y = _integer_data(rng, 500, 30), rng.integers(0, labels, 500)
+    Xt, yt = _integer_data(rng, 300, 30), rng.integers(0, labels, 300)
+    logs = _logs(X, y, labels, rng)
+    rules = [None, ["last", "longest", "vote"], ["last", "avg"], ["vote", "random_norm"]]
+    items = [(log, vw, seed, r) for log, vw, seed, r in zip(logs, ["survival", "correct", "survival", "correct"],
+                                                           [1, 2, 3, 4], rules)]
+    calls = _count_blocks(monkeypatch)
+    shared = predict.evaluate_shared(items, Kernel("linear"), X, Xt, yt, labels == 2, block=128)
+    # one kernel block for the three logs that score every hypothesis, against their union
+    union = np.unique(np.concatenate([np.unique(predict.Hypotheses(log, vw).uex)
+                                      for (log, vw, _, r) in items if r != ["last", "avg"]]))
+    assert calls == [union.size]
+    for (log, vw, seed, r), (err_m, err_b, secs) in zip(items, shared):
+        alone = predict.evaluate(log, Kernel("linear"), X, Xt, yt, labels == 2, vote_weight=vw, seed=seed, rules=r)
+        np.testing.assert_array_equal(err_m, alone[0])
+        np.testing.assert_array_equal(err_b, alone[1])
+        assert secs >= 0
+
+
+def test_features_that_are_not_integers_are_evaluated_one_by_one(monkeypatch):
+    rng = np.random.default_rng(5)
+    X, y = rng.normal(size=(300, 8)), rng.integers(0, 3, 300)
+    Xt, yt = rng.normal(size=(200, 8)), rng.integers(0, 3, 200)
+    logs = _logs(X, y, 3, rng)
+    items = [(log, "survival", 0, None) for log in logs]
+    calls = _count_blocks(monkeypatch)
+    shared = predict.evaluate_shared(items, Kernel("linear"), X, Xt, yt, False)
+    assert len(calls) == len(logs)  # float kernel values could round differently in a larger block
+    for (log, *_), (err_m, err_b, _) in zip(items, shared):
+        alone = predict.evaluate(log, Kernel("linear"), X, Xt, yt, False, seed=0)
+        np.testing.assert_array_equal(err_m, alone[0])
+        np.testing.assert_array_equal(err_b, alone[1])
+
+
+def _write_data(tmp_path):
+    rng = np.random.default_rng(2)
+    n = 240
+    X = rng.integers(0, 9, size=(n, 12))
+    y = (X[:, :4].sum(axis=1) + rng.integers(0, 6, n)) % 3
+    df = pd.DataFrame(X, columns=[f"f{j}" for j in range(12)]).assign(target=y)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    return tmp_path / "d.csv"
+
+
+@pytest.mark.parametrize("mode", ["kfold", "nested"])
+def test_one_part_per_fold_writes_the_results_of_one_part_per_grid_point(tmp_path, monkeypatch, mode):
+    path = _write_data(tmp_path)
+    evaluation = {"mode": mode, "folds": 3, "grid": {"algorithm.tau": [0, 0.5, 2], "algorithm.lambda": [0, 1]},
+                  "search": [["algorithm.tau"], ["algorithm.tau", "algorithm.lambda"]]}
+    if mode == "nested":
+        evaluation["inner_folds"] = 2
+    cfg = config_from_dict({"dataset": {"path": str(path), "label": "target"},
+                            "algorithm": {"eta": 0.1, "theta_init": "avg_sq_norm", "C": "theta_init"},
+                            "training": {"epochs": 2, "checkpoints": [1]},
+                            "prediction": {"rules": ["last", "longest", "vote"], "vote_weight": "correct"},
+                            "evaluation": evaluation})
+    assert units.fold_shared(cfg)
+    shared = run_experiment(cfg, out_dir=tmp_path / "shared", progress=False)
+    parts = sorted(p.stem for p in (tmp_path / "shared" / "parts").glob("*.csv"))
+    folds = [f"f+{k:02d}" for k in range(3)]
+    assert parts == (folds if mode == "kfold" else sorted(folds + [f"{f}_i{j:02d}" for f in folds for j in range(2)]))
+    monkeypatch.setattr(units, "fold_shared", lambda c: False)
+    alone = run_experiment(cfg, out_dir=tmp_path / "alone", progress=False)
+    assert len(list((tmp_path / "alone" / "parts").glob("*.csv"))) == 6
+    for name in ("results.csv", "grid.csv", "search.csv" if mode == "kfold" else "nested.csv"):
+        assert (tmp_path / "shared" / name).read_bytes() == (tmp_path / "alone" / name).read_bytes(), name
+    assert shared.ran == alone.ran == 6 * (3 if mode == "kfold" else 9)
+
+
+def test_only_grids_over_the_algorithms_settings_with_the_linear_kernel_share_folds():
+    base = {"dataset": {"name": "sonar"}, "evaluation": {"mode": "kfold", "grid": {"algorithm.tau": [0, 1]}}}
+    assert units.fold_shared(config_from_dict(base))
+    for change in ({"kernel": {"type": "poly", "degree": 2}},
+                   {"evaluation": {"mode": "kfold", "grid": {"algorithm.tau": [0, 1], "dataset.name": ["sonar"]}}},
+                   {"evaluation": {"mode": "kfold", "grid": {"algorithm.tau": [0]}}},
+                   {"evaluation": {"mode": "kfold"}}):
+        assert not units.fold_shared(config_from_dict({**base, **change})), change
