@@ -14,7 +14,8 @@ Output folder layout::
 
 Work is persisted in *parts*: without a grid, one part per unit (such runs are few and long, e.g. a
 full MNIST permutation); with a grid, one part per grid point holding all its folds, inner folds
-and permutations (such runs are many and small). ``jobs > 1`` runs parts in a process pool; every
+and permutations (such runs are many and small), or, for a grid over the algorithm's settings with
+the linear kernel, one part per fold holding all its grid points (:func:`perceptron_lab.units.fold_shared`). ``jobs > 1`` runs parts in a process pool; every
 part's rows depend only on the config and the part, so results are byte-identical for any number
 of jobs and after any interruption.
 
