@@ -118,3 +118,37 @@ def test_a_single_pass_streams_kernel_columns_with_the_same_log():
         assert np.array_equal(getattr(streamed, name), getattr(cached, name)), name
     with pytest.raises(EngineError, match="kernel cache"):
         run(stream=False, cache_limit_gb=1e-6)
+
+
+def test_a_single_pass_on_integer_features_computes_only_the_columns_still_needed(monkeypatch):
+    """On integer features a streamed pass computes a support vector's kernel values for the
+    examples after it in the order only (a suffix of the order), with the same log as caching the
+    whole columns."""
+    import perceptron_lab.engine.perceptron as engine
+
+    rng = np.random.default_rng(8)
+    n, L = 700, 3
+    X = rng.integers(0, 6, size=(n, 20)).astype(np.float64)
+    y = (X[:, :5].sum(axis=1) + rng.integers(0, 4, n)) % L
+    kernel = Kernel("poly", 3, 10.0)
+    params = PerceptronParams(eta=1.0, theta_init=0.0, C=0.0, tau_abs=50.0, lam=0.0, alpha_bound=2**62)
+    order = rng.permutation(n)
+    widths = []
+    real = engine._flush_suffix
+
+    def spy(kernel, Xd, sq, pend_ex, pend_delta, Xc, *a):
+        widths.append(Xc.shape[0])
+        return real(kernel, Xd, sq, pend_ex, pend_delta, Xc, *a)
+
+    monkeypatch.setattr(engine, "_flush_suffix", spy)
+
+    def run(**kw):
+        return train(X, label_matrix(y, L), kernel, params, order, 1, [0.5, 1], chunk_size=32, dtype=np.float64,
+                     form="dual", flush_at=16, **kw)
+
+    streamed = run()
+    assert len(widths) > 3 and widths == sorted(widths, reverse=True) and max(widths) < n
+    cached = run(stream=False)
+    assert streamed.n_updates == cached.n_updates > 100
+    for name in ("upd_step", "upd_ex", "upd_cls", "upd_coef", "upd_score", "upd_theta", "cum_correct_cp"):
+        assert np.array_equal(getattr(streamed, name), getattr(cached, name)), name

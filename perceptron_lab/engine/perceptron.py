@@ -252,6 +252,20 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
         # float64 runs on integer features: kernel blocks from exact float32 GEMMs (same values)
         exact = np.dtype(dtype) == np.float64 and exact32_ok(Xd)
         Xd32 = Xd.astype(np.float32) if exact else None
+        # One pass: a support vector's kernel column is read only by the examples after it in the
+        # order. The features and the scores S are then held in training order (S[q] is the score
+        # of the example at position q), so that a flush computes the columns of those examples
+        # alone, a suffix: half of the whole columns' arithmetic on average. Only on integer
+        # features, whose kernel blocks are exact whatever their shape; float64 GEMMs of other
+        # features may round a narrower block differently (small-matrix kernels), which would move
+        # the scores in their last bits.
+        suffix = stream and total <= n and exact
+        if suffix:
+            Xp = Xd[order[:total]]
+            sqp = sq[order[:total]]
+            Xp32 = Xp.astype(np.float32) if exact else None
+            rp = rscale[order[:total]]
+            S = np.zeros((total, L), dtype=np.float64)
     if given:
         pend_ex, pend_delta, pend_work, flush_at, new_last = np.empty(0, np.int64), np.empty((0, L)), 0, 1, 0
         exact, Xd32, stream = False, None, False
@@ -259,6 +273,8 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
         Kc = np.empty((1, 1), dtype=dtype)
         Xf = primal_features(kernel, Xd)
         W = np.zeros((L, Xf.shape[1]), dtype=np.float64)
+    if form != "dual" or given:
+        suffix = False
 
     maxb = int(np.max(np.diff(bounds)))
     bufs = {k: np.empty(maxb * L, dtype=t) for k, t in (
@@ -275,7 +291,7 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
         Dcc = _NO_DOTS
         if form == "dual":
             Kcc = Kc[:1, :1]
-            S0 = S[ex]
+            S0 = S[a:b].copy() if suffix else S[ex]
             Xe = Xd[ex]
             if new_last >= CHUNK_DOTS_MIN_NEW:
                 Xe64 = Xe.astype(np.float64)
@@ -323,9 +339,14 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
                 # flush when the batch is large enough for GEMM speed, or when scoring chunks against
                 # the pending set has cost about as much as a flush's pass over the data
                 if pend_ex.size and (pend_ex.size >= flush_at or pend_work >= 32 * n or b == total):
-                    n_slots = _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta,
-                                             cap, cache_limit_gb, dtype, rscale if normalized else None, Xd32,
-                                             stream)
+                    if suffix:
+                        _flush_suffix(kernel, Xd, sq, pend_ex, pend_delta, Xp[b:], sqp[b:],
+                                      None if Xp32 is None else Xp32[b:], S[b:],
+                                      (rscale, rp[b:]) if normalized else None, dtype)
+                    else:
+                        n_slots = _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta,
+                                                 cap, cache_limit_gb, dtype, rscale if normalized else None,
+                                                 Xd32, stream)
                     pend_ex, pend_delta, pend_work = pend_ex[:0], pend_delta[:0], 0
             else:
                 rows = Xf[touched].astype(np.float64)
@@ -394,6 +415,20 @@ def _merge_pending(pend_ex, pend_delta, ex, delta):
     out = np.zeros((uniq.size, all_delta.shape[1]))
     np.add.at(out, inv, all_delta)
     return uniq, out
+
+
+def _flush_suffix(kernel, Xd, sq, pend_ex, pend_delta, Xc, sqc, Xc32, Sc, rscales, dtype):
+    """One pass, streamed: add the pending support vectors' contributions to the scores ``Sc`` of
+    the examples still to come (features ``Xc``, squared norms ``sqc``, float32 copy ``Xc32`` for
+    exact GEMMs on integer features; ``rscales`` = (normalizing factors of all examples, of those)
+    for a normalized kernel). Nothing is cached."""
+    if not Xc.shape[0]:
+        return
+    G = gram(kernel, Xd[pend_ex], Xc, sq[pend_ex], sqc, exact32=Xc32 is not None, B32=Xc32)
+    if rscales is not None:
+        r_all, r_c = rscales
+        _scale_block(G, r_all[pend_ex].astype(dtype), r_c.astype(dtype))
+    Sc += G.T @ pend_delta.astype(dtype)
 
 
 def _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta, cap, cache_limit_gb, dtype,
