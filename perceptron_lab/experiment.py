@@ -15,7 +15,8 @@ Output folder layout::
 Work is persisted in *parts*: without a grid, one part per unit (such runs are few and long, e.g. a
 full MNIST permutation); with a grid, one part per grid point holding all its folds, inner folds
 and permutations (such runs are many and small), or, for a grid over the algorithm's settings with
-the linear kernel, one part per fold holding all its grid points (:func:`perceptron_lab.units.fold_shared`). ``jobs > 1`` runs parts in a process pool; every
+the linear kernel on integer features, one part per fold holding all its grid points
+(:func:`perceptron_lab.units.fold_shared`). ``jobs > 1`` runs parts in a process pool; every
 part's rows depend only on the config and the part, so results are byte-identical for any number
 of jobs and after any interruption.
 
@@ -178,7 +179,7 @@ def read_inputs(cfg: ExperimentConfig, data_dir, verify: bool):
 
 def plan_work(cfg: ExperimentConfig, ds: Dataset, data_dir=None) -> Work:
     units = plan(cfg, ds.X_test is not None)
-    parts = plan_parts(cfg, units)
+    parts = plan_parts(cfg, units, ds)
     fingerprint = data_fingerprint(ds)
     return Work(units, parts, part_keys(cfg, parts, fingerprint, data_dir), fingerprint)
 

@@ -3,9 +3,10 @@ evaluated at every checkpoint into rows of the long results format; units are pe
 
 Work is persisted in *parts*: without a grid, one part per unit (such runs are few and long, e.g. a
 full MNIST permutation); with a grid, one part per grid point holding all its folds, inner folds
-and permutations (such runs are many and small); with a grid over the algorithm's settings alone
-and the linear kernel (:func:`fold_shared`), one part per fold holding all its grid points, whose
-evaluation shares one kernel block (:func:`~perceptron_lab.predict.evaluate_shared`). Every
+and permutations (such runs are many and small); with a grid over the algorithm's settings alone,
+the linear kernel and integer features (:func:`fold_shared`), one part per fold holding all its
+grid points, whose evaluation shares one kernel block
+(:func:`~perceptron_lab.predict.evaluate_shared`). Every
 part's rows depend only on the config and the part, so results are byte-identical for any number
 of jobs and after any interruption.
 """
@@ -31,7 +32,7 @@ from .engine import label_matrix, train_from_config
 from .engine.budget import budget_counts, budget_errors, unit_diag_kernel
 from .errors import ConfigError, NumericError, PlabError
 from .evaluation import Grid, inner_kfold_indices, kfold_indices, training_folds
-from .kernels import Kernel, kernel_diag
+from .kernels import Kernel, exact32_ok, kernel_diag
 from .predict import RULES, counts_at_checkpoints, evaluate, evaluate_shared
 
 RESULT_COLUMNS = ["dataset", "kernel", "degree", "algorithm", "params", "grid_point", "fold",
@@ -216,27 +217,33 @@ def plan(cfg: ExperimentConfig, has_test_split: bool):
     return units
 
 
-def fold_shared(cfg: ExperimentConfig) -> bool:
+def fold_shared(cfg: ExperimentConfig, ds: Dataset | None = None) -> bool:
     """Whether a config's units are persisted and run one fold at a time across its grid points:
     cross-validation or a held-out test set, a grid of more than one point over settings of the
-    algorithm alone (not its name) and the linear kernel. Those units of a fold train on the same
-    examples and are tested on the same points with the same kernel, so their evaluation computes
-    the kernel block once, against the union of their support examples
+    algorithm alone (not its name), the linear kernel and (given the dataset ``ds``) integer
+    features without preprocessing. Those units of a fold train on the same examples and are
+    tested on the same points with the same kernel, so their evaluation computes the kernel block
+    once, against the union of their support examples, exactly
     (:func:`~perceptron_lab.predict.evaluate_shared`): on Khardon & Wachman's MNIST rows, 49 grid
-    points of a fold have about 1.2 million support examples in all but 38 thousand distinct ones."""
+    points of a fold have about 1.2 million support examples in all but 38 thousand distinct ones.
+    Other features would be evaluated one unit at a time anyway, and keep one part per grid point."""
     ev = cfg.evaluation
     keys = list(ev.grid)
-    return (bool(keys) and all(k.startswith("algorithm.") for k in keys) and "algorithm.name" not in keys
-            and len(grid_points(cfg)) > 1 and ev.fold_train_size is None and cfg.kernel.type == "linear"
-            and cfg.algorithm.name not in BUDGET_ALGORITHMS)
+    ok = (bool(keys) and all(k.startswith("algorithm.") for k in keys) and "algorithm.name" not in keys
+          and len(grid_points(cfg)) > 1 and ev.fold_train_size is None and cfg.kernel.type == "linear"
+          and cfg.algorithm.name not in BUDGET_ALGORITHMS)
+    if not ok or ds is None:
+        return ok
+    return cfg.dataset.preprocess == "none" and all(
+        exact32_ok(np.asarray(X, dtype=np.float64)) for X in (ds.X_train, ds.X_test) if X is not None)
 
 
-def plan_parts(cfg: ExperimentConfig, units) -> list[Part]:
+def plan_parts(cfg: ExperimentConfig, units, ds: Dataset | None = None) -> list[Part]:
     """Group units into parts: one per grid point when the config has a grid, one per fold (inner
-    fold included) when :func:`fold_shared`, else one per unit."""
+    fold included) when :func:`fold_shared` (on the dataset ``ds``, when given), else one per unit."""
     if not cfg.evaluation.grid:
         return [Part(u.key, u.grid_point, u.grid_values, [u]) for u in units]
-    if fold_shared(cfg):
+    if fold_shared(cfg, ds):
         folds: dict = {}
         for u in units:
             key = f"f{u.fold:+03d}" + (f"_i{u.inner_fold:02d}" if u.inner_fold >= 0 else "")

@@ -109,10 +109,8 @@ def test_unreachable_scheduler_is_one_line():
     assert time.perf_counter() - t0 < 10
 
 
-# a grid over seeds: one part per grid point (a grid over the algorithm's settings alone would run
-# one part per fold, perceptron_lab.units.fold_shared, and finish before the kill)
-GRID = CONFIG.replace("evaluation:\n", "evaluation:\n  grid: {training.seed: [" + ", ".join(
-    str(k) for k in range(40)) + "]}\n").replace("epochs: 3", "epochs: 30").replace(
+GRID = CONFIG.replace("evaluation:\n", "evaluation:\n  grid: {algorithm.tau: [" + ", ".join(
+    str(0.05 * k) for k in range(40)) + "]}\n").replace("epochs: 3", "epochs: 30").replace(
     "checkpoints: [0.5, 1, 3]", "checkpoints: [1, 30]")
 
 

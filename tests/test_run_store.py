@@ -77,7 +77,7 @@ def test_changed_output_format_recomputes_every_part(tmp_path):
     cfg2 = write_cfg(tmp_path, ff="%.3f", name="store3f.yaml")
     r = plab(cfg2, out)
     assert r.exit_code == 0
-    assert notes(r) == [f"plab: warning: {out / 'parts' / 'f+00.csv'} and 2 other part(s) not reused (computed "
+    assert notes(r) == [f"plab: warning: {out / 'parts' / 'g000.csv'} and 2 other part(s) not reused (computed "
                         "for another config, output format, data set or plab code); recomputing"]
     assert (out / "results.csv").read_bytes() == reference(tmp_path, cfg2)
 
@@ -138,7 +138,7 @@ def test_damaged_part_is_recomputed_with_one_warning(tmp_path, damage, why):
     assert plab(cfg, out).exit_code == 0
     expected = (out / "results.csv").read_bytes()
     (out / "results.csv").unlink()
-    part = out / "parts" / "f+01.csv"  # one part per fold (units.fold_shared)
+    part = out / "parts" / "g001.csv"
     damage(part)
     r = plab(cfg, out)
     assert r.exit_code == 0
@@ -150,7 +150,7 @@ def test_folder_in_place_of_a_part_is_one_error_line(tmp_path):
     out, cfg = tmp_path / "out", write_cfg(tmp_path)
     assert plab(cfg, out).exit_code == 0
     (out / "results.csv").unlink()
-    part = out / "parts" / "f+02.csv"
+    part = out / "parts" / "g002.csv"
     part.unlink()
     part.mkdir()
     r = plab(cfg, out)

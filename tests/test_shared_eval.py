@@ -113,9 +113,17 @@ def test_one_part_per_fold_writes_the_results_of_one_part_per_grid_point(tmp_pat
     assert shared.ran == alone.ran == 6 * (3 if mode == "kfold" else 9)
 
 
-def test_only_grids_over_the_algorithms_settings_with_the_linear_kernel_share_folds():
+def test_only_grids_over_the_algorithms_settings_with_the_linear_kernel_share_folds(tmp_path):
     base = {"dataset": {"name": "sonar"}, "evaluation": {"mode": "kfold", "grid": {"algorithm.tau": [0, 1]}}}
-    assert units.fold_shared(config_from_dict(base))
+    cfg = config_from_dict(base)
+    assert units.fold_shared(cfg)
+    # on the data: sonar's features are not integers (their units would be evaluated one by one)
+    assert not units.fold_shared(cfg, units.load_data(cfg))
+    path = _write_data(tmp_path)
+    user = config_from_dict({**base, "dataset": {"path": str(path), "label": "target"}})
+    assert units.fold_shared(user, units.load_data(user))
+    scaled = config_from_dict({**base, "dataset": {"path": str(path), "label": "target", "preprocess": "minmax"}})
+    assert not units.fold_shared(scaled, units.load_data(scaled))
     for change in ({"kernel": {"type": "poly", "degree": 2}},
                    {"evaluation": {"mode": "kfold", "grid": {"algorithm.tau": [0, 1], "dataset.name": ["sonar"]}}},
                    {"evaluation": {"mode": "kfold", "grid": {"algorithm.tau": [0]}}},
