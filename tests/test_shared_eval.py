@@ -105,7 +105,7 @@ def test_one_part_per_fold_writes_the_results_of_one_part_per_grid_point(tmp_pat
     parts = sorted(p.stem for p in (tmp_path / "shared" / "parts").glob("*.csv"))
     folds = [f"f+{k:02d}" for k in range(3)]
     assert parts == (folds if mode == "kfold" else sorted(folds + [f"{f}_i{j:02d}" for f in folds for j in range(2)]))
-    monkeypatch.setattr(units, "fold_shared", lambda c: False)
+    monkeypatch.setattr(units, "fold_shared", lambda cfg, ds=None: False)
     alone = run_experiment(cfg, out_dir=tmp_path / "alone", progress=False)
     assert len(list((tmp_path / "alone" / "parts").glob("*.csv"))) == 6
     for name in ("results.csv", "grid.csv", "search.csv" if mode == "kfold" else "nested.csv"):
