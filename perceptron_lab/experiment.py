@@ -57,7 +57,7 @@ from .store import RunFolder, code_fingerprint, data_fingerprint, part_key
 from .units import (  # noqa: F401  (the units' names, re-exported)
     _DATA_CACHE, NESTED_COLUMNS, RESULT_COLUMNS, Part, Unit, eval_epochs, grid_points, load_data, params_string,
     part_config, plan, plan_parts, preprocess, result_columns, rows_to_csv, run_part, run_unit, threads_for,
-    peak_rss_mb, unit_data, unit_kernel, unit_order, unit_seed, unit_steps)
+    peak_rss_mb, reset_peak_rss, unit_data, unit_kernel, unit_order, unit_seed, unit_steps)
 
 #: Seconds between rewrites of timings.json while a run is going (it is always written at the end).
 TIMINGS_FLUSH_SECONDS = 5.0
@@ -137,6 +137,7 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
         if force:
             folder.clear_parts()
         started, t0 = datetime.now(timezone.utc), time.perf_counter()
+        reset_peak_rss()  # this run's peak, not an earlier run's in the same process
         ds, verified = read_inputs(cfg, data_dir, verify)
         load_s = time.perf_counter() - t0
         check_run_size(cfg, len(ds.y_train), allow_large)

@@ -405,13 +405,31 @@ def threads_for(entries: int):
 
 
 def peak_rss_mb() -> float | None:
-    """The peak resident memory of this process so far, in MB (None where the OS does not say)."""
+    """The peak resident memory of this process since :func:`reset_peak_rss` (or its start), in MB
+    (None where the OS does not say): Linux's VmHWM, else the process's maximum resident size."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 2**10, 1)
+    except OSError:
+        pass
     try:
         import resource
     except ImportError:  # pragma: no cover - not Unix
         return None
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kilobytes on Linux, bytes on macOS
     return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)
+
+
+def reset_peak_rss() -> None:
+    """Start :func:`peak_rss_mb` afresh from the memory in use now (Linux), so that a process that
+    runs several configs (``make reproduce``) reports each one's own peak; elsewhere a no-op."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
 
 
 def unit_kernel(ucfg: ExperimentConfig, Xtr: np.ndarray):

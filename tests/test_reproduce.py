@@ -1,6 +1,7 @@
 """The reproduction driver's time estimates (perceptron_lab.reproduce)."""
 
 import json
+import pytest
 
 from perceptron_lab.reproduce import CORE, SETS, read_log, record, recorded_seconds, time_left
 
@@ -83,3 +84,19 @@ def test_main_writes_the_finished_log_before_the_report_and_keeps_figure_times(t
     assert seen["figures"] == {"gentile2001_figure3-5": {"wall_seconds": 64.0}}
     assert seen["configs"]["old.yaml"]["from_earlier_invocation"] is True
     assert seen["configs"]["new.yaml"]["ran"] == 2 and seen["configs"]["new.yaml"]["jobs"] == 2
+
+
+def test_each_run_reports_its_own_peak_memory_not_an_earlier_runs():
+    import os
+
+    import numpy as np
+
+    from perceptron_lab.units import peak_rss_mb, reset_peak_rss
+
+    if not os.path.exists("/proc/self/clear_refs"):
+        pytest.skip("the peak is reset on Linux only")
+    big = np.ones(300_000_000 // 8)  # 300 MB resident, then freed
+    before = peak_rss_mb()
+    del big
+    reset_peak_rss()
+    assert peak_rss_mb() < before - 200
