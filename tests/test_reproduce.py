@@ -1,6 +1,7 @@
 """The reproduction driver's time estimates (perceptron_lab.reproduce)."""
 
 import json
+
 import pytest
 
 from perceptron_lab.reproduce import CORE, SETS, read_log, record, recorded_seconds, time_left
