@@ -63,6 +63,15 @@ def random_slices(seed_seq, n_test: int, cp_steps) -> np.ndarray:
     return out
 
 
+def _hypotheses(log: TrainLog, kernel: Kernel, X_train, dtype, vote_weight: str, cp_index):
+    """(hypotheses, and at the checkpoints ``cp_index`` the live one, its partial weight and the
+    longest survivor) of a log whose training sums are checked finite first."""
+    check_finite_training(log, None, kernel, X_train, dtype)
+    hyp = Hypotheses(log, vote_weight)
+    check_finite_training(log, hyp, kernel, X_train, dtype)
+    return (hyp,) + tuple(hyp.at_checkpoints(cp_index))
+
+
 def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: bool,
              cp_index=None, vote_weight: str = "survival", seed=0, dtype=np.float64,
              block: int = 2048, rules=None):
@@ -86,10 +95,7 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
         unknown = set(rules) - set(RULES)
         if unknown:
             raise ValueError(f"unknown rules {sorted(unknown)}; expected some of {RULES}")
-    check_finite_training(log, None, kernel, X_train, dtype)
-    hyp = Hypotheses(log, vote_weight)
-    check_finite_training(log, hyp, kernel, X_train, dtype)
-    live, partial, longest = hyp.at_checkpoints(cp_index)
+    hyp, live, partial, longest = _hypotheses(log, kernel, X_train, dtype, vote_weight, cp_index)
     Xtr = np.ascontiguousarray(X_train, dtype=dtype)
     Xte = np.ascontiguousarray(X_test, dtype=dtype)
     direct = log.hyp_w is not None
@@ -260,13 +266,15 @@ def evaluate_shared(items, kernel: Kernel, X_train, X_test, y_test, binary: bool
         if (log.hyp_w is None and not log.kernel_normalized and kernel.code == LINEAR
                 and (rules is None or set(rules) & set(_PER_HYPOTHESIS_RULES))):
             shared.append(i)
-    hyps, svs = {}, {}
+    prepared, svs = {}, {}
     if len(shared) > 1:
         for i in shared:
-            log = items[i][0]
-            check_finite_training(log, None, kernel, Xtr, dtype)
-            hyps[i] = Hypotheses(log, items[i][1])
-            svs[i] = np.unique(hyps[i].uex)
+            log, vote_weight = items[i][:2]
+            t0 = time.perf_counter()
+            cp_index = np.arange(log.checkpoint_steps.size, dtype=np.int64)
+            hyps = _hypotheses(log, kernel, Xtr, dtype, vote_weight, cp_index)
+            prepared[i] = ((cp_index,) + hyps, time.perf_counter() - t0)
+            svs[i] = np.unique(prepared[i][0][1].uex)
         union = np.unique(np.concatenate(list(svs.values())))
         if not (exact32_ok(Xtr[union]) and exact32_ok(Xte)):
             shared = []
@@ -283,15 +291,10 @@ def evaluate_shared(items, kernel: Kernel, X_train, X_test, y_test, binary: bool
     scans, ucols, seconds = {}, {}, {}
     for i in shared:
         log, vote_weight, seed, rules = items[i]
-        t0 = time.perf_counter()
-        cp_index = np.arange(log.checkpoint_steps.size, dtype=np.int64)
-        hyp = hyps[i]
-        check_finite_training(log, hyp, kernel, Xtr, dtype)
-        live, partial, longest = hyp.at_checkpoints(cp_index)
+        (cp_index, hyp, live, partial, longest), seconds[i] = prepared[i]
         scans[i] = _Scan(log, hyp, live, partial, longest, y_test, binary, cp_index, seed, rules, kernel, dtype)
         # each update's row in the shared block
         ucols[i] = np.searchsorted(union, hyp.uex).astype(np.int64)
-        seconds[i] = time.perf_counter() - t0
     kernel_s = 0.0
     blocks = kernel_blocks(kernel, Xtr[union], Xte, dtype, block)
     while True:
@@ -330,10 +333,7 @@ def decision_scores(log: TrainLog, kernel: Kernel, X_train, X_test, cp_index=Non
     if cp_index is None:
         cp_index = np.arange(log.checkpoint_steps.size)
     cp_index = np.asarray(cp_index, dtype=np.int64)
-    check_finite_training(log, None, kernel, X_train, dtype)
-    hyp = Hypotheses(log, vote_weight)
-    check_finite_training(log, hyp, kernel, X_train, dtype)
-    live, partial, longest = hyp.at_checkpoints(cp_index)
+    hyp, live, partial, longest = _hypotheses(log, kernel, X_train, dtype, vote_weight, cp_index)
     Xte = np.ascontiguousarray(X_test, dtype=dtype)
     out = np.zeros((cp_index.size, len(RULES), Xte.shape[0], log.n_labels))
     _evaluate_general(log, kernel, hyp, live, partial, longest, np.ascontiguousarray(X_train, dtype=dtype), Xte,

@@ -198,6 +198,7 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
         tau_abs, lam, alpha_bound = params.tau_abs, params.lam, params.alpha_bound
         a_alpha = a_B = a_C = 0.0
     normalized = rule == RULE_ALMA2
+    suffix = False  # a streamed pass over the suffix of the order (set below)
     Xd = np.ascontiguousarray(X, dtype=dtype)
     Y = np.ascontiguousarray(Y, dtype=np.int8)
     order = np.ascontiguousarray(order, dtype=np.int64)
@@ -263,7 +264,7 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
         if suffix:
             Xp = Xd[order[:total]]
             sqp = sq[order[:total]]
-            Xp32 = Xp.astype(np.float32) if exact else None
+            Xp32 = Xp.astype(np.float32)
             rp = rscale[order[:total]]
             S = np.zeros((total, L), dtype=np.float64)
     if given:
@@ -273,8 +274,6 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
         Kc = np.empty((1, 1), dtype=dtype)
         Xf = primal_features(kernel, Xd)
         W = np.zeros((L, Xf.shape[1]), dtype=np.float64)
-    if form != "dual" or given:
-        suffix = False
 
     maxb = int(np.max(np.diff(bounds)))
     bufs = {k: np.empty(maxb * L, dtype=t) for k, t in (
@@ -340,8 +339,7 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
                 # the pending set has cost about as much as a flush's pass over the data
                 if pend_ex.size and (pend_ex.size >= flush_at or pend_work >= 32 * n or b == total):
                     if suffix:
-                        _flush_suffix(kernel, Xd, sq, pend_ex, pend_delta, Xp[b:], sqp[b:],
-                                      None if Xp32 is None else Xp32[b:], S[b:],
+                        _flush_suffix(kernel, Xd, sq, pend_ex, pend_delta, Xp[b:], sqp[b:], Xp32[b:], S[b:],
                                       (rscale, rp[b:]) if normalized else None, dtype)
                     else:
                         n_slots = _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta,
@@ -419,12 +417,12 @@ def _merge_pending(pend_ex, pend_delta, ex, delta):
 
 def _flush_suffix(kernel, Xd, sq, pend_ex, pend_delta, Xc, sqc, Xc32, Sc, rscales, dtype):
     """One pass, streamed: add the pending support vectors' contributions to the scores ``Sc`` of
-    the examples still to come (features ``Xc``, squared norms ``sqc``, float32 copy ``Xc32`` for
-    exact GEMMs on integer features; ``rscales`` = (normalizing factors of all examples, of those)
-    for a normalized kernel). Nothing is cached."""
+    the examples still to come (integer features ``Xc``, squared norms ``sqc``, float32 copy ``Xc32``
+    for exact GEMMs; ``rscales`` = (normalizing factors of all examples, of those) for a normalized
+    kernel). Nothing is cached."""
     if not Xc.shape[0]:
         return
-    G = gram(kernel, Xd[pend_ex], Xc, sq[pend_ex], sqc, exact32=Xc32 is not None, B32=Xc32)
+    G = gram(kernel, Xd[pend_ex], Xc, sq[pend_ex], sqc, exact32=True, B32=Xc32)
     if rscales is not None:
         r_all, r_c = rscales
         _scale_block(G, r_all[pend_ex].astype(dtype), r_c.astype(dtype))
