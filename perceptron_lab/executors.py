@@ -319,6 +319,8 @@ def _lost(scheduler: str, why: str) -> str:
 # ----------------------------------------------------------------------------- process pool
 
 _WORKER: dict = {}
+#: Seconds the workers of a pool may take to start.
+WORKER_START_SECONDS = 120.0
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -337,7 +339,7 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
-def _worker_init(cfg, data_dir, queue, parent_pid=None):
+def _worker_init(queue, parent_pid=None, ready=None):
     """Worker process setup: die with the parent, one thread for BLAS and numba (the pool supplies
     the parallelism)."""
     if parent_pid is not None:
@@ -348,49 +350,135 @@ def _worker_init(cfg, data_dir, queue, parent_pid=None):
     import numba
 
     numba.set_num_threads(1)
-    _WORKER.update(cfg=cfg, data_dir=data_dir, queue=queue)
+    _WORKER.update(queue=queue, ready=ready)
 
 
-def _worker_run(part):
-    from .units import run_part
+def _worker_ready():
+    _WORKER["ready"].wait(WORKER_START_SECONDS)
+    return os.getpid()
+
+
+def _worker_run(cfg, data_dir, tag, part):
+    """One part in a worker: (key, CSV text, unit timings, training steps). Training steps go to the parent's queue
+    as ``(tag, steps)`` after each unit; the peak memory the timings report is this part's (a
+    worker may run parts of several configs in turn)."""
+    from .units import reset_peak_rss, run_part
 
     q = _WORKER["queue"]
-    text, tms = run_part(_WORKER["cfg"], part, _WORKER["data_dir"], unit_done=q.put)
-    return part.key, text, tms
+    steps = 0
+
+    def unit_done(n):
+        nonlocal steps
+        steps += n
+        q.put((tag, n))
+
+    reset_peak_rss()
+    text, tms = run_part(cfg, part, data_dir, unit_done=unit_done)
+    return part.key, text, tms, steps
+
+
+class WorkerPool:
+    """``jobs`` spawned worker processes (one BLAS and numba thread each) that run the parts of
+    any number of configs, from one thread or several: ``make reproduce`` keeps one pool for all its
+    configs, so that a config's last parts run beside the next config's first ones and no worker
+    is started twice. Use as a context manager; leaving it on an exception cancels what has not
+    started and stops the workers."""
+
+    def __init__(self, jobs: int):
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        ctx = mp.get_context("spawn")
+        self.jobs = jobs
+        self._queue = ctx.Queue()
+        ready = ctx.Barrier(jobs)
+        self._ex = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init,
+                                       initargs=(self._queue, os.getpid(), ready))
+        self._bars: dict = {}   # tag -> [bar, steps shown]
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._router = threading.Thread(target=self._route, name="plab-progress", daemon=True)
+        self._router.start()
+        # Start every worker now, from this thread: the executor starts them lazily from the thread
+        # that submits, and a worker dies with the thread that started it (PR_SET_PDEATHSIG follows
+        # the starting thread), which may be a config's thread that ends long before the pool. Each
+        # of these tasks waits for all the others, so that each one needs a worker of its own.
+        for fut in [self._ex.submit(_worker_ready) for _ in range(jobs)]:
+            fut.result()
+
+    def _route(self):
+        """Hand the workers' step counts to the bar of the run they belong to."""
+        while not self._stop.is_set():
+            try:
+                tag, n = self._queue.get(timeout=0.25)
+            except queue_mod.Empty:
+                continue
+            except (EOFError, OSError, ValueError):  # the queue closed under us at shutdown
+                return
+            with self._lock:
+                entry = self._bars.get(tag)
+                if entry is not None and entry[0] is not None:
+                    entry[0].update(n)
+                    entry[1] += n
+
+    def run(self, cfg, todo, data_dir, finished, bar=None) -> None:
+        """Run ``todo`` (a config's parts) in the pool; ``finished(part, text, timings)`` is called in
+        the calling thread, in completion order, as each part ends."""
+        from concurrent.futures import FIRST_COMPLETED, wait
+        from concurrent.futures.process import BrokenProcessPool
+
+        tag = uuid.uuid4().hex
+        by_key = {p.key: p for p in todo}
+        total = 0
+        with self._lock:
+            self._bars[tag] = [bar, 0]
+        pending = {self._ex.submit(_worker_run, cfg, data_dir, tag, p) for p in todo}
+        try:
+            while pending:
+                done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    try:
+                        key, text, tms, steps = fut.result()
+                    except BrokenProcessPool:
+                        raise PlabError("a worker process died while computing a part (out of memory? "
+                                        "see the system log); the finished parts are kept: run the same "
+                                        "command again to resume, with fewer --jobs if memory ran out") from None
+                    total += steps
+                    finished(by_key[key], text, tms)
+        except BaseException:
+            for fut in pending:
+                fut.cancel()
+            raise
+        finally:
+            with self._lock:
+                _, shown = self._bars.pop(tag)
+        if bar is not None and total > shown:   # counts still in the queue: the bar ends complete
+            bar.update(total - shown)
+
+    def close(self, cancel: bool = False) -> None:
+        self._ex.shutdown(wait=not cancel, cancel_futures=cancel)
+        self._stop.set()
+
+    def terminate(self) -> None:
+        """Stop now: cancel what has not started and kill the workers (the parts they were
+        computing are lost; the finished ones are written). Runs waiting on them fail."""
+        procs = list((getattr(self._ex, "_processes", None) or {}).values())
+        self._ex.shutdown(wait=False, cancel_futures=True)
+        for proc in procs:
+            proc.terminate()
+        self._stop.set()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close(cancel=exc_type is not None)
+        return False
 
 
 def run_pool(cfg, todo, data_dir, jobs, finished, bar):
-    """Run parts in ``jobs`` spawned worker processes; ``finished(part, text, timings)`` is called
-    in this process, in completion order, as each part ends."""
-    import multiprocessing as mp
-    import queue as queue_mod
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    by_key = {p.key: p for p in todo}
-
-    def drain():
-        while True:
-            try:
-                n = q.get_nowait()
-            except queue_mod.Empty:
-                return
-            if bar is not None:
-                bar.update(n)
-
-    ex = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_worker_init,
-                             initargs=(cfg, data_dir, q, os.getpid()))
-    try:
-        pending = {ex.submit(_worker_run, p) for p in todo}
-        while pending:
-            done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
-            drain()
-            for fut in done:
-                key, text, tms = fut.result()
-                finished(by_key[key], text, tms)
-        drain()
-    except BaseException:
-        ex.shutdown(wait=False, cancel_futures=True)
-        raise
-    ex.shutdown(wait=True)
+    """Run parts in ``jobs`` spawned worker processes (a :class:`WorkerPool` of their own);
+    ``finished(part, text, timings)`` is called in this process, in completion order, as each part
+    ends."""
+    with WorkerPool(min(jobs, len(todo))) as pool:
+        pool.run(cfg, todo, data_dir, finished, bar)

@@ -39,6 +39,7 @@ import os
 import platform
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -55,12 +56,15 @@ from .errors import PlabError
 from .evaluation import Grid
 from .store import RunFolder, code_fingerprint, data_fingerprint, part_key
 from .units import (  # noqa: F401  (the units' names, re-exported)
-    _DATA_CACHE, NESTED_COLUMNS, RESULT_COLUMNS, Part, Unit, eval_epochs, grid_points, load_data, params_string,
+    _DATA_CACHE, DATA_LOCK, NESTED_COLUMNS, RESULT_COLUMNS, Part, Unit, eval_epochs, grid_points, load_data, params_string,
     part_config, plan, plan_parts, preprocess, result_columns, rows_to_csv, run_part, run_unit, threads_for,
     peak_rss_mb, reset_peak_rss, unit_data, unit_kernel, unit_order, unit_seed, unit_steps)
 
 #: Seconds between rewrites of timings.json while a run is going (it is always written at the end).
 TIMINGS_FLUSH_SECONDS = 5.0
+#: Runs going on in several threads (``make reproduce``) merge and write their outputs one at a
+#: time: the papers' table writers share caches (the SVM baselines) and the work is short.
+_OUTPUTS_LOCK = threading.RLock()
 
 
 def git_revision():
@@ -116,7 +120,7 @@ class RunResult:
 
 
 def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=False, progress=True, jobs=1,
-                   executor="local", scheduler=None, verify=True, allow_large=False, overrides=None):
+                   executor="local", scheduler=None, verify=True, allow_large=False, overrides=None, pool=None):
     """Run every part of a config (reusing the finished parts that belong to it unless ``force``)
     and write the results.
 
@@ -127,7 +131,10 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
     writes. With ``verify`` the dataset files are checked against the registry's sha256 first
     (:func:`verify_inputs`); a run beyond :mod:`perceptron_lab.bounds`' limits is refused unless
     ``allow_large``. ``overrides`` (the ``key=value`` texts of ``plab run CONFIG key=value``) are
-    recorded in run.json next to the resolved config.
+    recorded in run.json next to the resolved config. ``pool`` (a
+    :class:`perceptron_lab.executors.WorkerPool`) runs the parts in worker processes shared with
+    other runs going on at the same time, in other threads (``make reproduce``); this process's
+    peak memory then belongs to all of them, so the run reports its workers' peak only.
     """
     from .executors import check_executor
 
@@ -137,7 +144,8 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
         if force:
             folder.clear_parts()
         started, t0 = datetime.now(timezone.utc), time.perf_counter()
-        reset_peak_rss()  # this run's peak, not an earlier run's in the same process
+        if pool is None:
+            reset_peak_rss()  # this run's peak, not an earlier run's in the same process
         ds, verified = read_inputs(cfg, data_dir, verify)
         load_s = time.perf_counter() - t0
         check_run_size(cfg, len(ds.y_train), allow_large)
@@ -149,13 +157,14 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
             info["overrides"] = list(overrides)
         folder.write_info(info)
         timings = _execute(cfg, folder, todo, work.keys, texts, data_dir, ds, jobs, executor, scheduler,
-                           progress, force, len(work.units))
+                           progress, force, len(work.units), pool)
         t_write = time.perf_counter()
-        df = merge_parts(work.parts, texts, work.units)
-        df, outputs = write_outputs(cfg, folder, df, len(ds.y_train))
+        with _OUTPUTS_LOCK:
+            df = merge_parts(work.parts, texts, work.units)
+            df, outputs = write_outputs(cfg, folder, df, len(ds.y_train))
         ran = sum(len(p.units) for p in todo)
         info = {**info, **outputs, **_run_summary(t0, ran, len(work.units), timings, load_s,
-                                                  time.perf_counter() - t_write)}
+                                                  time.perf_counter() - t_write, own_peak=pool is None)}
         folder.write_info(info)
     return RunResult(folder.out, df, info, skipped=len(work.units) - ran, ran=ran, timings=list(timings.values()))
 
@@ -173,7 +182,8 @@ class Work:
 def read_inputs(cfg: ExperimentConfig, data_dir, verify: bool):
     """(the dataset, whether its files were checked against the registry's sha256). Every run reads
     its data afresh: the files may have changed since the last."""
-    _DATA_CACHE.clear()
+    with DATA_LOCK:
+        _DATA_CACHE.clear()
     verified = verify_inputs(cfg, data_dir) if verify else False
     return load_data(cfg, data_dir), verified
 
@@ -200,12 +210,14 @@ def merge_parts(parts, texts: dict, units=None) -> pd.DataFrame:
     return df
 
 
-def _run_summary(t0: float, ran: int, n_units: int, timings: dict, load_s: float, write_s: float) -> dict:
+def _run_summary(t0: float, ran: int, n_units: int, timings: dict, load_s: float, write_s: float,
+                 own_peak: bool = True) -> dict:
     """The invocation's totals: wall time; training and evaluation summed over the units computed
     (in whichever process ran them); reading the data and merging / writing the outputs in this
-    process; the largest peak resident memory of any one process (this one, or a worker at the end
-    of a unit: with ``--jobs N`` the machine holds up to N workers at once)."""
-    peaks = [t.get("peak_rss_mb") for t in timings.values()] + [peak_rss_mb()]
+    process; the largest peak resident memory of any one process (this one unless ``own_peak`` is
+    false, or a worker at the end of a unit: with ``--jobs N`` the machine holds up to N workers at
+    once)."""
+    peaks = [t.get("peak_rss_mb") for t in timings.values()] + ([peak_rss_mb()] if own_peak else [])
     peaks = [p for p in peaks if p is not None]
     return {"status": "complete", "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "wall_seconds": round(time.perf_counter() - t0, 3), "ran": ran, "skipped": n_units - ran,
@@ -273,7 +285,7 @@ def _run_info(cfg, ds, work: Work, jobs, executor, scheduler, started, verified:
 
 
 def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, executor, scheduler, progress,
-             force, n_units) -> dict:
+             force, n_units, pool=None) -> dict:
     """Compute the parts of ``todo`` (locally, in a pool or on Dask), writing each as it finishes
     and adding its text to ``texts``; returns every unit's timings (earlier invocations' included)."""
     from tqdm.auto import tqdm
@@ -310,6 +322,8 @@ def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, exec
             from .executors import run_dask
 
             run_dask(cfg, todo, data_dir, scheduler, finished, bar if progress else None)
+        elif pool is not None and todo:
+            pool.run(cfg, todo, data_dir, finished, bar if progress else None)
         elif jobs > 1 and len(todo) > 1:
             from .executors import run_pool
 

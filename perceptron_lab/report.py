@@ -333,9 +333,15 @@ def reproduction_lines(rep: Report) -> list[str]:
         figs = sum(float(t.get("wall_seconds") or 0) for t in (log.get("figures") or {}).values())
         jobs = sorted({configs[c].get("jobs") for c in full if configs[c].get("jobs") is not None})
         m = log.get("machine") or {}
-        line = (f"- `{path}`: {len(full)} of {len(configs)} configs computed from scratch in "
-                f"{computed / 60:.1f} min, plus {figs / 60:.1f} min for the figures, on {m.get('cpus', '?')} "
-                f"CPUs ({m.get('processor', '?')}), --jobs {', '.join(map(str, jobs)) or '?'}")
+        where = f"on {m.get('cpus', '?')} CPUs ({m.get('processor', '?')}), --jobs {', '.join(map(str, jobs)) or '?'}"
+        if log.get("side_by_side"):   # the configs shared one pool of workers: their times overlap
+            configs_s = float(log.get("wall_seconds") or 0)   # the configs only, figures apart
+            line = (f"- `{path}`: {len(full)} of {len(configs)} configs computed from scratch, side by side in "
+                    f"one pool of workers, in {configs_s / 60:.1f} min, plus {figs / 60:.1f} min for the "
+                    f"figures, {where}")
+        else:
+            line = (f"- `{path}`: {len(full)} of {len(configs)} configs computed from scratch in "
+                    f"{computed / 60:.1f} min, plus {figs / 60:.1f} min for the figures, {where}")
         partial = len(configs) - len(full)
         if partial:
             line += f"; {partial} config(s) were resumed, so their times are not the whole cost"

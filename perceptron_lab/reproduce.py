@@ -1,11 +1,15 @@
 """Regenerate the paper tables: ``python -m perceptron_lab.reproduce`` (``make reproduce``).
 
-Runs every paper-table config in turn, resuming whatever is already finished in its output
-folder (each run shows a progress bar with the time left), merges the Khardon & Wachman table
-parts, draws the combined Freund & Schapire figure and Gentile's Figures 3-5 (margin
-distributions, ``results/gentile2001/gentile2001_figure{3,4,5}.png``, about two minutes of
-training of their own), writes the report (results/report/) and
-prints how many compared cells are within the tolerances. ``results/reproduce.json`` keeps the
+Runs every paper-table config, resuming whatever is already finished in its output folder. With
+``--jobs 1`` the configs run in turn, each with its progress bar and the time left. With
+``--jobs N > 1`` they run side by side in one pool of N worker processes: up to N + 1 configs are
+planned, computed and written at once, the longest recorded first, so that no worker waits while a
+config's last part or its writing finishes (a bar counts the configs done). A config's results do
+not depend on this: each part's rows depend only on its config and the part. Every config and its
+data files are checked before any work starts. Then it merges the Khardon & Wachman table parts,
+draws the combined Freund & Schapire figure and Gentile's Figures 3-5 (margin distributions,
+``results/gentile2001/gentile2001_figure{3,4,5}.png``, about a minute of training of their own),
+writes the report (results/report/) and prints how many compared cells are within the tolerances. ``results/reproduce.json`` keeps the
 wall time of every config (from the last invocation that computed it, so a reproduction split over
 several invocations still adds up) and of the latest invocation; the next reproduction estimates
 its time left from it.
@@ -31,6 +35,7 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -38,8 +43,10 @@ from pathlib import Path
 
 from . import plugins
 from .config import load_config
-from .experiment import run_experiment
+from .errors import PlabError
+from .experiment import run_experiment, verify_inputs
 from .store import atomic_write_text
+from .units import peak_rss_mb
 from .report import collect, read_log, recorded_seconds, summary_lines, write_report
 from .studies import budget as budget_study
 
@@ -68,7 +75,7 @@ def main(argv=None):
     ap.add_argument("configs", nargs="*", help="configs to run (default: the --set)")
     ap.add_argument("--set", choices=sorted(SETS), default="core", help="which configs (default: core)")
     ap.add_argument("--data-dir", default=os.environ.get("PLAB_DATA"))
-    ap.add_argument("--jobs", type=int, default=1, help="worker processes per config (default 1)")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes (default 1); above 1, the configs run side by side in one pool")
     ap.add_argument("--list", action="store_true", help="print the configs and exit")
     args = ap.parse_args(argv)
     os.chdir(ROOT)
@@ -85,15 +92,24 @@ def main(argv=None):
     previous = recorded_seconds(earlier)
     # every config's entry is the last invocation that computed it (this one or an earlier one)
     times = {c: dict(t, from_earlier_invocation=True) for c, t in earlier.items()}
-    for i, path in enumerate(configs, 1):
-        cfg = load_config(path)
-        print(f"[{i}/{len(configs)}] {path}{time_left(configs[i - 1:], previous, time.perf_counter() - t0)}",
-              flush=True)
-        t1 = time.perf_counter()
-        res = run_experiment(cfg, data_dir=args.data_dir, progress=True, jobs=args.jobs)
-        record(times, path, res.ran, res.skipped, time.perf_counter() - t1, args.jobs, res.run_info)
-        # the log so far, so an interrupted reproduction keeps the times of what finished
-        write_log(log_path, args, None, time.perf_counter() - t0, times, figure_times)
+    # every config and the files of every dataset they read are checked before any work starts
+    cfgs = {path: load_config(path) for path in configs}
+    for cfg in cfgs.values():
+        verify_inputs(cfg, args.data_dir, note=lambda msg: None)   # each run says its notes itself
+    if args.jobs > 1 and len(configs) > 1:
+        run_side_by_side(cfgs, args, earlier, times, t0,
+                         lambda: write_log(log_path, args, None, time.perf_counter() - t0, times, figure_times,
+                                           pool=True))
+    else:
+        for i, path in enumerate(configs, 1):
+            cfg = cfgs[path]
+            print(f"[{i}/{len(configs)}] {path}{time_left(configs[i - 1:], previous, time.perf_counter() - t0)}",
+                  flush=True)
+            t1 = time.perf_counter()
+            res = run_experiment(cfg, data_dir=args.data_dir, progress=True, jobs=args.jobs)
+            record(times, path, res.ran, res.skipped, time.perf_counter() - t1, args.jobs, res.run_info)
+            # the log so far, so an interrupted reproduction keeps the times of what finished
+            write_log(log_path, args, None, time.perf_counter() - t0, times, figure_times)
     total = time.perf_counter() - t0
     print(f"all configs done in {total:.0f} s")
     # each paper's whole tables and figures, from its runs (Gentile's Figures 3-5 train runs of
@@ -115,23 +131,26 @@ def main(argv=None):
         figure_times["budget_study"] = {"wall_seconds": round(time.perf_counter() - t1, 1)}
     # the finished log first: the report states the reproduction's time from it
     write_log(log_path, args, datetime.now(timezone.utc).isoformat(timespec="seconds"), total, times,
-              figure_times)
+              figure_times, pool=args.jobs > 1 and len(configs) > 1)
     md, _ = write_report(["results"], "results/report")
     for line in summary_lines(collect(["results"])):
         print(line.replace("**", ""))
     print(f"report: {md}")
 
 
-def record(times: dict, path: str, ran: int, reused: int, wall: float, jobs: int, run_info: dict) -> None:
+def record(times: dict, path: str, ran: int, reused: int, wall: float, jobs: int, run_info: dict,
+           side_by_side: bool = False) -> None:
     """Enter a config's invocation in the log's ``times``, unless nothing ran and an earlier
-    invocation's entry (the one that computed it) is there."""
+    invocation's entry (the one that computed it) is there. ``side_by_side``: the config shared its
+    workers with others, so its wall time overlaps theirs."""
     if ran or path not in times:
         times[path] = {"wall_seconds": round(wall, 1), "ran": ran, "reused": reused, "jobs": jobs,
                        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                        "train_seconds_total": run_info.get("train_seconds_total"),
                        "eval_seconds_total": run_info.get("eval_seconds_total"),
                        "load_seconds": run_info.get("load_seconds"), "write_seconds": run_info.get("write_seconds"),
-                       "peak_rss_gb_per_process": run_info.get("peak_rss_gb_per_process")}
+                       "peak_rss_gb_per_process": run_info.get("peak_rss_gb_per_process"),
+                       **({"side_by_side": True} if side_by_side else {})}
 
 
 def time_left(remaining, previous: dict, elapsed: float) -> str:
@@ -153,12 +172,134 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-def write_log(log_path: Path, args, finished, total: float, times: dict, figure_times: dict) -> None:
+def write_log(log_path: Path, args, finished, total: float, times: dict, figure_times: dict,
+              pool: bool = False) -> None:
+    """``results/reproduce.json``; ``pool``: the configs ran side by side in one pool of workers, so
+    their times overlap and only the invocation's ``wall_seconds`` is the time of them all."""
     atomic_write_text(log_path, json.dumps({
         "finished": finished, "set": args.set if not args.configs else None,
         "jobs": args.jobs, "machine": {"cpus": os.cpu_count(), "processor": platform.processor() or platform.machine()},
-        "wall_seconds": round(total, 1), "configs": times, "figures": figure_times}, indent=2) + "\n")
+        "wall_seconds": round(total, 1), "side_by_side": pool,
+        # side by side, each config's peak is that of its workers; this process planned and wrote them all
+        **({"peak_rss_gb_main_process": round((peak_rss_mb() or 0) / 1024.0, 2)} if pool else {}),
+        "configs": times, "figures": figure_times}, indent=2) + "\n")
+
+
+def work_seconds(entry: dict) -> float | None:
+    """A recorded config's computing time summed over its worker processes (training and
+    evaluation of every unit), else its wall time times its jobs; None when it was never timed."""
+    tr, ev = entry.get("train_seconds_total"), entry.get("eval_seconds_total")
+    if tr is not None and ev is not None:
+        return float(tr) + float(ev)
+    w = entry.get("wall_seconds")
+    return None if w is None else float(w) * int(entry.get("jobs") or 1)
+
+
+def schedule(configs: list, earlier: dict) -> list:
+    """The order in which configs start side by side: the longest recorded work first (so that the
+    last to finish are short), configs never timed before all others (their cost is unknown);
+    configs writing the same output folder keep their relative order (they run one after another)."""
+    def cost(path):
+        w = work_seconds(earlier.get(path) or {})
+        return float("inf") if w is None else w
+
+    return sorted(configs, key=cost, reverse=True)
+
+
+def run_side_by_side(cfgs: dict, args, earlier: dict, times: dict, t0: float, save_log) -> None:
+    """Run the configs ``cfgs`` (path -> config) with one pool of ``args.jobs`` worker processes for them all: up to
+    ``jobs + 1`` configs are planned, computed and written at once (one thread each), their parts
+    queued for the workers in the order the configs started, so that no worker waits while a
+    config's last part or its writing finishes. Every config's results are those of a run of its
+    own (each part's rows depend only on its config and itself). The first failure stops the
+    reproduction: the workers are stopped, finished parts stay written for a rerun to resume."""
+    import queue
+    import threading
+
+    from tqdm.auto import tqdm
+
+    from .executors import WorkerPool
+
+    order = schedule(list(cfgs), earlier)
+    todo, lock, busy_dirs = list(order), threading.Lock(), set()
+    done_q: queue.Queue = queue.Queue()
+    stop = threading.Event()
+
+    def next_config():
+        with lock:
+            for path in todo:
+                out = str(Path(cfgs[path].run_dir).resolve())
+                if out not in busy_dirs:
+                    todo.remove(path)
+                    busy_dirs.add(out)
+                    return path, out
+        return None, None
+
+    def lane(pool):
+        while not stop.is_set():
+            path, out = next_config()
+            if path is None:
+                with lock:
+                    if not todo:
+                        return
+                time.sleep(0.2)   # the only configs left write a folder another config holds
+                continue
+            t1 = time.perf_counter()
+            try:
+                res = run_experiment(cfgs[path], data_dir=args.data_dir, progress=False, jobs=args.jobs, pool=pool)
+                done_q.put((path, res, time.perf_counter() - t1, None))
+            except BaseException as exc:  # noqa: BLE001 - handed to the main thread, which stops
+                done_q.put((path, None, time.perf_counter() - t1, exc))
+                return
+            finally:
+                with lock:
+                    busy_dirs.discard(out)
+
+    recorded = {c: work_seconds(earlier.get(c) or {}) for c in order}
+    known = sum(w for w in recorded.values() if w is not None)
+    est = f"; about {_minutes(known / args.jobs)} of work recorded" if known else ""
+    print(f"{len(order)} configs side by side on {args.jobs} worker processes, the longest first{est} "
+          f"(results/reproduce.json)", flush=True)
+    bar = tqdm(total=len(order), unit="config", desc="configs", dynamic_ncols=True,
+               mininterval=0.1 if sys.stderr.isatty() else 30.0)
+    with WorkerPool(args.jobs) as pool:
+        lanes = [threading.Thread(target=lane, args=(pool,), daemon=True, name=f"plab-config-{i}")
+                 for i in range(min(args.jobs + 1, len(order)))]
+        for t in lanes:
+            t.start()
+        try:
+            for _ in order:
+                path, res, wall, exc = done_q.get()
+                if exc is not None:
+                    raise exc
+                record(times, path, res.ran, res.skipped, wall, args.jobs, res.run_info, side_by_side=True)
+                save_log()  # the log so far, so an interrupted reproduction keeps the times of what finished
+                bar.update(1)
+                tqdm.write(f"  {path}: {res.ran} run(s) computed, {res.skipped} reused, {wall:.0f} s "
+                           f"(elapsed {_minutes(time.perf_counter() - t0)})")
+        except BaseException:
+            stop.set()
+            pool.terminate()
+            raise
+        finally:
+            bar.close()
+
+
+
+def cli(argv=None) -> None:
+    """:func:`main` with the command line's errors: a PlabError (a missing dataset, a bad config ...)
+    is one ``plab: error:`` line and its exit status, an interruption says what is kept."""
+    try:
+        main(argv)
+    except PlabError as exc:
+        for line in getattr(exc, "problems", None) or str(exc).splitlines() or [type(exc).__name__]:
+            print(f"plab: error: {line}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        print("\nplab: interrupted; finished parts are kept, run the same command again to resume",
+              file=sys.stderr)
+        sys.exit(130)
 
 
 if __name__ == "__main__":
-    main()
+    cli()

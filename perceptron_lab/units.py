@@ -18,6 +18,7 @@ import functools
 import io
 import json
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,10 +53,17 @@ def result_columns(cfg: ExperimentConfig) -> list[str]:
 
 
 _DATA_CACHE: dict = {}
+#: Held while the cache is read or filled: runs in several threads (``make reproduce``) share it.
+DATA_LOCK = threading.RLock()
 
 
 def _load_source(cfg: ExperimentConfig, data_dir):
     """The dataset as its loader or generator returns it, cached per process (a few entries)."""
+    with DATA_LOCK:
+        return _load_source_locked(cfg, data_dir)
+
+
+def _load_source_locked(cfg: ExperimentConfig, data_dir):
     name = cfg.dataset.name
     params = dict(cfg.dataset.params or {})
     key = (name, json.dumps(params, sort_keys=True, default=str), str(data_dir), cfg.dataset.path,

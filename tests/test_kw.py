@@ -101,7 +101,6 @@ def test_search_columns_exclude_the_inactive_value():
     cfg = cfg_of({"mode": "kfold", "folds": 2, "grid": {"algorithm.tau": [0, 1, 2], "algorithm.lambda": [0, 1]},
                   "search": [["algorithm.tau"], ["algorithm.lambda"], ["algorithm.tau", "algorithm.lambda"]]})
     grid = ev.Grid.from_config(cfg)
-    best = {"nothing": (0.0, 0.0), "tau": (2.0, 0.0), "lambda": (0.0, 1.0), "tau x lambda": (1.0, 1.0)}
 
     def err(g, k, j, r):
         p = grid.points[g]

@@ -1,4 +1,5 @@
-"""The reproduction driver's time estimates (perceptron_lab.reproduce)."""
+"""The reproduction driver (perceptron_lab.reproduce): its time estimates, its log, and the configs
+run side by side in one pool of workers."""
 
 import json
 
@@ -69,6 +70,7 @@ def test_main_writes_the_finished_log_before_the_report_and_keeps_figure_times(t
                                "figures": {"gentile2001_figure3-5": {"wall_seconds": 64.0}}}))
     monkeypatch.setattr(R, "ROOT", tmp_path)
     monkeypatch.setattr(R, "load_config", lambda path: path)
+    monkeypatch.setattr(R, "verify_inputs", lambda cfg, data_dir, note=None: True)
     monkeypatch.setattr(R, "run_experiment", lambda cfg, **kw: SimpleNamespace(
         ran=2, skipped=0, run_info={"train_seconds_total": 1.0, "eval_seconds_total": 0.5}))
     seen = {}
@@ -101,3 +103,163 @@ def test_each_run_reports_its_own_peak_memory_not_an_earlier_runs():
     del big
     reset_peak_rss()
     assert peak_rss_mb() < before - 200
+
+
+# ----------------------------------------------------------------------------- side by side
+
+
+def test_schedule_starts_untimed_configs_then_the_longest_recorded_work():
+    from perceptron_lab.reproduce import schedule, work_seconds
+
+    earlier = {"short.yaml": {"train_seconds_total": 5.0, "eval_seconds_total": 1.0},
+               "long.yaml": {"train_seconds_total": 50.0, "eval_seconds_total": 400.0},
+               "walled.yaml": {"wall_seconds": 100.0, "jobs": 2}}          # an older log: no split
+    assert work_seconds(earlier["walled.yaml"]) == 200.0
+    assert work_seconds({}) is None
+    order = schedule(["short.yaml", "new.yaml", "walled.yaml", "long.yaml"], earlier)
+    assert order == ["new.yaml", "long.yaml", "walled.yaml", "short.yaml"]
+
+
+class _FakePool:
+    made: list = []
+
+    def __init__(self, jobs):
+        self.jobs, self.terminated = jobs, False
+        _FakePool.made.append(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def terminate(self):
+        self.terminated = True
+
+
+def _side_by_side(tmp_path, monkeypatch, fake_run, configs, jobs=2):
+    """``reproduce.main`` over ``configs`` (path -> output folder) with ``fake_run`` in place of the
+    runs and a fake worker pool; returns the log it wrote."""
+    from types import SimpleNamespace
+
+    import perceptron_lab.executors as E
+    import perceptron_lab.reproduce as R
+
+    (tmp_path / "results").mkdir()
+    monkeypatch.setattr(R, "ROOT", tmp_path)
+    monkeypatch.setattr(R, "load_config", lambda path: SimpleNamespace(path=path, run_dir=str(tmp_path / configs[path])))
+    monkeypatch.setattr(R, "verify_inputs", lambda cfg, data_dir, note=None: True)
+    monkeypatch.setattr(R, "run_experiment", fake_run)
+    monkeypatch.setattr(R, "write_report", lambda paths, out: (tmp_path / "r.md", tmp_path / "r.html"))
+    monkeypatch.setattr(R, "collect", lambda paths: None)
+    monkeypatch.setattr(R, "summary_lines", lambda rep: [])
+    monkeypatch.setattr(R.plugins, "papers", lambda: [])
+    monkeypatch.setattr(E, "WorkerPool", _FakePool)
+    _FakePool.made.clear()
+    R.cli([*configs, "--jobs", str(jobs)])
+    return json.loads((tmp_path / "results" / "reproduce.json").read_text())
+
+
+def test_configs_run_side_by_side_in_one_pool_never_two_on_one_folder(tmp_path, monkeypatch):
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    configs = {f"c{i}.yaml": f"out{i}" for i in range(6)}
+    configs["twin.yaml"] = "out0"            # writes the same folder as c0.yaml
+    lock, running, seen = threading.Lock(), [], {"most": 0, "pools": set(), "overlap": False}
+
+    def fake_run(cfg, **kw):
+        with lock:
+            if cfg.run_dir in [c.run_dir for c in running]:
+                seen["overlap"] = True
+            running.append(cfg)
+            seen["most"] = max(seen["most"], len(running))
+            seen["pools"].add(id(kw["pool"]))
+        time.sleep(0.15)
+        with lock:
+            running.remove(cfg)
+        return SimpleNamespace(ran=3, skipped=0, run_info={"train_seconds_total": 1.0, "eval_seconds_total": 2.0})
+
+    log = _side_by_side(tmp_path, monkeypatch, fake_run, configs, jobs=2)
+    assert set(log["configs"]) == set(configs)
+    assert all(t["side_by_side"] and t["ran"] == 3 for t in log["configs"].values())
+    assert log["side_by_side"] is True and log["finished"]
+    assert seen["most"] == 3                     # jobs + 1 configs at once, not more
+    assert not seen["overlap"]                   # a folder is written by one config at a time
+    assert len(_FakePool.made) == 1 and seen["pools"] == {id(_FakePool.made[0])}
+
+
+def test_a_failing_config_stops_the_side_by_side_reproduction_with_its_error_line(tmp_path, monkeypatch, capsys):
+    from types import SimpleNamespace
+
+    from perceptron_lab.errors import DatasetError
+
+    def fake_run(cfg, **kw):
+        if cfg.path == "bad.yaml":
+            raise DatasetError("dataset 'x' is not available; run `plab data fetch x`")
+        return SimpleNamespace(ran=1, skipped=0, run_info={})
+
+    with pytest.raises(SystemExit) as exc:
+        _side_by_side(tmp_path, monkeypatch, fake_run, {"good.yaml": "a", "bad.yaml": "b"})
+    assert exc.value.code == DatasetError.exit_code
+    err = capsys.readouterr().err
+    assert [ln for ln in err.splitlines() if ln.startswith("plab: error:")] == [
+        "plab: error: dataset 'x' is not available; run `plab data fetch x`"]
+    assert "Traceback" not in err
+    assert _FakePool.made[0].terminated
+
+
+def test_a_worker_pool_serves_configs_from_threads_that_end_before_it(tmp_path):
+    """Real workers: two configs computed from two threads, one after the other, in one pool give
+    the results of runs of their own; the workers outlive the thread that first used them."""
+    import threading
+
+    from perceptron_lab.config import load_config
+    from perceptron_lab.executors import WorkerPool
+    from perceptron_lab.experiment import run_experiment
+
+    text = """
+name: {name}
+dataset: {{name: sonar}}
+training: {{epochs: 2}}
+prediction: {{rules: [last, vote]}}
+evaluation: {{mode: kfold, folds: 3, grid: {{algorithm.tau: [0, {tau}]}}}}
+"""
+    cfgs = []
+    for name, tau in (("a", 0.5), ("b", 1.0)):
+        p = tmp_path / f"{name}.yaml"
+        p.write_text(text.format(name=name, tau=tau))
+        cfgs.append(load_config(p))
+    own = [run_experiment(c, out_dir=tmp_path / f"own-{c.name}", progress=False).out_dir / "results.csv"
+           for c in cfgs]
+    errors = []
+    with WorkerPool(2) as pool:
+        for c in cfgs:
+            def go(c=c):
+                try:
+                    run_experiment(c, out_dir=tmp_path / f"pool-{c.name}", progress=False, jobs=2, pool=pool)
+                except BaseException as exc:  # noqa: BLE001 - reported below
+                    errors.append(exc)
+            t = threading.Thread(target=go)
+            t.start()
+            t.join()                              # the thread ends; the pool's workers must not
+    assert errors == []
+    for c, ref in zip(cfgs, own):
+        assert (tmp_path / f"pool-{c.name}" / "results.csv").read_bytes() == ref.read_bytes()
+
+
+def test_the_report_states_a_side_by_side_reproduction_by_its_own_wall_time():
+    from types import SimpleNamespace
+
+    from perceptron_lab.report import reproduction_lines
+
+    configs = {f"c{i}.yaml": {"wall_seconds": 600.0, "ran": 5, "reused": 0, "jobs": 2, "side_by_side": True}
+               for i in range(3)}
+    log = {"wall_seconds": 900.0, "side_by_side": True, "finished": "x", "configs": configs,
+           "figures": {"f": {"wall_seconds": 60.0}}, "machine": {"cpus": 2}}
+    (line,) = reproduction_lines(SimpleNamespace(reproductions=[("results/reproduce.json", log)]))
+    assert "3 of 3 configs computed from scratch, side by side" in line
+    assert "in 15.0 min, plus 1.0 min for the figures" in line     # not the 30 min their times add to
+    (line,) = reproduction_lines(SimpleNamespace(reproductions=[("r.json", {**log, "side_by_side": False})]))
+    assert "in 30.0 min" in line
