@@ -359,9 +359,9 @@ def _worker_ready():
 
 
 def _worker_run(cfg, data_dir, tag, part):
-    """One part in a worker: (key, CSV text, unit timings, training steps). Training steps go to the parent's queue
-    as ``(tag, steps)`` after each unit; the peak memory the timings report is this part's (a
-    worker may run parts of several configs in turn)."""
+    """One part in a worker: (key, CSV text, unit timings, training steps). The steps also go to
+    the parent's queue as ``(tag, steps)`` after each unit; the peak memory the timings report is
+    this part's (a worker may run parts of several configs in turn)."""
     from .units import reset_peak_rss, run_part
 
     q = _WORKER["queue"]
@@ -372,6 +372,11 @@ def _worker_run(cfg, data_dir, tag, part):
         steps += n
         q.put((tag, n))
 
+    if _WORKER.get("config") != cfg.name:    # a part of another config: free the last one's columns
+        from .engine import columns
+
+        columns.release()
+        _WORKER["config"] = cfg.name
     reset_peak_rss()
     text, tms = run_part(cfg, part, data_dir, unit_done=unit_done)
     return part.key, text, tms, steps

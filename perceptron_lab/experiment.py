@@ -52,6 +52,7 @@ from . import __version__
 from .bounds import check_run_size
 from .config import ExperimentConfig, with_overrides
 from .datasets.base import Dataset
+from .engine import columns
 from .errors import PlabError
 from .evaluation import Grid
 from .store import RunFolder, code_fingerprint, data_fingerprint, part_key
@@ -145,6 +146,7 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
             folder.clear_parts()
         started, t0 = datetime.now(timezone.utc), time.perf_counter()
         if pool is None:
+            columns.release()  # kernel columns an earlier run in this process kept
             reset_peak_rss()  # this run's peak, not an earlier run's in the same process
         ds, verified = read_inputs(cfg, data_dir, verify)
         load_s = time.perf_counter() - t0

@@ -41,6 +41,7 @@ import time
 import numba as nb
 import numpy as np
 
+from . import columns
 from ..kernels import Kernel, dot_rows, exact32_ok, gram, kernel_diag, kernel_from_dot, sq_norms
 from .base import (  # noqa: F401  (re-exported: the engine's shared types)
     RULE_ALMA2, RULE_CODES, RULE_PERCEPTRON, UNBOUNDED, EngineError, PerceptronParams, TrainLog, chunk_bounds,
@@ -149,7 +150,8 @@ def _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, eta, C, tau_abs, la
 
 def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, checkpoints,
           chunk_size: int = 512, dtype=np.float64, form: str = "auto", cache_limit_gb: float = 8.0,
-          progress=None, flush_at: int = 256, primal_loop: bool = True, stream: bool | None = None) -> TrainLog:
+          progress=None, flush_at: int = 256, primal_loop: bool = True, stream: bool | None = None,
+          share: bool = True) -> TrainLog:
     """Train one-vs-rest perceptrons on the sequence ``order`` repeated for ``epochs`` passes.
 
     Primal runs of the perceptron (the linear kernel or poly of degree 1, ``form`` auto or primal)
@@ -165,7 +167,9 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
     which also handles p > 2): the same driver then runs ALMA_2 on the normalized kernel.
 
     ``stream`` (default: for runs of at most one pass) computes the dual form's kernel columns
-    block by block without caching them; ``cache_limit_gb`` then does not apply.
+    block by block without caching them; ``cache_limit_gb`` then does not apply. Otherwise the
+    cached columns are shared with the process's other runs on the same training set and kernel
+    (:mod:`perceptron_lab.engine.columns`; ``share=False`` keeps them to this run).
     """
     t0 = time.perf_counter()
     n, L = Y.shape
@@ -237,7 +241,11 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
         # instead of O(support vectors x n), the same numbers.
         stream = total <= n if stream is None else bool(stream)
         cap = 0 if stream else int(min(n, max(1, cache_limit_gb * 1e9 // (n * itemsize))))
-        Kc = np.empty((max(cap, 1), n), dtype=dtype)
+        # cached columns live in the process's column store: runs on the same training set with
+        # the same kernel take the columns computed before them (engine.columns; same numbers)
+        store = (columns.store_for(Xd, kernel.params(), normalized, cap, dtype)
+                 if cap and share and columns.enabled() else None)
+        Kc = store.K if store is not None else np.empty((max(cap, 1), n), dtype=dtype)
         S = np.zeros((n, L), dtype=np.float64)
         n_slots = 0
         # Support vectors whose kernel column is not computed yet: their contribution to a chunk's
@@ -269,7 +277,7 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
             S = np.zeros((total, L), dtype=np.float64)
     if given:
         pend_ex, pend_delta, pend_work, flush_at, new_last = np.empty(0, np.int64), np.empty((0, L)), 0, 1, 0
-        exact, Xd32, stream = False, None, False
+        exact, Xd32, stream, store = False, None, False, None
     elif form != "dual":
         Kc = np.empty((1, 1), dtype=dtype)
         Xf = primal_features(kernel, Xd)
@@ -344,7 +352,7 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
                     else:
                         n_slots = _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta,
                                                  cap, cache_limit_gb, dtype, rscale if normalized else None,
-                                                 Xd32, stream)
+                                                 Xd32, stream, store)
                     pend_ex, pend_delta, pend_work = pend_ex[:0], pend_delta[:0], 0
             else:
                 rows = Xf[touched].astype(np.float64)
@@ -430,12 +438,16 @@ def _flush_suffix(kernel, Xd, sq, pend_ex, pend_delta, Xc, sqc, Xc32, Sc, rscale
 
 
 def _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta, cap, cache_limit_gb, dtype,
-                   rscale=None, Xd32=None, stream=False):
+                   rscale=None, Xd32=None, stream=False, store=None):
     """Compute the pending support vectors' kernel columns in one GEMM, cache them, update S.
     With ``rscale`` the cached columns are those of the normalized kernel ``rscale_i rscale_j K``;
     with ``Xd32`` (a float32 copy of integer features) by exact float32 GEMMs; with ``stream`` the
-    columns update S and are dropped (nothing is cached)."""
+    columns update S and are dropped (nothing is cached); with ``store`` (whose array is ``Kc``)
+    the columns already in the process's column store are taken from it."""
     n = Xd.shape[0]
+    if store is not None:
+        return _flush_shared(kernel, Xd, sq, store, S, slot_of, n_slots, pend_ex, pend_delta, cache_limit_gb,
+                             dtype, rscale, Xd32)
     if stream:
         G = gram(kernel, Xd[pend_ex], Xd, sq[pend_ex], sq, exact32=Xd32 is not None, B32=Xd32)
         if rscale is not None:
@@ -451,12 +463,60 @@ def _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta,
             f"(>= {need:.1f} GB for {a1} support vectors of {n} examples); raise "
             "training.cache_limit_gb, train on fewer examples, or use the linear kernel (primal form)")
     slot_of[pend_ex] = np.arange(a0, a1)
-    gram(kernel, Xd[pend_ex], Xd, sq[pend_ex], sq, out=Kc[a0:a1], exact32=Xd32 is not None, B32=Xd32)
-    if rscale is not None:
-        r = rscale.astype(dtype)
-        _scale_block(Kc[a0:a1], r[pend_ex], r)
+    _columns(kernel, Xd, sq, pend_ex, Kc[a0:a1], dtype, rscale, Xd32)
     S += Kc[a0:a1].T @ pend_delta.astype(dtype)
     return a1
+
+
+def _columns(kernel, Xd, sq, ex, out, dtype, rscale, Xd32):
+    """Kernel columns of examples ``ex`` against all of ``Xd`` into ``out`` (normalized with ``rscale``)."""
+    gram(kernel, Xd[ex], Xd, sq[ex], sq, out=out, exact32=Xd32 is not None, B32=Xd32)
+    if rscale is not None:
+        r = rscale.astype(dtype)
+        _scale_block(out, r[ex], r)
+
+
+def _flush_shared(kernel, Xd, sq, store, S, slot_of, n_slots, pend_ex, pend_delta, cache_limit_gb, dtype,
+                  rscale, Xd32):
+    """:func:`_flush_pending` with the column store: the pending examples' columns found in the
+    store are used as they are, the others computed (in one GEMM) and added to it. ``S`` gets the
+    same product as from a cache of the run's own: the same rows, in the same order."""
+    n = Xd.shape[0]
+    rows = store.row_of[pend_ex]
+    if not columns.enabled():
+        rows = np.full(pend_ex.size, -1, dtype=np.int64)   # sharing was turned off: compute them all
+    elif (rows >= 0).any() and not store.checked:
+        # once per run, before it uses a column it did not compute: the same values computed alone?
+        j = int(np.flatnonzero(rows >= 0)[0])
+        alone = np.empty((1, n), dtype=dtype)
+        _columns(kernel, Xd, sq, pend_ex[j:j + 1], alone, dtype, rscale, Xd32)
+        store.checked = True
+        if not np.array_equal(alone[0], store.K[rows[j]], equal_nan=True):
+            columns.set_enabled(False)
+            rows = np.full(pend_ex.size, -1, dtype=np.int64)
+    slot_of[pend_ex] = rows     # the columns taken from the store are the run's own from now on
+    new = np.flatnonzero(rows < 0)
+    if new.size:
+        if not store.make_room(new.size, slot_of):
+            need = (n_slots + pend_ex.size) * n * np.dtype(dtype).itemsize / 1e9
+            raise EngineError(
+                f"the kernel cache needs more than training.cache_limit_gb = {cache_limit_gb:g} GB "
+                f"(>= {need:.1f} GB for {n_slots + pend_ex.size} support vectors of {n} examples); raise "
+                "training.cache_limit_gb, train on fewer examples, or use the linear kernel (primal form)")
+        rows = slot_of[pend_ex]    # renumbered if the store made room
+        a0, a1 = store.used, store.used + new.size
+        _columns(kernel, Xd, sq, pend_ex[new], store.K[a0:a1], dtype, rscale, Xd32)
+        rows[new] = np.arange(a0, a1)
+        if columns.enabled():
+            store.row_of[pend_ex[new]] = rows[new]
+        store.used = a1
+    slot_of[pend_ex] = rows
+    # the rows in the pending order: a view when they are consecutive (none came from the store),
+    # else a copy -- the same matrix either way
+    a = int(rows[0])
+    block = store.K[a:a + rows.size] if np.array_equal(rows, np.arange(a, a + rows.size)) else store.K[rows]
+    S += block.T @ pend_delta.astype(dtype)
+    return n_slots + pend_ex.size
 
 
 def label_matrix(y: np.ndarray, n_classes: int) -> np.ndarray:

@@ -1,0 +1,108 @@
+"""Kernel columns kept between the runs of a process that train on the same examples.
+
+A dual-form run caches the kernel column ``K(x_j, .)`` of each support vector ``x_j`` against its
+whole training set (:func:`perceptron_lab.engine.perceptron.train`). Runs on the same training set
+with the same kernel -- the permutations of Freund & Schapire's tables, Gentile's three values of
+alpha, the points of a parameter grid -- need many of the same columns, whatever their order: a
+column depends on the example and the training set only. A :class:`ColumnStore` holds the columns
+computed so far in this process; a run takes the ones it needs from it and computes only the
+others.
+
+The numbers do not change. Each run still decides when its support vectors' columns enter its
+scores exactly as it would alone; only where a column's values come from changes. A row of a
+kernel block is the same whatever other rows are computed with it (BLAS computes each entry of a
+product with the same sequence of operations whatever the number of rows; the kernel function is
+applied entry by entry), and the store checks this once per run on the first column it hands out,
+by computing that column again alone: a difference turns sharing off for the rest of the process
+before any shared column has been used by the run.
+
+Memory: the store's columns count against the run's ``cache_limit_gb`` like its own cache, and
+besides its own columns a run keeps at most :data:`KEEP_GB` of others' in it: when a run needs room
+beyond its cache limit, or the others' columns it has not used pass that, they are dropped. A
+process thus holds at most its run's own columns plus :data:`KEEP_GB`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+#: Gigabytes of columns a run keeps in the store beyond its own (the others' it has not used).
+KEEP_GB = 3.0
+
+_STORE: dict = {}   # the process's one store: {"store": ColumnStore}
+_STATE = {"enabled": True}
+
+
+def enabled() -> bool:
+    return _STATE["enabled"]
+
+
+def set_enabled(on: bool) -> None:
+    """Turn sharing on or off for this process (tests compare runs with and without it)."""
+    _STATE["enabled"] = bool(on)
+    if not on:
+        _STORE.clear()
+
+
+def release() -> None:
+    """Free the store's columns (a process about to run something else)."""
+    _STORE.clear()
+
+
+def data_key(X: np.ndarray, kernel_params: tuple, normalized: bool) -> tuple:
+    """What a column depends on: the training set's values, the kernel and its normalization."""
+    h = hashlib.blake2b(np.ascontiguousarray(X).view(np.uint8).ravel(), digest_size=16).hexdigest()
+    return (X.shape, X.dtype.str, h, tuple(kernel_params), bool(normalized))
+
+
+class ColumnStore:
+    """Columns ``K[r]`` (``r = row_of[j]``) of training examples ``j`` against all ``n`` of them."""
+
+    def __init__(self, key: tuple, n: int, cap: int, dtype):
+        self.key, self.n, self.cap = key, n, cap
+        self.K = np.empty((max(cap, 1), n), dtype=dtype)
+        self.row_of = np.full(n, -1, dtype=np.int64)
+        self.used = 0
+        self.checked = False   # the first shared column of the current run was checked
+
+    @property
+    def nbytes_used(self) -> int:
+        return self.used * self.n * self.K.itemsize
+
+    def make_room(self, k: int, slot_of: np.ndarray) -> bool:
+        """Room for ``k`` more columns. When they would pass the capacity, or the columns the
+        current run does not use (its rows are ``slot_of``'s non-negative entries) fill more than
+        :data:`KEEP_GB`, those are dropped and the run's rows renumbered in place. False if even
+        then there is no room."""
+        mine = slot_of >= 0
+        rows = slot_of[mine]
+        keep = int(KEEP_GB * 1e9 // (self.n * self.K.itemsize))
+        if self.used + k <= self.cap and self.used - rows.size <= keep:
+            return True
+        order = np.argsort(rows, kind="stable")
+        new_rows = np.empty_like(rows)
+        for new, idx in enumerate(order):   # ascending: a row only ever moves down
+            old = rows[idx]
+            if old != new:
+                self.K[new] = self.K[old]
+            new_rows[idx] = new
+        slot_of[mine] = new_rows
+        self.row_of[:] = -1
+        self.row_of[np.flatnonzero(mine)] = new_rows
+        self.used = int(rows.size)
+        return self.used + k <= self.cap
+
+
+def store_for(X: np.ndarray, kernel_params: tuple, normalized: bool, cap: int, dtype) -> ColumnStore:
+    """The process's store for this training set and kernel (a new, empty one if it holds another
+    set's columns)."""
+    key = data_key(X, kernel_params, normalized)
+    st = _STORE.get("store")
+    if st is None or st.key != key or st.cap != cap or st.K.dtype != np.dtype(dtype):
+        _STORE.pop("store", None)    # free the old columns before allocating
+        st = ColumnStore(key, X.shape[0], cap, dtype)
+        _STORE["store"] = st
+    st.checked = False
+    return st
