@@ -372,10 +372,13 @@ def _worker_run(cfg, data_dir, tag, part):
         steps += n
         q.put((tag, n))
 
-    if _WORKER.get("config") != cfg.name:    # a part of another config: free the last one's columns
+    if _WORKER.get("config") != cfg.name:    # a part of another config: free the last one's data
         from .engine import columns
+        from .units import DATA_LOCK, _DATA_CACHE
 
         columns.release()
+        with DATA_LOCK:
+            _DATA_CACHE.clear()
         _WORKER["config"] = cfg.name
     reset_peak_rss()
     text, tms = run_part(cfg, part, data_dir, unit_done=unit_done)

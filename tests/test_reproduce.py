@@ -263,3 +263,26 @@ def test_the_report_states_a_side_by_side_reproduction_by_its_own_wall_time():
     assert "in 15.0 min, plus 1.0 min for the figures" in line     # not the 30 min their times add to
     (line,) = reproduction_lines(SimpleNamespace(reproductions=[("r.json", {**log, "side_by_side": False})]))
     assert "in 30.0 min" in line
+
+
+def test_a_worker_frees_the_last_configs_data_and_columns_when_a_part_of_another_begins(monkeypatch):
+    import perceptron_lab.executors as E
+    import perceptron_lab.units as U
+    from perceptron_lab.engine import columns
+
+    class Q:
+        def put(self, item):
+            pass
+
+    monkeypatch.setattr(E, "_WORKER", {"queue": Q()})
+    monkeypatch.setattr(U, "run_part", lambda cfg, part, data_dir, unit_done=None: ("", []))
+    released = []
+    monkeypatch.setattr(columns, "release", lambda: released.append(1))
+    part = type("P", (), {"key": "k"})()
+    a, b = type("C", (), {"name": "a"})(), type("C", (), {"name": "b"})()
+    E._worker_run(a, None, "t", part)
+    U._DATA_CACHE["x"] = object()
+    E._worker_run(a, None, "t", part)           # the same config: its data stay
+    assert "x" in U._DATA_CACHE and len(released) == 1
+    E._worker_run(b, None, "t", part)           # another config: freed
+    assert "x" not in U._DATA_CACHE and len(released) == 2

@@ -24,7 +24,9 @@ every label, ``S[i, c] = v_c(x_i) = sum_k coef_k K(x_{j_k}, x_i)``. The sequence
 chunks; inside a chunk the jitted loop adds the contributions of the chunk's own updates, and at
 the end of a chunk the new support vectors' kernel columns against the whole training set are
 computed in one GEMM and cached, so each support vector costs one kernel column for the whole
-run, however many epochs. In primal form (linear kernel) the weight vectors are kept explicitly.
+run, however many epochs; runs of one process on the same training set and kernel share these
+columns (:mod:`perceptron_lab.engine.columns`). In primal form (linear kernel) the weight vectors
+are kept explicitly.
 
 ALMA_2 (Gentile 2001, Figure 1 with p = 2) runs on the same driver with ``rule = ALMA2`` (see
 :mod:`perceptron_lab.engine.alma`): the engine then works with the normalized kernel
