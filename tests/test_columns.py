@@ -170,3 +170,15 @@ def test_share_false_keeps_a_runs_columns_to_itself(monkeypatch):
     b = train(X, Y, KERNEL, PerceptronParams(), order, 2, (1, 2), share=False, **kw)
     assert seen["rows"] == 2 * n_a
     assert_same_log(a, b)
+
+
+@pytest.mark.parametrize("share", [True, False], ids=["shared", "own"])
+def test_a_run_whose_own_columns_pass_the_cache_limit_stops_with_the_setting_to_raise(share):
+    from perceptron_lab.engine.perceptron import EngineError
+
+    X, Y = pixels()
+    order = np.random.default_rng(1).permutation(len(X))
+    limit = 40 * len(X) * 4 / 1e9          # room for 40 columns; the run needs hundreds
+    with pytest.raises(EngineError, match=r"kernel cache needs more than training.cache_limit_gb = .* GB \(>= "):
+        train(X, Y, KERNEL, PerceptronParams(), order, 2, (1, 2), chunk_size=64, dtype=np.float32, flush_at=32,
+              cache_limit_gb=limit, share=share)

@@ -459,15 +459,19 @@ def _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta,
         return n_slots
     a0, a1 = n_slots, n_slots + pend_ex.size
     if a1 > cap:
-        need = a1 * n * np.dtype(dtype).itemsize / 1e9
-        raise EngineError(
-            f"the kernel cache needs more than training.cache_limit_gb = {cache_limit_gb:g} GB "
-            f"(>= {need:.1f} GB for {a1} support vectors of {n} examples); raise "
-            "training.cache_limit_gb, train on fewer examples, or use the linear kernel (primal form)")
+        raise _cache_full(cache_limit_gb, a1, n, dtype)
     slot_of[pend_ex] = np.arange(a0, a1)
     _columns(kernel, Xd, sq, pend_ex, Kc[a0:a1], dtype, rscale, Xd32)
     S += Kc[a0:a1].T @ pend_delta.astype(dtype)
     return a1
+
+
+def _cache_full(cache_limit_gb, n_sv, n, dtype) -> EngineError:
+    need = n_sv * n * np.dtype(dtype).itemsize / 1e9
+    return EngineError(
+        f"the kernel cache needs more than training.cache_limit_gb = {cache_limit_gb:g} GB "
+        f"(>= {need:.1f} GB for {n_sv} support vectors of {n} examples); raise "
+        "training.cache_limit_gb, train on fewer examples, or use the linear kernel (primal form)")
 
 
 def _columns(kernel, Xd, sq, ex, out, dtype, rscale, Xd32):
@@ -500,11 +504,7 @@ def _flush_shared(kernel, Xd, sq, store, S, slot_of, n_slots, pend_ex, pend_delt
     new = np.flatnonzero(rows < 0)
     if new.size:
         if not store.make_room(new.size, slot_of):
-            need = (n_slots + pend_ex.size) * n * np.dtype(dtype).itemsize / 1e9
-            raise EngineError(
-                f"the kernel cache needs more than training.cache_limit_gb = {cache_limit_gb:g} GB "
-                f"(>= {need:.1f} GB for {n_slots + pend_ex.size} support vectors of {n} examples); raise "
-                "training.cache_limit_gb, train on fewer examples, or use the linear kernel (primal form)")
+            raise _cache_full(cache_limit_gb, n_slots + pend_ex.size, n, dtype)
         rows = slot_of[pend_ex]    # renumbered if the store made room
         a0, a1 = store.used, store.used + new.size
         _columns(kernel, Xd, sq, pend_ex[new], store.K[a0:a1], dtype, rscale, Xd32)
