@@ -397,7 +397,6 @@ class WorkerPool:
         from concurrent.futures import ProcessPoolExecutor
 
         ctx = mp.get_context("spawn")
-        self.jobs = jobs
         self._queue = ctx.Queue()
         ready = ctx.Barrier(jobs)
         self._ex = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init,

@@ -96,7 +96,8 @@ def main(argv=None):
     cfgs = {path: load_config(path) for path in configs}
     for cfg in cfgs.values():
         verify_inputs(cfg, args.data_dir, note=lambda msg: None)   # each run says its notes itself
-    if args.jobs > 1 and len(configs) > 1:
+    side_by_side = args.jobs > 1 and len(configs) > 1
+    if side_by_side:
         run_side_by_side(cfgs, args, earlier, times, t0,
                          lambda: write_log(log_path, args, None, time.perf_counter() - t0, times, figure_times,
                                            pool=True))
@@ -131,7 +132,7 @@ def main(argv=None):
         figure_times["budget_study"] = {"wall_seconds": round(time.perf_counter() - t1, 1)}
     # the finished log first: the report states the reproduction's time from it
     write_log(log_path, args, datetime.now(timezone.utc).isoformat(timespec="seconds"), total, times,
-              figure_times, pool=args.jobs > 1 and len(configs) > 1)
+              figure_times, pool=side_by_side)
     md, _ = write_report(["results"], "results/report")
     for line in summary_lines(collect(["results"])):
         print(line.replace("**", ""))

@@ -67,10 +67,6 @@ class ColumnStore:
         self.used = 0
         self.checked = False   # the first shared column of the current run was checked
 
-    @property
-    def nbytes_used(self) -> int:
-        return self.used * self.n * self.K.itemsize
-
     def make_room(self, k: int, slot_of: np.ndarray) -> bool:
         """Room for ``k`` more columns. When they would pass the capacity, or the columns the
         current run does not use (its rows are ``slot_of``'s non-negative entries) fill more than

@@ -509,10 +509,10 @@ def _flush_shared(kernel, Xd, sq, store, S, slot_of, n_slots, pend_ex, pend_delt
         a0, a1 = store.used, store.used + new.size
         _columns(kernel, Xd, sq, pend_ex[new], store.K[a0:a1], dtype, rscale, Xd32)
         rows[new] = np.arange(a0, a1)
+        slot_of[pend_ex[new]] = rows[new]
         if columns.enabled():
             store.row_of[pend_ex[new]] = rows[new]
         store.used = a1
-    slot_of[pend_ex] = rows
     # the rows in the pending order: a view when they are consecutive (none came from the store),
     # else a copy -- the same matrix either way
     a = int(rows[0])
