@@ -374,11 +374,10 @@ def _worker_run(cfg, data_dir, tag, part):
 
     if _WORKER.get("config") != cfg.name:    # a part of another config: free the last one's data
         from .engine import columns
-        from .units import DATA_LOCK, _DATA_CACHE
+        from .units import keep_only_dataset
 
         columns.release()
-        with DATA_LOCK:
-            _DATA_CACHE.clear()
+        keep_only_dataset(cfg.dataset.name)  # unless this config reads the same dataset
         _WORKER["config"] = cfg.name
     reset_peak_rss()
     text, tms = run_part(cfg, part, data_dir, unit_done=unit_done)

@@ -61,8 +61,13 @@ from .units import (  # noqa: F401  (the units' names, re-exported)
     part_config, plan, plan_parts, preprocess, result_columns, rows_to_csv, run_part, run_unit, threads_for,
     peak_rss_mb, reset_peak_rss, unit_data, unit_kernel, unit_order, unit_seed, unit_steps)
 
-#: Seconds between rewrites of timings.json while a run is going (it is always written at the end).
+#: Seconds between rewrites of timings.json while a run is going (it is always written at the end),
+#: at least.
 TIMINGS_FLUSH_SECONDS = 5.0
+#: Those rewrites take at most this share of a run's time: the file of a run of many small units
+#: is large (Khardon & Wachman Table 3 UCI: 72,800 units, 1.7 s a rewrite), and a rewrite every
+#: 5 s took 100 s of that run's 440.
+TIMINGS_WRITE_SHARE = 0.05
 #: Runs going on in several threads (``make reproduce``) merge and write their outputs one at a
 #: time: the papers' table writers share caches (the SVM baselines) and the work is short.
 _OUTPUTS_LOCK = threading.RLock()
@@ -398,20 +403,24 @@ def write_outputs(cfg: ExperimentConfig, folder: RunFolder, df: pd.DataFrame, n_
 
 
 class _TimingsWriter:
-    """Collects unit timings and rewrites timings.json at most every TIMINGS_FLUSH_SECONDS."""
+    """Collects unit timings and rewrites timings.json at most every TIMINGS_FLUSH_SECONDS, and
+    no more often than keeps the rewrites within TIMINGS_WRITE_SHARE of the time."""
 
     def __init__(self, folder: RunFolder, timings: dict):
         self.folder, self.timings, self.last = folder, timings, time.perf_counter()
+        self.every = TIMINGS_FLUSH_SECONDS
 
     def add(self, tms):
         for t in tms:
             self.timings[t["unit"]] = t
-        if time.perf_counter() - self.last >= TIMINGS_FLUSH_SECONDS:
+        if time.perf_counter() - self.last >= self.every:
             self.write()
 
     def write(self):
+        t0 = time.perf_counter()
         self.folder.write_timings(self.timings)
         self.last = time.perf_counter()
+        self.every = max(TIMINGS_FLUSH_SECONDS, (self.last - t0) / TIMINGS_WRITE_SHARE)
 
 
 # ----------------------------------------------------------------------------- protocols

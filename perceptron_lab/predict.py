@@ -208,8 +208,9 @@ class _Scan:
         self.rs = random_slices(seed, self.y_test.size, log.checkpoint_steps[cp_index])
         self.need_norm = rules is None or bool(set(rules) & set(_NORM_RULES))
         self.need_random = rules is None or bool(set(rules) & set(_RANDOM_RULES))
-        self.by_history = random_by_history(cp_index.size, L, int(np.diff(hyp.hoff).max()) if L else 0)
-        self.points = points_per_task(cp_index.size, L)
+        maxh = int(np.diff(hyp.hoff).max()) if L else 0
+        self.by_history = random_by_history(cp_index.size, L, maxh)
+        self.points = points_per_task(cp_index.size, L, maxh)
         self.ncp = cp_index.size
         self.out_scores = out_scores
         self.err_m = np.zeros((cp_index.size, len(RULES)), dtype=np.int64)

@@ -16,9 +16,15 @@ import numpy as np
 #: Test points scanned together by one task (the inner vector loop's length), at most.
 POINTS_PER_TASK = 128
 #: A task's score array (checkpoints x rules x labels x points) is kept within this many values
-#: (4 MB), so that writing every checkpoint's scores stays in cache: runs with many checkpoints
-#: scan fewer points per task.
+#: (4 MB) when the checkpoints are about as many as a label's hypotheses, so that writing every
+#: checkpoint's scores stays in cache: such runs scan fewer points per task.
 TASK_SCORES = 1 << 19
+#: A run whose labels have at least this many hypotheses per checkpoint scans
+#: :data:`POINTS_PER_TASK` points per task whatever its score array's size: the scan over the
+#: hypotheses then outweighs the checkpoints' writes, and short vector loops would slow it
+#: (Freund & Schapire d = 1, 300 checkpoints, 65,000 hypotheses a label: 21 points per task take
+#: 2.5 times as long as 128).
+HYPOTHESES_PER_CHECKPOINT = 2
 
 
 def random_by_history(n_checkpoints: int, n_labels: int, max_hypotheses: int) -> bool:
@@ -28,8 +34,12 @@ def random_by_history(n_checkpoints: int, n_labels: int, max_hypotheses: int) ->
     return 2 * max_hypotheses <= n_checkpoints * N_RULES * n_labels
 
 
-def points_per_task(n_checkpoints: int, n_labels: int) -> int:
-    """How many test points one task scans together (16 ... :data:`POINTS_PER_TASK`)."""
+def points_per_task(n_checkpoints: int, n_labels: int, max_hypotheses: int = 0) -> int:
+    """How many test points one task scans together (16 ... :data:`POINTS_PER_TASK`), for a run
+    whose labels have at most ``max_hypotheses`` hypotheses each. The scores of a point do not
+    depend on the task size."""
+    if max_hypotheses >= HYPOTHESES_PER_CHECKPOINT * n_checkpoints:
+        return POINTS_PER_TASK
     return int(max(16, min(POINTS_PER_TASK, TASK_SCORES // max(1, n_checkpoints * N_RULES * n_labels))))
 
 

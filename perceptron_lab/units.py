@@ -107,6 +107,15 @@ def _load_user_file(cfg: ExperimentConfig) -> Dataset:
                           config=cfg.source or "the config")
 
 
+def keep_only_dataset(name: str) -> None:
+    """Drop the cached datasets other than ``name``'s: a worker that starts a part of another
+    config keeps the data that config reads too (the Freund-Schapire, Gentile and Khardon-Wachman
+    MNIST configs all read MNIST) and frees the rest, so that its peak memory is that config's."""
+    with DATA_LOCK:
+        for key in [k for k in _DATA_CACHE if k[0] != name]:
+            del _DATA_CACHE[key]
+
+
 def load_data(cfg: ExperimentConfig, data_dir=None) -> Dataset:
     """The dataset of a config, with train/test subsets and preprocessing applied."""
     name = cfg.dataset.title

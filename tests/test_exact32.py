@@ -30,6 +30,20 @@ def test_exact32_ok_accepts_only_integer_values_below_2_24():
     assert not exact32_ok(np.array([[EXACT32_LIMIT, 1.0]]))
     assert not exact32_ok(np.array([[1.0, 2.0]], dtype=np.float32))  # already float32: nothing to gain
     assert not exact32_ok(np.zeros((0, 3)))
+    assert exact32_ok(np.array([[-0.0, -(EXACT32_LIMIT - 1)]]))
+    assert not exact32_ok(np.array([[-EXACT32_LIMIT, 1.0]]))
+
+
+@pytest.mark.parametrize("bad", [None, 0.25, np.nan, -np.inf, 2.0**24])
+def test_exact32_ok_reads_every_value_of_any_layout(bad):
+    rng = np.random.default_rng(4)
+    X = rng.integers(-300, 300, size=(50, 40)).astype(np.float64)
+    views = [X, X[:, ::3], X.T, X[::-1]]
+    if bad is not None:
+        X[-1, -1] = bad  # the very last value read in C order
+    for V in views:
+        want = bad is None
+        assert exact32_ok(V) is want
 
 
 def test_matmul_exact32_equals_float64_where_plain_float32_does_not():

@@ -265,7 +265,7 @@ def test_the_report_states_a_side_by_side_reproduction_by_its_own_wall_time():
     assert "in 30.0 min" in line
 
 
-def test_a_worker_frees_the_last_configs_data_and_columns_when_a_part_of_another_begins(monkeypatch):
+def test_a_worker_frees_the_last_configs_columns_and_other_data_when_a_part_of_another_begins(monkeypatch):
     import perceptron_lab.executors as E
     import perceptron_lab.units as U
     from perceptron_lab.engine import columns
@@ -279,10 +279,17 @@ def test_a_worker_frees_the_last_configs_data_and_columns_when_a_part_of_another
     released = []
     monkeypatch.setattr(columns, "release", lambda: released.append(1))
     part = type("P", (), {"key": "k"})()
-    a, b = type("C", (), {"name": "a"})(), type("C", (), {"name": "b"})()
+    def config(name, dataset):
+        return type("C", (), {"name": name, "dataset": type("D", (), {"name": dataset})()})()
+
+    a, b, c = config("a", "usps"), config("b", "mnist"), config("c", "mnist")
+    monkeypatch.setattr(U, "_DATA_CACHE", {})
     E._worker_run(a, None, "t", part)
-    U._DATA_CACHE["x"] = object()
+    U._DATA_CACHE[("usps", "{}")] = object()
+    U._DATA_CACHE[("mnist", "{}")] = object()
     E._worker_run(a, None, "t", part)           # the same config: its data stay
-    assert "x" in U._DATA_CACHE and len(released) == 1
-    E._worker_run(b, None, "t", part)           # another config: freed
-    assert "x" not in U._DATA_CACHE and len(released) == 2
+    assert len(U._DATA_CACHE) == 2 and len(released) == 1
+    E._worker_run(b, None, "t", part)           # another config: freed, but for the data it reads
+    assert list(U._DATA_CACHE) == [("mnist", "{}")] and len(released) == 2
+    E._worker_run(c, None, "t", part)
+    assert list(U._DATA_CACHE) == [("mnist", "{}")] and len(released) == 3

@@ -280,3 +280,33 @@ def test_a_run_records_its_time_split_and_peak_memory(tmp_path):
     assert 0.03 < info["peak_rss_gb_per_process"] < 64
     timings = json.loads((tmp_path / "o" / "timings.json").read_text())
     assert all(t["peak_rss_mb"] > 30 for t in timings.values())
+
+
+def test_timings_rewrites_take_a_bounded_share_of_a_run(monkeypatch):
+    """A large timings.json (slow to write) is rewritten less often, so that writing it stays
+    within TIMINGS_WRITE_SHARE of the run; a small one every TIMINGS_FLUSH_SECONDS."""
+    import perceptron_lab.experiment as E
+
+    clock = [0.0]
+    monkeypatch.setattr(E.time, "perf_counter", lambda: clock[0])
+
+    def run(write_cost):
+        writes = []
+
+        class Folder:
+            def write_timings(self, timings):
+                writes.append(clock[0])
+                clock[0] += write_cost
+
+        clock[0] = 0.0
+        w = E._TimingsWriter(Folder(), {})
+        for i in range(2000):      # a unit finishes every 0.1 s: 200 s of run
+            clock[0] += 0.1
+            w.add([{"unit": f"u{i}"}])
+        return writes, clock[0]
+
+    writes, total = run(0.001)
+    assert len(writes) >= 200 / E.TIMINGS_FLUSH_SECONDS - 2   # cheap: every 5 s
+    writes, total = run(2.0)
+    assert len(writes) * 2.0 <= E.TIMINGS_WRITE_SHARE * total + 2.0
+    assert len(writes) >= 2

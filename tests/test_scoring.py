@@ -25,3 +25,13 @@ def test_random_rule_paths_and_task_sizes_agree(monkeypatch, direct_theta):
             runs.append(predict.decision_scores(log, Kernel("poly", 2, 3.0), X, Xt, seed=7))
     for other in runs[1:]:
         np.testing.assert_array_equal(other, runs[0])
+
+
+def test_task_size_follows_the_hypotheses_per_checkpoint():
+    from perceptron_lab.scoring import POINTS_PER_TASK, points_per_task
+
+    # Freund & Schapire's layout: 300 checkpoints, 10 labels
+    assert points_per_task(300, 10, 65_000) == POINTS_PER_TASK  # d = 1: the scan dominates
+    assert points_per_task(300, 10, 400) < 32  # about one hypothesis a checkpoint: the score array stays small
+    assert points_per_task(3, 10, 400) == POINTS_PER_TASK
+    assert points_per_task(300, 10) == points_per_task(300, 10, 0) >= 16
