@@ -261,9 +261,13 @@ def part_keys(cfg: ExperimentConfig, parts, fingerprint: str, data_dir=None) -> 
     prints: dict = {}
     keys = {}
     code = code_fingerprint()
+    settings: dict = {}   # the parts of one grid point (its folds) share their resolved config
     for p in parts:
-        pcfg = part_config(cfg, p)
-        d = {**numbers_settings(pcfg), "output": {"float_format": pcfg.output.float_format}}
+        gkey = json.dumps(p.grid_values, sort_keys=True, default=str)
+        if gkey not in settings:
+            pcfg = part_config(cfg, p)
+            settings[gkey] = (pcfg, {**numbers_settings(pcfg), "output": {"float_format": pcfg.output.float_format}})
+        pcfg, d = settings[gkey]
         fp = fingerprint
         if any(k.startswith("dataset.") for k in p.grid_values):
             dkey = json.dumps(d["dataset"], sort_keys=True, default=str)
@@ -300,9 +304,13 @@ def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, exec
     timings = {} if force else folder.read_timings()
     total = 0
     if progress:
+        points: dict = {}   # a grid point's config and data, once for all its parts
         for p in todo:
-            pcfg = part_config(cfg, p)
-            pds = load_data(pcfg, data_dir) if p.grid_values else ds
+            gkey = json.dumps(p.grid_values, sort_keys=True, default=str)
+            if gkey not in points:
+                pcfg = part_config(cfg, p)
+                points[gkey] = (pcfg, load_data(pcfg, data_dir) if p.grid_values else ds)
+            pcfg, pds = points[gkey]
             total += sum(unit_steps(pcfg, pds, u) for u in p.units)
     n_todo = sum(len(p.units) for p in todo)
     tty = sys.stderr.isatty()

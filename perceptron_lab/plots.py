@@ -124,8 +124,9 @@ def _describe(info: dict, df) -> str:
 
 
 def _mean_std(df, keys):
+    # pandas' grouped std (ddof=1) is NaN for a group of one value
     g = df.groupby(keys, sort=True)["value"]
-    return g.agg(mean="mean", std=lambda s: s.std(ddof=1) if len(s) > 1 else float("nan")).reset_index()
+    return g.agg(mean="mean", std="std").reset_index()
 
 
 def _panels(n: int):

@@ -308,3 +308,21 @@ def test_primal_loop_label_groups_give_the_same_log(variant):
         log = train_perceptron_primal(*args, threads=threads, segment=17)
         for name in LOG_FIELDS:
             np.testing.assert_array_equal(getattr(log, name), getattr(ref, name), err_msg=(name, threads))
+
+
+def test_counts_at_checkpoints_do_not_depend_on_the_logs_order():
+    """The counts read the update steps as sorted when they are (training order) and sort them
+    otherwise: a log whose updates are listed in another order counts the same."""
+    import dataclasses
+
+    rng = np.random.default_rng(8)
+    X, y = rng.normal(size=(120, 5)), rng.integers(0, 3, 120)
+    log = train(X, label_matrix(y, 3), Kernel("linear"), PerceptronParams(), rng.permutation(120), 4,
+                [0.5, 1, 2, 4])
+    perm = rng.permutation(log.n_updates)
+    shuffled = dataclasses.replace(log, upd_step=log.upd_step[perm], upd_cls=log.upd_cls[perm],
+                                   upd_ex=log.upd_ex[perm])
+    a, b = counts_at_checkpoints(log), counts_at_checkpoints(shuffled)
+    assert a["mistakes"][-1].sum() == log.n_updates
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k])

@@ -35,3 +35,19 @@ def test_task_size_follows_the_hypotheses_per_checkpoint():
     assert points_per_task(300, 10, 400) < 32  # about one hypothesis a checkpoint: the score array stays small
     assert points_per_task(3, 10, 400) == POINTS_PER_TASK
     assert points_per_task(300, 10) == points_per_task(300, 10, 0) >= 16
+
+
+@pytest.mark.parametrize("values", [
+    np.array([5, 3, 5, 0, 3, 9, 9, 9], dtype=np.int64),        # few values: the table
+    np.array([7, 7, 7], dtype=np.int32),
+    np.array([10**9, 3, 10**9, 12], dtype=np.int64),           # sparse values: the sort
+    np.zeros(0, dtype=np.int64),
+    np.random.default_rng(5).integers(0, 208, 20_000),          # sonar-sized set, 100 epochs
+])
+def test_distinct_equals_numpy_unique(values):
+    sv, inv = predict.distinct(values)
+    want_sv, want_inv = np.unique(values, return_inverse=True)
+    np.testing.assert_array_equal(sv, want_sv)
+    assert sv.dtype == values.dtype and inv.dtype == np.int64
+    np.testing.assert_array_equal(inv, want_inv.reshape(-1))
+    np.testing.assert_array_equal(sv[inv], values)
