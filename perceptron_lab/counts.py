@@ -36,12 +36,18 @@ def counts_at_checkpoints(log: TrainLog, cp_index=None):
     return {"mistakes": mist, "support_vectors": sv, "support_vectors_union": svu}
 
 
+def few_keys(top: int, n: int) -> bool:
+    """Whether a table over the key range [0, top) costs little next to ``n`` keys (small training
+    sets visited many times): then one pass over the keys replaces a sort."""
+    return top <= 4 * n + 4096
+
+
 def _first_steps(keys, steps):
     """(the distinct keys in increasing order, the smallest step of each)."""
     if keys.size == 0:
         return keys[:0], np.empty(0, dtype=np.int64)
     top = int(keys.max()) + 1
-    if top <= 4 * keys.size + 4096:
+    if few_keys(top, keys.size):
         # few possible keys (small training sets): the smallest step per key in one pass
         none = np.iinfo(np.int64).max
         first = np.full(top, none, dtype=np.int64)

@@ -44,7 +44,7 @@ from .constants import DEFAULT_ALMA_C, DEFAULT_CACHE_LIMIT_GB, DEFAULT_CHUNK, KE
 from .engine import label_matrix, train_from_config
 from .errors import PlabError
 from .kernels import Kernel
-from .predict import RULE_INDEX, decision_scores
+from .predict import RULE_INDEX, decision_scores, distinct
 from .units import Unit, threads_for, unit_order
 
 try:  # scikit-learn >= 1.6
@@ -232,7 +232,7 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         if log.hyp_w is None:
             # keep the support vectors only: the log's examples renumbered into them (an increasing
             # map, so the scoring sees the same kernel columns in the same order)
-            sv, inv = np.unique(log.upd_ex, return_inverse=True)
+            sv, inv = distinct(log.upd_ex)
             log = dataclasses.replace(log, upd_ex=inv.astype(log.upd_ex.dtype), n_train=int(sv.size),
                                       order=np.empty(0, dtype=np.int64))
             self.support_ = sv

@@ -58,7 +58,7 @@ from .evaluation import Grid
 from .store import RunFolder, code_fingerprint, data_fingerprint, part_key
 from .units import (  # noqa: F401  (the units' names, re-exported)
     _DATA_CACHE, DATA_LOCK, NESTED_COLUMNS, RESULT_COLUMNS, Part, Unit, eval_epochs, grid_points, load_data, params_string,
-    part_config, plan, plan_parts, preprocess, result_columns, rows_to_csv, run_part, run_unit, threads_for,
+    part_config, part_configs, plan, plan_parts, preprocess, result_columns, rows_to_csv, run_part, run_unit, threads_for,
     peak_rss_mb, reset_peak_rss, unit_data, unit_kernel, unit_order, unit_seed, unit_steps)
 
 #: Seconds between rewrites of timings.json while a run is going (it is always written at the end),
@@ -261,13 +261,11 @@ def part_keys(cfg: ExperimentConfig, parts, fingerprint: str, data_dir=None) -> 
     prints: dict = {}
     keys = {}
     code = code_fingerprint()
-    settings: dict = {}   # the parts of one grid point (its folds) share their resolved config
-    for p in parts:
-        gkey = json.dumps(p.grid_values, sort_keys=True, default=str)
-        if gkey not in settings:
-            pcfg = part_config(cfg, p)
-            settings[gkey] = (pcfg, {**numbers_settings(pcfg), "output": {"float_format": pcfg.output.float_format}})
-        pcfg, d = settings[gkey]
+    settings: dict = {}   # per grid point's config (part_configs shares one among its parts)
+    for p, pcfg in zip(parts, part_configs(cfg, parts)):
+        if id(pcfg) not in settings:
+            settings[id(pcfg)] = {**numbers_settings(pcfg), "output": {"float_format": pcfg.output.float_format}}
+        d = settings[id(pcfg)]
         fp = fingerprint
         if any(k.startswith("dataset.") for k in p.grid_values):
             dkey = json.dumps(d["dataset"], sort_keys=True, default=str)
@@ -304,14 +302,11 @@ def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, exec
     timings = {} if force else folder.read_timings()
     total = 0
     if progress:
-        points: dict = {}   # a grid point's config and data, once for all its parts
-        for p in todo:
-            gkey = json.dumps(p.grid_values, sort_keys=True, default=str)
-            if gkey not in points:
-                pcfg = part_config(cfg, p)
-                points[gkey] = (pcfg, load_data(pcfg, data_dir) if p.grid_values else ds)
-            pcfg, pds = points[gkey]
-            total += sum(unit_steps(pcfg, pds, u) for u in p.units)
+        data: dict = {}   # per grid point's config (part_configs shares one among its parts)
+        for p, pcfg in zip(todo, part_configs(cfg, todo)):
+            if id(pcfg) not in data:
+                data[id(pcfg)] = load_data(pcfg, data_dir) if p.grid_values else ds
+            total += sum(unit_steps(pcfg, data[id(pcfg)], u) for u in p.units)
     n_todo = sum(len(p.units) for p in todo)
     tty = sys.stderr.isatty()
     # two bars: the parts done of those to run (the time left comes from the parts' measured times),

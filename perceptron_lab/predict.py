@@ -39,7 +39,7 @@ import time
 import numba as nb
 import numpy as np
 
-from .counts import counts_at_checkpoints  # noqa: F401  (re-exported: it lived here)
+from .counts import counts_at_checkpoints, few_keys  # noqa: F401  (counts_at_checkpoints re-exported: it lived here)
 from .engine.perceptron import TrainLog, normalizing_factors
 from .hypotheses import VOTE_WEIGHTS, Hypotheses  # noqa: F401  (re-exported)
 from .kernels import LINEAR, Kernel, exact32_heavy_rows, exact32_ok, gram, kernel_diag, sq_norms
@@ -152,7 +152,7 @@ def distinct(ex):
     ex = np.asarray(ex)
     if ex.size and ex.ndim == 1 and np.issubdtype(ex.dtype, np.integer):
         lo, top = int(ex.min()), int(ex.max()) + 1
-        if lo >= 0 and top <= 4 * ex.size + 4096:
+        if lo >= 0 and few_keys(top, ex.size):
             present = np.zeros(top, dtype=bool)
             present[ex] = True
             pos = np.cumsum(present, dtype=np.int64) - 1

@@ -607,6 +607,19 @@ def part_config(cfg: ExperimentConfig, part: Part) -> ExperimentConfig:
     return with_overrides(cfg, part.grid_values) if part.grid_values else cfg
 
 
+def part_configs(cfg: ExperimentConfig, parts) -> list[ExperimentConfig]:
+    """:func:`part_config` of each of ``parts``, resolved once per grid point: the parts of one
+    point (its folds) get the same config object (a config of 7,280 parts has 728 points)."""
+    by_point: dict = {}
+    out = []
+    for p in parts:
+        key = json.dumps(p.grid_values, sort_keys=True, default=str)
+        if key not in by_point:
+            by_point[key] = part_config(cfg, p)
+        out.append(by_point[key])
+    return out
+
+
 def unit_steps(cfg: ExperimentConfig, ds: Dataset, unit: Unit) -> int:
     """Training steps of a unit (what the progress bar counts)."""
     n = len(ds.y_train)
