@@ -462,6 +462,10 @@ class WorkerPool:
         if bar is not None and total > shown:   # counts still in the queue: the bar ends complete
             bar.update(total - shown)
 
+    def submit(self, fn, *args):
+        """Run ``fn(*args)`` (a picklable function) in a worker, queued with the parts; returns its future."""
+        return self._ex.submit(fn, *args)
+
     def close(self, cancel: bool = False) -> None:
         self._ex.shutdown(wait=not cancel, cancel_futures=cancel)
         self._stop.set()

@@ -49,6 +49,9 @@ class Paper:
     combine: Callable | None = None
     reproduce_figures: Callable | None = None
     table_notes: Callable | None = None
+    # False: reproduce_figures(results_dir, data_dir, progress=False) trains runs of its own and
+    # reads no results, so make reproduce draws the figures beside the configs
+    figures_read_runs: bool = True
 
 
 @lru_cache(maxsize=None)

@@ -42,7 +42,7 @@ import numpy as np
 from .counts import counts_at_checkpoints, few_keys  # noqa: F401  (counts_at_checkpoints re-exported: it lived here)
 from .engine.perceptron import TrainLog, normalizing_factors
 from .hypotheses import VOTE_WEIGHTS, Hypotheses  # noqa: F401  (re-exported)
-from .kernels import LINEAR, Kernel, exact32_heavy_rows, exact32_ok, gram, kernel_diag, sq_norms
+from .kernels import LINEAR, POLY, Kernel, exact32_heavy_rows, exact32_ok, gram, kernel_diag, sq_norms
 from .numerics import check_finite_training, check_test_block, overflow_error
 from .scoring import points_per_task, random_by_history, score_block_t
 
@@ -281,7 +281,7 @@ def evaluate_shared(items, kernel: Kernel, X_train, X_test, y_test, binary: bool
     out: list = [None] * len(items)
     shared = []
     for i, (log, vote_weight, seed, rules) in enumerate(items):
-        if (log.hyp_w is None and not log.kernel_normalized and kernel.code == LINEAR
+        if (log.hyp_w is None and not log.kernel_normalized and kernel.code in (LINEAR, POLY)
                 and (rules is None or set(rules) & set(_PER_HYPOTHESIS_RULES))):
             shared.append(i)
     prepared, svs = {}, {}

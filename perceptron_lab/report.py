@@ -330,15 +330,18 @@ def reproduction_lines(rep: Report) -> list[str]:
         configs = log.get("configs") or {}
         full = recorded_seconds(configs)
         computed = sum(full.values())
-        figs = sum(float(t.get("wall_seconds") or 0) for t in (log.get("figures") or {}).values())
+        # figures drawn beside the configs (in their pool) took no time of their own
+        figs = sum(float(t.get("wall_seconds") or 0) for t in (log.get("figures") or {}).values()
+                   if not t.get("side_by_side"))
         jobs = sorted({configs[c].get("jobs") for c in full if configs[c].get("jobs") is not None})
         m = log.get("machine") or {}
         where = f"on {m.get('cpus', '?')} CPUs ({m.get('processor', '?')}), --jobs {', '.join(map(str, jobs)) or '?'}"
         if log.get("side_by_side"):   # the configs shared one pool of workers: their times overlap
             configs_s = float(log.get("wall_seconds") or 0)   # the configs only, figures apart
+            beside = [n for n, t in (log.get("figures") or {}).items() if t.get("side_by_side")]
             line = (f"- `{path}`: {len(full)} of {len(configs)} configs computed from scratch, side by side in "
-                    f"one pool of workers, in {configs_s / 60:.1f} min, plus {figs / 60:.1f} min for the "
-                    f"figures, {where}")
+                    f"one pool of workers" + (f" with {', '.join(beside)}" if beside else "")
+                    + f", in {configs_s / 60:.1f} min, plus {figs / 60:.1f} min for the figures, {where}")
         else:
             line = (f"- `{path}`: {len(full)} of {len(configs)} configs computed from scratch in "
                     f"{computed / 60:.1f} min, plus {figs / 60:.1f} min for the figures, {where}")

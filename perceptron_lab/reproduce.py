@@ -8,8 +8,8 @@ config's last part or its writing finishes (a bar counts the configs done). A co
 not depend on this: each part's rows depend only on its config and the part. Every config and its
 data files are checked before any work starts. Then it merges the Khardon & Wachman table parts,
 draws the combined Freund & Schapire figure and Gentile's Figures 3-5 (margin distributions,
-``results/gentile2001/gentile2001_figure{3,4,5}.png``, about a minute of training of their own),
-writes the report (results/report/) and prints how many compared cells are within the tolerances. ``results/reproduce.json`` keeps the
+``results/gentile2001/gentile2001_figure{3,4,5}.png``, about a minute of training of their own,
+which read no results: with ``--jobs N > 1`` a worker draws them beside the configs), writes the report (results/report/) and prints how many compared cells are within the tolerances. ``results/reproduce.json`` keeps the
 wall time of every config (from the last invocation that computed it, so a reproduction split over
 several invocations still adds up) and of the latest invocation; the next reproduction estimates
 its time left from it.
@@ -97,10 +97,16 @@ def main(argv=None):
     for cfg in cfgs.values():
         verify_inputs(cfg, args.data_dir, note=lambda msg: None)   # each run says its notes itself
     side_by_side = args.jobs > 1 and len(configs) > 1
+    # each paper's figures, for the papers whose configs ran; those that read no results (Gentile's
+    # Figures 3-5 train runs of their own) are drawn in the pool beside the configs
+    figure_papers = [paper for paper in plugins.papers()
+                     if paper.reproduce_figures and any(f"/{paper.name}/" in f"/{c}" for c in configs)]
+    early = [paper.name for paper in figure_papers if side_by_side and not paper.figures_read_runs]
+    drawn: dict = {}
     if side_by_side:
-        run_side_by_side(cfgs, args, earlier, times, t0,
-                         lambda: write_log(log_path, args, None, time.perf_counter() - t0, times, figure_times,
-                                           pool=True))
+        drawn = run_side_by_side(cfgs, args, earlier, times, t0,
+                                 lambda: write_log(log_path, args, None, time.perf_counter() - t0, times,
+                                                   figure_times, pool=True), early)
     else:
         for i, path in enumerate(configs, 1):
             cfg = cfgs[path]
@@ -113,17 +119,20 @@ def main(argv=None):
             write_log(log_path, args, None, time.perf_counter() - t0, times, figure_times)
     total = time.perf_counter() - t0
     print(f"all configs done in {total:.0f} s")
-    # each paper's whole tables and figures, from its runs (Gentile's Figures 3-5 train runs of
-    # their own), for the papers whose configs ran
+    # each paper's whole tables and figures, from its runs
     for paper in plugins.papers():
         if paper.combine:
             paper.combine("results")
-        if paper.reproduce_figures and any(f"/{paper.name}/" in f"/{c}" for c in configs):
-            print(f"{paper.short}: figures", flush=True)
+        if paper in figure_papers:
+            print(f"{paper.short}: figures" + (" (drawn beside the configs)" if paper.name in drawn else ""),
+                  flush=True)
             t1 = time.perf_counter()
-            for p in paper.reproduce_figures("results", args.data_dir):
+            paths, seconds = drawn.get(paper.name) or (paper.reproduce_figures("results", args.data_dir), None)
+            for p in paths:
                 print(f"  {p}")
-            figure_times[f"{paper.name}_figures"] = {"wall_seconds": round(time.perf_counter() - t1, 1)}
+            figure_times[f"{paper.name}_figures"] = {
+                "wall_seconds": round(time.perf_counter() - t1 if seconds is None else seconds, 1),
+                **({"side_by_side": True} if paper.name in drawn else {})}
     if any(c in BUDGET for c in configs):
         print("budget study: the Nyström peer, the mistake curves, figures and summary", flush=True)
         t1 = time.perf_counter()
@@ -207,13 +216,24 @@ def schedule(configs: list, earlier: dict) -> list:
     return sorted(configs, key=cost, reverse=True)
 
 
-def run_side_by_side(cfgs: dict, args, earlier: dict, times: dict, t0: float, save_log) -> None:
+def draw_figures(paper_name: str, results_dir: str, data_dir) -> tuple:
+    """(paths, seconds) of a paper's :attr:`~perceptron_lab.plugins.Paper.reproduce_figures` that
+    reads no results, drawn in a worker of the pool (no progress bar of its own)."""
+    t0 = time.perf_counter()
+    paths = plugins.get(paper_name).reproduce_figures(results_dir, data_dir, progress=False)
+    return [str(p) for p in paths], time.perf_counter() - t0
+
+
+def run_side_by_side(cfgs: dict, args, earlier: dict, times: dict, t0: float, save_log, figures=()) -> dict:
     """Run the configs ``cfgs`` (path -> config) with one pool of ``args.jobs`` worker processes for them all: up to
     ``jobs + 1`` configs are planned, computed and written at once (one thread each), their parts
     queued for the workers in the order the configs started, so that no worker waits while a
     config's last part or its writing finishes. Every config's results are those of a run of its
     own (each part's rows depend only on its config and itself). The first failure stops the
-    reproduction: the workers are stopped, finished parts stay written for a rerun to resume."""
+    reproduction: the workers are stopped, finished parts stay written for a rerun to resume.
+
+    ``figures``: papers whose figures read no results (:func:`draw_figures`), queued first, in a
+    worker beside the configs; returns {paper: (paths, seconds)}."""
     import queue
     import threading
 
@@ -264,6 +284,7 @@ def run_side_by_side(cfgs: dict, args, earlier: dict, times: dict, t0: float, sa
     bar = tqdm(total=len(order), unit="config", desc="configs", dynamic_ncols=True,
                mininterval=0.1 if sys.stderr.isatty() else 30.0)
     with WorkerPool(args.jobs) as pool:
+        drawing = {name: pool.submit(draw_figures, name, "results", args.data_dir) for name in figures}
         lanes = [threading.Thread(target=lane, args=(pool,), daemon=True, name=f"plab-config-{i}")
                  for i in range(min(args.jobs + 1, len(order)))]
         for t in lanes:
@@ -278,6 +299,7 @@ def run_side_by_side(cfgs: dict, args, earlier: dict, times: dict, t0: float, sa
                 bar.update(1)
                 tqdm.write(f"  {path}: {res.ran} run(s) computed, {res.skipped} reused, {wall:.0f} s "
                            f"(elapsed {_minutes(time.perf_counter() - t0)})")
+            return {name: fut.result() for name, fut in drawing.items()}
         except BaseException:
             stop.set()
             pool.terminate()

@@ -237,22 +237,41 @@ def plan(cfg: ExperimentConfig, has_test_split: bool):
 def fold_shared(cfg: ExperimentConfig, ds: Dataset | None = None) -> bool:
     """Whether a config's units are persisted and run one fold at a time across its grid points:
     cross-validation or a held-out test set, a grid of more than one point over settings of the
-    algorithm alone (not its name), the linear kernel and (given the dataset ``ds``) integer
-    features without preprocessing. Those units of a fold train on the same examples and are
-    tested on the same points with the same kernel, so their evaluation computes the kernel block
-    once, against the union of their support examples, exactly
+    algorithm alone (not its name), and (given the dataset ``ds``) integer features without
+    preprocessing; with the linear kernel, or the perceptron in dual form with a polynomial kernel
+    of degree 2 or more in at most one pass (:func:`fold_lockstep`). Those units of a fold train on
+    the same examples and are tested on the same points with the same kernel, so their evaluation
+    computes the kernel block once, against the union of their support examples, exactly
     (:func:`~perceptron_lab.predict.evaluate_shared`): on Khardon & Wachman's MNIST rows, 49 grid
     points of a fold have about 1.2 million support examples in all but 38 thousand distinct ones.
     Other features would be evaluated one unit at a time anyway, and keep one part per grid point."""
     ev = cfg.evaluation
     keys = list(ev.grid)
     ok = (bool(keys) and all(k.startswith("algorithm.") for k in keys) and "algorithm.name" not in keys
-          and len(grid_points(cfg)) > 1 and ev.fold_train_size is None and cfg.kernel.type == "linear"
+          and len(grid_points(cfg)) > 1 and ev.fold_train_size is None
+          and (cfg.kernel.type == "linear" or fold_lockstep(cfg))
           and cfg.algorithm.name not in BUDGET_ALGORITHMS)
     if not ok or ds is None:
         return ok
     return cfg.dataset.preprocess == "none" and all(
         exact32_ok(np.asarray(X, dtype=np.float64)) for X in (ds.X_train, ds.X_test) if X is not None)
+
+
+#: Settings of the perceptron that may differ between runs trained in lockstep.
+LOCKSTEP_KEYS = ("algorithm.eta", "algorithm.theta_init", "algorithm.C", "algorithm.tau", "algorithm.lambda",
+                 "algorithm.alpha_bound")
+
+
+def fold_lockstep(cfg: ExperimentConfig) -> bool:
+    """Whether a fold's grid points train together (:func:`~perceptron_lab.engine.perceptron.train_lockstep`):
+    the perceptron in dual form (a polynomial kernel of degree 2 or more) in float64 for at most
+    one pass, its grid over the perceptron's numeric settings only (:data:`LOCKSTEP_KEYS`). On
+    integer features their single passes over the same order then compute each support vector's
+    kernel values once for all of them, with the same logs as alone."""
+    return (cfg.algorithm.name == "perceptron" and cfg.kernel.type == "poly" and (cfg.kernel.degree or 1) >= 2
+            and cfg.algorithm.form in ("auto", "dual") and cfg.training.dtype == "float64"
+            and cfg.training.epochs <= 1 and bool(cfg.evaluation.grid)
+            and all(k in LOCKSTEP_KEYS for k in cfg.evaluation.grid))
 
 
 def plan_parts(cfg: ExperimentConfig, units, ds: Dataset | None = None) -> list[Part]:
@@ -569,25 +588,35 @@ def _unit_rows(cfg, ucfg, ds, unit, kernel, log, err_m, err_b, n_train: int, n_t
 
 
 def run_shared(cfg: ExperimentConfig, ds: Dataset, units, splits=None, progress=None, unit_done=None, phase=None):
-    """Train the units of one fold across grid points (a :func:`fold_shared` part), then evaluate
-    them together (:func:`~perceptron_lab.predict.evaluate_shared`); returns (rows, timings) in
-    the units' order. A unit's evaluation seconds are its own scan plus its share of the kernel
-    block's."""
+    """Train the units of one fold across grid points (a :func:`fold_shared` part): one after
+    another, or with :func:`fold_lockstep` those of each permutation together
+    (:func:`~perceptron_lab.engine.perceptron.train_lockstep`); then evaluate them together
+    (:func:`~perceptron_lab.predict.evaluate_shared`); returns (rows, timings) in the units' order.
+    A unit's evaluation seconds are its own scan plus its share of the kernel block's."""
     ucfgs: dict = {}
-    trained = []
+    trained = {}
     data = None
     for u in units:
         if u.grid_point not in ucfgs:
             ucfgs[u.grid_point] = with_overrides(cfg, u.grid_values) if u.grid_values else cfg
-        ucfg = ucfgs[u.grid_point]
         if data is None:
             # every unit of the part reads the same fold with the same kernel
-            data = _unit_inputs(ucfg, ds, u, splits)
+            data = _unit_inputs(ucfgs[u.grid_point], ds, u, splits)
+    lockstep = fold_lockstep(cfg)
+    groups: dict = {}
+    for u in units:
+        groups.setdefault(u.permutation if lockstep else id(u), []).append(u)
+    for group in groups.values():
         with threads_for(data[0].size):
-            log, rule_seed = _train_unit(ucfg, ds, u, data, progress, phase)
-        trained.append((u, ucfg, log, rule_seed))
-        if unit_done is not None:
-            unit_done(unit_steps(ucfg, ds, u))
+            if len(group) > 1:
+                logs = _train_lockstep(cfg, ucfgs, ds, group, data, progress, phase)
+            else:
+                logs = [_train_unit(ucfgs[group[0].grid_point], ds, group[0], data, progress, phase)]
+        for u, log in zip(group, logs):
+            trained[id(u)] = (u, ucfgs[u.grid_point]) + tuple(log)
+            if unit_done is not None:
+                unit_done(unit_steps(ucfgs[u.grid_point], ds, u))
+    trained = [trained[id(u)] for u in units]
     Xtr, ytr, Xte, yte, dtype, kernel = data
     if phase is not None:
         phase(f"evaluating {len(units)} runs together")
@@ -601,6 +630,29 @@ def run_shared(cfg: ExperimentConfig, ds: Dataset, units, splits=None, progress=
         rows.extend(r)
         timings.append(tm)
     return rows, timings
+
+
+def _train_lockstep(cfg, ucfgs, ds, group, data, progress=None, phase=None):
+    """[(training log, seed of the random rule)] of the units ``group`` (one fold and permutation,
+    several grid points of a :func:`fold_lockstep` config) on ``data``, trained in lockstep."""
+    from .engine.perceptron import resolve_params, train_lockstep
+
+    Xtr, ytr, _, _, dtype, kernel = data
+    first = ucfgs[group[0].grid_point]
+    orders = [unit_order(ucfgs[u.grid_point], u, len(ytr)) for u in group]
+    order = orders[0][0]
+    if not all(np.array_equal(o, order) for o, _ in orders):
+        raise PlabError(f"{cfg.source}: units {group[0].key} ... trained in lockstep have different orders")
+    seeds = [seed for _, seed in orders]
+    kd = kernel_diag(kernel, Xtr)
+    params = [resolve_params(ucfgs[u.grid_point].algorithm, kd, kernel.value_factor) for u in group]
+    if phase is not None:
+        phase(f"training {len(group)} runs in lockstep ({group[0].key} ...)")
+    tr = first.training
+    logs = train_lockstep(Xtr, label_matrix(ytr, ds.n_classes), kernel, params, order, tr.epochs,
+                          eval_epochs(first)[0], chunk_size=tr.chunk_size, dtype=dtype, progress=progress,
+                          form=first.algorithm.form, cache_limit_gb=tr.cache_limit_gb)
+    return list(zip(logs, seeds))
 
 
 def part_config(cfg: ExperimentConfig, part: Part) -> ExperimentConfig:

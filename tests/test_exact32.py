@@ -150,9 +150,9 @@ def test_a_single_pass_on_integer_features_computes_only_the_columns_still_neede
     widths = []
     real = engine._flush_suffix
 
-    def spy(kernel, Xd, sq, pend_ex, pend_delta, Xc, *a):
-        widths.append(Xc.shape[0])
-        return real(kernel, Xd, sq, pend_ex, pend_delta, Xc, *a)
+    def spy(cols, pend_ex, pend_delta, S, b, dtype):
+        widths.append(S.shape[0] - b)
+        return real(cols, pend_ex, pend_delta, S, b, dtype)
 
     monkeypatch.setattr(engine, "_flush_suffix", spy)
 

@@ -136,8 +136,18 @@ class _FakePool:
     def terminate(self):
         self.terminated = True
 
+    def submit(self, fn, *args):
+        from concurrent.futures import Future
 
-def _side_by_side(tmp_path, monkeypatch, fake_run, configs, jobs=2):
+        fut = Future()
+        try:
+            fut.set_result(fn(*args))
+        except BaseException as exc:  # noqa: BLE001 - as a worker would hand it back
+            fut.set_exception(exc)
+        return fut
+
+
+def _side_by_side(tmp_path, monkeypatch, fake_run, configs, jobs=2, papers=()):
     """``reproduce.main`` over ``configs`` (path -> output folder) with ``fake_run`` in place of the
     runs and a fake worker pool; returns the log it wrote."""
     from types import SimpleNamespace
@@ -153,7 +163,8 @@ def _side_by_side(tmp_path, monkeypatch, fake_run, configs, jobs=2):
     monkeypatch.setattr(R, "write_report", lambda paths, out: (tmp_path / "r.md", tmp_path / "r.html"))
     monkeypatch.setattr(R, "collect", lambda paths: None)
     monkeypatch.setattr(R, "summary_lines", lambda rep: [])
-    monkeypatch.setattr(R.plugins, "papers", lambda: [])
+    monkeypatch.setattr(R.plugins, "papers", lambda: list(papers))
+    monkeypatch.setattr(R.plugins, "get", lambda name: {p.name: p for p in papers}[name])
     monkeypatch.setattr(E, "WorkerPool", _FakePool)
     _FakePool.made.clear()
     R.cli([*configs, "--jobs", str(jobs)])
@@ -188,6 +199,36 @@ def test_configs_run_side_by_side_in_one_pool_never_two_on_one_folder(tmp_path, 
     assert seen["most"] == 3                     # jobs + 1 configs at once, not more
     assert not seen["overlap"]                   # a folder is written by one config at a time
     assert len(_FakePool.made) == 1 and seen["pools"] == {id(_FakePool.made[0])}
+
+
+def test_figures_that_read_no_results_are_drawn_in_the_pool_beside_the_configs(tmp_path, monkeypatch, capsys):
+    from types import SimpleNamespace
+
+    events = []
+
+    def fake_run(cfg, **kw):
+        events.append(("config", cfg.path))
+        return SimpleNamespace(ran=1, skipped=0, run_info={})
+
+    def paper(name, reads):
+        def figures(results_dir, data_dir, progress=True):
+            events.append(("figures", name, progress))
+            return [f"{results_dir}/{name}/{name}_figure1.png"]
+        return SimpleNamespace(name=name, short=name.upper(), combine=None, reproduce_figures=figures,
+                               figures_read_runs=reads)
+
+    papers = [paper("own", False), paper("fromruns", True), paper("absent", False)]
+    log = _side_by_side(tmp_path, monkeypatch, fake_run, {"configs/own/a.yaml": "a", "configs/fromruns/b.yaml": "b"},
+                        papers=papers)
+    # the figures of their own runs went to the pool first (no bar of their own), the others after
+    # every config; a paper without configs in the set draws none
+    assert events[0] == ("figures", "own", False)
+    assert events[-1] == ("figures", "fromruns", True)
+    assert sorted(e[1] for e in events[1:-1]) == ["configs/fromruns/b.yaml", "configs/own/a.yaml"]
+    assert log["figures"]["own_figures"]["side_by_side"] is True
+    assert "side_by_side" not in log["figures"]["fromruns_figures"]
+    out = capsys.readouterr().out
+    assert "OWN: figures (drawn beside the configs)\n  results/own/own_figure1.png" in out
 
 
 def test_a_failing_config_stops_the_side_by_side_reproduction_with_its_error_line(tmp_path, monkeypatch, capsys):
@@ -261,6 +302,9 @@ def test_the_report_states_a_side_by_side_reproduction_by_its_own_wall_time():
     (line,) = reproduction_lines(SimpleNamespace(reproductions=[("results/reproduce.json", log)]))
     assert "3 of 3 configs computed from scratch, side by side" in line
     assert "in 15.0 min, plus 1.0 min for the figures" in line     # not the 30 min their times add to
+    beside = {**log, "figures": {"f": {"wall_seconds": 60.0}, "g_figures": {"wall_seconds": 90.0, "side_by_side": True}}}
+    (line,) = reproduction_lines(SimpleNamespace(reproductions=[("r.json", beside)]))
+    assert "one pool of workers with g_figures, in 15.0 min, plus 1.0 min for the figures" in line
     (line,) = reproduction_lines(SimpleNamespace(reproductions=[("r.json", {**log, "side_by_side": False})]))
     assert "in 30.0 min" in line
 

@@ -113,7 +113,7 @@ def test_one_part_per_fold_writes_the_results_of_one_part_per_grid_point(tmp_pat
     assert shared.ran == alone.ran == 6 * (3 if mode == "kfold" else 9)
 
 
-def test_only_grids_over_the_algorithms_settings_with_the_linear_kernel_share_folds(tmp_path):
+def test_only_grids_over_the_algorithms_settings_with_the_linear_kernel_or_in_lockstep_share_folds(tmp_path):
     base = {"dataset": {"name": "sonar"}, "evaluation": {"mode": "kfold", "grid": {"algorithm.tau": [0, 1]}}}
     cfg = config_from_dict(base)
     assert units.fold_shared(cfg)
@@ -124,7 +124,9 @@ def test_only_grids_over_the_algorithms_settings_with_the_linear_kernel_share_fo
     assert units.fold_shared(user, units.load_data(user))
     scaled = config_from_dict({**base, "dataset": {"path": str(path), "label": "target", "preprocess": "minmax"}})
     assert not units.fold_shared(scaled, units.load_data(scaled))
-    for change in ({"kernel": {"type": "poly", "degree": 2}},
+    # other kernels: the single passes of the dual perceptron (tests/test_lockstep.py) only
+    for change in ({"kernel": {"type": "poly", "degree": 2}, "training": {"epochs": 2}},
+                   {"kernel": {"type": "gaussian", "sigma": 2.0}},
                    {"evaluation": {"mode": "kfold", "grid": {"algorithm.tau": [0, 1], "dataset.name": ["sonar"]}}},
                    {"evaluation": {"mode": "kfold", "grid": {"algorithm.tau": [0]}}},
                    {"evaluation": {"mode": "kfold"}}):

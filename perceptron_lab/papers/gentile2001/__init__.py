@@ -25,11 +25,11 @@ def write_outputs(cfg, table, out, results, n_train=None) -> list[Path]:
                                 suffix="_B" if isinstance(B, (int, float)) else "")
 
 
-def reproduce_figures(results_dir, data_dir=None) -> list[Path]:
-    """Figures 3-5, trained again with the Table configs' settings and orders."""
+def reproduce_figures(results_dir, data_dir=None, progress: bool = True) -> list[Path]:
+    """Figures 3-5, trained again with the Table configs' settings and orders (no results read)."""
     from .figures import gentile_margin_figures
 
-    return gentile_margin_figures(Path(results_dir) / "gentile2001", data_dir=data_dir, progress=True)
+    return gentile_margin_figures(Path(results_dir) / "gentile2001", data_dir=data_dir, progress=progress)
 
 
 def scoring_rule() -> str:
@@ -51,4 +51,5 @@ PAPER = Paper(
              "gentile2001_figure4": "Gentile Figure 4 (margin distributions, artificial data)",
              "gentile2001_figure5": "Gentile Figure 5 (last vs avg margins, artificial data)"},
     reproduce_figures=reproduce_figures,
+    figures_read_runs=False,
 )
