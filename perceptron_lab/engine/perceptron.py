@@ -320,8 +320,7 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
             S0 = S[a:b].copy() if suffix else S[ex]
             Xe = Xd[ex]
             if new_last >= CHUNK_DOTS_MIN_NEW:
-                Xe64 = Xe.astype(np.float64)
-                Dcc = Xe64 @ Xe64.T
+                Dcc = suffix_columns.chunk_dots(a, Xe) if suffix_columns is not None else chunk_dots(Xe)
             if pend_ex.size:
                 G = gram(kernel, Xe, Xd[pend_ex], sq[ex], sq[pend_ex], exact32=exact,
                          B32=Xd32[pend_ex] if exact else None)
@@ -446,6 +445,12 @@ def _merge_pending(pend_ex, pend_delta, ex, delta):
     return uniq, out
 
 
+def chunk_dots(Xe):
+    """The inner products of a chunk's examples with each other, by one float64 GEMM."""
+    Xe64 = Xe.astype(np.float64)
+    return Xe64 @ Xe64.T
+
+
 def _flush_suffix(cols, pend_ex, pend_delta, S, b, dtype):
     """One pass, streamed: add the pending support vectors' contributions to the scores ``S[b:]``
     of the examples still to come (``S`` in training order), their kernel values from ``cols``
@@ -499,6 +504,14 @@ class SharedSuffixColumns(SuffixColumns):
         self.b = -1
         self.computed = 0             # rows computed, for the tests and the curious
         self.columns = 0              # kernel values computed
+        self._dots = (-1, None)       # (chunk start, its inner products)
+
+    def chunk_dots(self, a, Xe):
+        """:func:`chunk_dots` of the chunk starting at step ``a``, computed once for the runs (they
+        are the same examples; the GEMM of integer features is exact, so the same values)."""
+        if self._dots[0] != a:
+            self._dots = (a, chunk_dots(Xe))
+        return self._dots[1]
 
     def prepare(self, b, flushing, holding):
         """Before the flushes at ``b``: ``flushing`` the pending examples of the runs that flush
