@@ -6,9 +6,10 @@ full MNIST permutation); with a grid, one part per grid point holding all its fo
 and permutations (such runs are many and small); with a grid over the algorithm's settings alone,
 the linear kernel and integer features (:func:`fold_shared`), one part per fold holding all its
 grid points, whose evaluation shares one kernel block
-(:func:`~perceptron_lab.predict.evaluate_shared`). Every
-part's rows depend only on the config and the part, so results are byte-identical for any number
-of jobs and after any interruption.
+(:func:`~perceptron_lab.predict.evaluate_shared`); the same for single passes of the dual
+perceptron with a polynomial kernel (:func:`fold_lockstep`), whose grid points also train in
+lockstep. Every part's rows depend only on the config and the part, so results are byte-identical
+for any number of jobs and after any interruption.
 """
 
 from __future__ import annotations

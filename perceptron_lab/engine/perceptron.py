@@ -25,8 +25,10 @@ chunks; inside a chunk the jitted loop adds the contributions of the chunk's own
 the end of a chunk the new support vectors' kernel columns against the whole training set are
 computed in one GEMM and cached, so each support vector costs one kernel column for the whole
 run, however many epochs; runs of one process on the same training set and kernel share these
-columns (:mod:`perceptron_lab.engine.columns`). In primal form (linear kernel) the weight vectors
-are kept explicitly.
+columns (:mod:`perceptron_lab.engine.columns`). A single pass needs no cache: it computes a support
+vector's values against the examples still to come only, and runs of several settings taking the
+same pass go in lockstep, computing those values once for them all (:func:`train_lockstep`). In
+primal form (linear kernel) the weight vectors are kept explicitly.
 
 ALMA_2 (Gentile 2001, Figure 1 with p = 2) runs on the same driver with ``rule = ALMA2`` (see
 :mod:`perceptron_lab.engine.alma`): the engine then works with the normalized kernel
@@ -502,8 +504,7 @@ class SharedSuffixColumns(SuffixColumns):
         self.rows: dict = {}          # example -> row of the current block
         self.cur = None               # the current block (positions b, b + 1, ...)
         self.b = -1
-        self.computed = 0             # rows computed, for the tests and the curious
-        self.columns = 0              # kernel values computed
+        self.computed = 0             # rows computed (each example's once at most)
         self._dots = (-1, None)       # (chunk start, its inner products)
 
     def chunk_dots(self, a, Xe):
@@ -527,7 +528,6 @@ class SharedSuffixColumns(SuffixColumns):
             return
         self.cur = self.compute(need, b)
         self.computed += int(need.size)
-        self.columns += int(self.cur.size)
         self.rows = {e: k for k, e in enumerate(need.tolist())}
         later = set()
         for ex in holding:
@@ -572,15 +572,15 @@ def train_lockstep(X, Y, kernel: Kernel, params_list, order, epochs: float, chec
     order = np.ascontiguousarray(order, dtype=np.int64)
     total = epochs_to_steps(epochs, n)
     primal = kernel.name == "linear" or (kernel.name == "poly" and kernel.degree == 1)
-    together = (len(params_list) > 1 and not primal and form in ("auto", "dual") and kernel.name != "precomputed" and 0 < total <= n
-                and np.dtype(dtype) == np.float64 and all(isinstance(p, PerceptronParams) for p in params_list)
-                and exact32_ok(Xd))
+    together = (len(params_list) > 1 and not primal and form in ("auto", "dual") and kernel.name != "precomputed"
+                and 0 < total <= n and np.dtype(dtype) == np.float64
+                and all(isinstance(p, PerceptronParams) for p in params_list) and exact32_ok(Xd))
     if not together:
         return [train(Xd, Y, kernel, p, order, epochs, checkpoints, chunk_size=chunk_size, dtype=dtype, form=form,
                       cache_limit_gb=cache_limit_gb, progress=progress, flush_at=flush_at) for p in params_list]
     cols = SharedSuffixColumns(kernel, Xd, sq_norms(Xd), order[:total], dtype)
-    runs = [_train_run(Xd, Y, kernel, p, order, epochs, checkpoints, chunk_size, dtype, "dual", 8.0, progress,
-                       flush_at, True, True, False, suffix_columns=cols) for p in params_list]
+    runs = [_train_run(Xd, Y, kernel, p, order, epochs, checkpoints, chunk_size, dtype, "dual", cache_limit_gb,
+                       progress, flush_at, True, True, False, suffix_columns=cols) for p in params_list]
     logs = [None] * len(runs)
     live = list(range(len(runs)))
     while live:
