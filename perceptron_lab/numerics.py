@@ -71,11 +71,19 @@ def check_finite_training(log: TrainLog, hyp: Hypotheses | None, kernel: Kernel,
                         f"{bound:.3g})")
 
 
-def check_test_block(Kt, hyp: Hypotheses, log: TrainLog, kernel: Kernel, dtype) -> None:
-    """Refuse a block of test kernel values that is not finite, or whose scores could overflow the
-    float64 sums of :func:`~perceptron_lab.scoring.score_block_t` (scores, then the averaged rules' sums over steps)."""
+def block_magnitude(Kt) -> float:
+    """The largest absolute value of a block of kernel values (NaN or inf when one is)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        kt = max(abs(float(Kt.max())), abs(float(Kt.min()))) if Kt.size else 0.0
+        return max(abs(float(Kt.max())), abs(float(Kt.min()))) if Kt.size else 0.0
+
+
+def check_test_block(Kt, hyp: Hypotheses, log: TrainLog, kernel: Kernel, dtype, kt: float | None = None) -> None:
+    """Refuse a block of test kernel values that is not finite, or whose scores could overflow the
+    float64 sums of :func:`~perceptron_lab.scoring.score_block_t` (scores, then the averaged rules' sums over steps).
+    ``kt``: the block's :func:`block_magnitude`, when already known (a block shared by several logs)."""
+    if kt is None:
+        kt = block_magnitude(Kt)
+    with np.errstate(over="ignore", invalid="ignore"):
         bound = (kt * score_factor(log, hyp) + float(np.abs(hyp.theta).max())) * (log.total_steps + 1)
     if not np.isfinite(kt):
         raise overflow_error(kernel, dtype, "kernel values between test and training examples",

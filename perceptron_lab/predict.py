@@ -43,11 +43,37 @@ from .counts import counts_at_checkpoints, few_keys  # noqa: F401  (counts_at_ch
 from .engine.perceptron import TrainLog, normalizing_factors
 from .hypotheses import VOTE_WEIGHTS, Hypotheses  # noqa: F401  (re-exported)
 from .kernels import LINEAR, POLY, Kernel, exact32_heavy_rows, exact32_ok, gram, kernel_diag, sq_norms
-from .numerics import check_finite_training, check_test_block, overflow_error
+from .numerics import block_magnitude, check_finite_training, check_test_block, overflow_error
 from .scoring import points_per_task, random_by_history, score_block_t
 
 RULES = ("last", "last_norm", "avg", "avg_norm", "vote", "random", "random_norm", "longest")
 RULE_INDEX = {r: i for i, r in enumerate(RULES)}
+
+#: Bytes of kernel values in one block of test points (support examples x points). The scan reads
+#: the block's rows in the order of the updates, which is the training order and so at random; the
+#: narrower the block, the fewer bytes between its rows. Measured on one Khardon & Wachman Table 3
+#: MNIST fold (49 runs, 7000 test points, the rows of about 40,000 support examples, float32), one
+#: thread, with the rows prefetched (:data:`~perceptron_lab.scoring.PREFETCH_AHEAD`): the
+#: evaluation took 18.0 s with blocks of 2048 points, 16.7-20.1 s with 512, 14.4-15.5 s with 256,
+#: 12.3-13.3 s with 128 and 14.2 s with 64.
+BLOCK_BYTES = 16 << 20
+#: Test points per block and thread, at least: one task of the scan
+#: (:data:`~perceptron_lab.scoring.POINTS_PER_TASK`).
+MIN_BLOCK_POINTS = 128
+#: Test points per block, at most.
+MAX_BLOCK_POINTS = 2048
+
+
+def block_points(n_rows: int, itemsize: int, threads: int | None = None) -> int:
+    """Test points per kernel block for a block of ``n_rows`` support examples (or explicit
+    hypotheses) of ``itemsize`` bytes: within :data:`BLOCK_BYTES`, at least
+    :data:`MIN_BLOCK_POINTS` per thread, at most :data:`MAX_BLOCK_POINTS`. A point's scores do not
+    depend on the block it is in."""
+    threads = nb.get_num_threads() if threads is None else threads
+    fit = BLOCK_BYTES // max(1, n_rows * itemsize)
+    return int(max(MIN_BLOCK_POINTS * threads, min(MAX_BLOCK_POINTS, fit)))
+
+
 def random_slices(seed_seq, n_test: int, cp_steps) -> np.ndarray:
     """One uniform time slice r in {0..T} per (checkpoint, test example).
 
@@ -74,7 +100,7 @@ def _hypotheses(log: TrainLog, kernel: Kernel, X_train, dtype, vote_weight: str,
 
 def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: bool,
              cp_index=None, vote_weight: str = "survival", seed=0, dtype=np.float64,
-             block: int = 2048, rules=None):
+             block: int | None = None, rules=None):
     """Error counts of every rule at the given checkpoints on a test set.
 
     Returns ``(errors_multi, errors_bin)``: arrays of shape (n_cp, n_rules) and
@@ -86,7 +112,7 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
     hypotheses or pick one of them (all but ``vote`` and the random rules), each rule's classifier
     is formed first and the test set scored against it alone, instead of against every
     hypothesis. The normalized rules are computed only when asked for. Rules not computed are
-    reported as -1.
+    reported as -1. ``block``: test points per kernel block (default :func:`block_points`).
     """
     if cp_index is None:
         cp_index = np.arange(log.checkpoint_steps.size)
@@ -123,8 +149,10 @@ def _evaluate_general(log, kernel, hyp, live, partial, longest, Xtr, Xte, y_test
         ucol = hyp.uidx.astype(np.int64)
     else:
         sv, ucol = distinct(hyp.uex)
+    if block is None:
+        block = block_points(Wh.shape[0] if direct else sv.size, np.dtype(dtype).itemsize)
     scan = _Scan(log, hyp, live, partial, longest, y_test, binary, cp_index, seed, rules, kernel, dtype,
-                 out_scores=out_scores)
+                 out_scores=out_scores, block=block)
     nt = Xte.shape[0]
     if direct or given:
         for a in range(0, nt, block):
@@ -215,7 +243,7 @@ class _Scan:
     test points in any order (:meth:`add`); :meth:`errors` gives the error counts summed over them."""
 
     def __init__(self, log, hyp, live, partial, longest, y_test, binary, cp_index, seed, rules, kernel, dtype,
-                 out_scores=None):
+                 out_scores=None, block=None):
         L = log.n_labels
         self.log, self.hyp, self.kernel, self.dtype = log, hyp, kernel, dtype
         self.live, self.partial, self.longest = live, partial, longest
@@ -228,16 +256,18 @@ class _Scan:
         maxh = int(np.diff(hyp.hoff).max()) if L else 0
         self.by_history = random_by_history(cp_index.size, L, maxh)
         self.points = points_per_task(cp_index.size, L, maxh)
+        if block is not None:  # every thread gets a task of the block
+            self.points = max(16, min(self.points, block // nb.get_num_threads()))
         self.ncp = cp_index.size
         self.out_scores = out_scores
         self.err_m = np.zeros((cp_index.size, len(RULES)), dtype=np.int64)
         self.err_b = np.zeros((cp_index.size, len(RULES), L), dtype=np.int64)
 
-    def add(self, KtT, ucol, idx) -> None:
+    def add(self, KtT, ucol, idx, kt=None) -> None:
         """Score the test points ``idx`` from ``KtT`` (support examples x those points), whose row
-        ``ucol[u]`` holds update u's example."""
+        ``ucol[u]`` holds update u's example; ``kt``: the block's magnitude, when known."""
         hyp, L = self.hyp, self.log.n_labels
-        check_test_block(KtT, hyp, self.log, self.kernel, self.dtype)
+        check_test_block(KtT, hyp, self.log, self.kernel, self.dtype, kt)
         m = KtT.shape[1]
         om = np.zeros((self.ncp, len(RULES), m), dtype=np.int8)
         ob = np.zeros((self.ncp, len(RULES), m, L), dtype=np.int8)
@@ -263,7 +293,7 @@ class _Scan:
 
 
 def evaluate_shared(items, kernel: Kernel, X_train, X_test, y_test, binary: bool, dtype=np.float64,
-                    block: int = 2048):
+                    block: int | None = None):
     """:func:`evaluate` for several training logs on the same training and test data and kernel
     (e.g. the grid points of one cross-validation fold): ``items`` are ``(log, vote_weight, seed,
     rules)``. Returns ``[(errors_multi, errors_bin, seconds)]`` in the order of ``items``.
@@ -274,6 +304,7 @@ def evaluate_shared(items, kernel: Kernel, X_train, X_test, y_test, binary: bool
     its rows of that block. The values are exact integers either way (:func:`kernel_blocks`), so
     the errors equal :func:`evaluate`'s for each log alone. The others are evaluated one by one.
     A shared block's seconds are divided among its logs in proportion to their support examples.
+    ``block``: test points per kernel block (default :func:`block_points` of the union).
     """
     Xtr = np.ascontiguousarray(X_train, dtype=dtype)
     Xte = np.ascontiguousarray(X_test, dtype=dtype)
@@ -307,25 +338,29 @@ def evaluate_shared(items, kernel: Kernel, X_train, X_test, y_test, binary: bool
     if not shared:
         return out
     scans, ucols, seconds = {}, {}, {}
+    shared_block = block_points(union.size, np.dtype(dtype).itemsize) if block is None else block
     for i in shared:
         log, vote_weight, seed, rules = items[i]
         (cp_index, hyp, live, partial, longest), seconds[i] = prepared[i]
-        scans[i] = _Scan(log, hyp, live, partial, longest, y_test, binary, cp_index, seed, rules, kernel, dtype)
+        scans[i] = _Scan(log, hyp, live, partial, longest, y_test, binary, cp_index, seed, rules, kernel, dtype,
+                         block=shared_block)
         # each update's row in the shared block
         ucols[i] = np.searchsorted(union, hyp.uex).astype(np.int64)
     kernel_s = 0.0
-    blocks = kernel_blocks(kernel, Xtr[union], Xte, dtype, block)
+    blocks = kernel_blocks(kernel, Xtr[union], Xte, dtype, shared_block)
     while True:
         t0 = time.perf_counter()
         nxt = next(blocks, None)
-        kernel_s += time.perf_counter() - t0
         if nxt is None:
+            kernel_s += time.perf_counter() - t0
             break
         idx, KtT = nxt
         KtT = np.ascontiguousarray(KtT)
+        kt = block_magnitude(KtT)  # once for every log
+        kernel_s += time.perf_counter() - t0
         for i in shared:
             t0 = time.perf_counter()
-            scans[i].add(KtT, ucols[i], idx)
+            scans[i].add(KtT, ucols[i], idx, kt)
             seconds[i] += time.perf_counter() - t0
     total_sv = sum(svs[i].size for i in shared)
     for i in shared:
@@ -344,7 +379,7 @@ _NO_SCORES = np.zeros((1, 1, 1, 1))
 
 
 def decision_scores(log: TrainLog, kernel: Kernel, X_train, X_test, cp_index=None, vote_weight: str = "survival",
-                    seed=0, dtype=np.float64, block: int = 2048):
+                    seed=0, dtype=np.float64, block: int | None = None):
     """Every rule's score per label at the given checkpoints (default: all), from the same jitted
     scoring as :func:`evaluate` (whose predictions are the argmax of these scores, the first label
     on ties, or for one label ``score > 0``). Returns an array (n_cp, n_rules, n_test, n_labels)."""

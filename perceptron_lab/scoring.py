@@ -13,6 +13,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from .prefetch import prefetch_item
+
 #: Test points scanned together by one task (the inner vector loop's length), at most.
 POINTS_PER_TASK = 128
 #: A task's score array (checkpoints x rules x labels x points) is kept within this many values
@@ -25,6 +27,8 @@ TASK_SCORES = 1 << 19
 #: (Freund & Schapire d = 1, 300 checkpoints, 65,000 hypotheses a label: 21 points per task take
 #: 2.5 times as long as 128).
 HYPOTHESES_PER_CHECKPOINT = 2
+#: The scan asks for the block row of the update this many updates ahead (:mod:`perceptron_lab.prefetch`).
+PREFETCH_AHEAD = 4
 
 
 def random_by_history(n_checkpoints: int, n_labels: int, max_hypotheses: int) -> bool:
@@ -112,6 +116,7 @@ def score_block_t(KtT, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull,
         for lab in range(L):
             maxh = max(maxh, hoff[lab + 1] - hoff[lab])
     maxh_n = maxh if need_norm else 0
+    line = max(1, 64 // KtT.itemsize)  # block entries per cache line
     for task in nb.prange(n_tasks):
         x0 = task * B
         m = min(nt, x0 + B) - x0
@@ -170,6 +175,12 @@ def score_block_t(KtT, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull,
                     cu = coef[u]
                     s = scale[h0 + k]
                     th = theta[h0 + k]
+                    ahead = u + PREFETCH_AHEAD
+                    if ahead < ucol.shape[0]:
+                        r_ahead = ucol[ahead]
+                        for j in range(0, m, line):
+                            prefetch_item(KtT, r_ahead, x0 + j)
+                        prefetch_item(KtT, r_ahead, x0 + m - 1)
                     row = KtT[col, x0:x0 + m]
                     if direct:
                         for j in range(m):

@@ -51,3 +51,72 @@ def test_distinct_equals_numpy_unique(values):
     assert sv.dtype == values.dtype and inv.dtype == np.int64
     np.testing.assert_array_equal(inv, want_inv.reshape(-1))
     np.testing.assert_array_equal(sv[inv], values)
+
+
+def test_block_points_fit_the_block_bytes_within_their_bounds():
+    from perceptron_lab.predict import BLOCK_BYTES, MAX_BLOCK_POINTS, MIN_BLOCK_POINTS, block_points
+
+    # Table 3 MNIST's fold: 40,000 support examples of float32 -> one task's worth per thread
+    assert block_points(40_000, 4, threads=1) == MIN_BLOCK_POINTS
+    assert block_points(40_000, 4, threads=2) == 2 * MIN_BLOCK_POINTS
+    # a few hundred support examples (the UCI sets): the largest block
+    assert block_points(300, 8, threads=1) == MAX_BLOCK_POINTS
+    # in between: as many points as fit
+    n = 5_000
+    b = block_points(n, 8, threads=1)
+    assert MIN_BLOCK_POINTS < b < MAX_BLOCK_POINTS
+    assert b * n * 8 <= BLOCK_BYTES < (b + 1) * n * 8
+    assert block_points(0, 8, threads=1) == MAX_BLOCK_POINTS
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_errors_do_not_depend_on_the_block_size(threads):
+    """Blocks narrower than a task, one task per thread, and the default: the same errors for every
+    rule (the scan prefetches rows ahead of the update it scores, up to the last update)."""
+    import numba
+
+    if threads > numba.config.NUMBA_NUM_THREADS:
+        pytest.skip("needs 2 numba threads")
+    rng = np.random.default_rng(8)
+    X, y = rng.integers(0, 9, size=(600, 12)).astype(np.float64), rng.integers(0, 5, 600)
+    Xt, yt = rng.integers(0, 9, size=(517, 12)).astype(np.float64), rng.integers(0, 5, 517)
+    log = train(X, label_matrix(y, 5), Kernel("linear"), PerceptronParams(), rng.permutation(600), 2, [0.5, 1.0, 2.0])
+    before = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        runs = [predict.evaluate(log, Kernel("linear"), X, Xt, yt, False, seed=4, block=b)
+                for b in (None, 2048, 37, 256)]
+    finally:
+        numba.set_num_threads(before)
+    assert runs[0][0].min() >= 0 and runs[0][0].max() > 0
+    for err_m, err_b in runs[1:]:
+        np.testing.assert_array_equal(err_m, runs[0][0])
+        np.testing.assert_array_equal(err_b, runs[0][1])
+
+
+def test_prefetch_changes_no_value_and_takes_only_a_matrix():
+    import numba as nb
+
+    from perceptron_lab.prefetch import prefetch_item
+
+    @nb.njit
+    def rows_sum(A, order):
+        s = 0.0
+        for k in range(order.size):
+            if k + 1 < order.size:
+                prefetch_item(A, order[k + 1], 0)
+            s += A[order[k]].sum()
+        return s
+
+    rng = np.random.default_rng(2)
+    for dtype in (np.float32, np.float64):
+        A = rng.integers(0, 100, size=(50, 33)).astype(dtype)
+        order = rng.permutation(50)
+        assert rows_sum(A, order) == float(A.sum(dtype=np.float64))
+
+    @nb.njit
+    def on_a_vector(v):
+        prefetch_item(v, 0, 0)
+
+    with pytest.raises(nb.core.errors.TypingError):
+        on_a_vector(np.zeros(3))
