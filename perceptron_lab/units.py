@@ -636,7 +636,8 @@ def run_shared(cfg: ExperimentConfig, ds: Dataset, units, splits=None, progress=
 def _train_lockstep(cfg, ucfgs, ds, group, data, progress=None, phase=None):
     """[(training log, seed of the random rule)] of the units ``group`` (one fold and permutation,
     several grid points of a :func:`fold_lockstep` config) on ``data``, trained in lockstep."""
-    from .engine.perceptron import resolve_params, train_lockstep
+    from .engine import perceptron_params
+    from .engine.perceptron import train_lockstep
 
     Xtr, ytr, _, _, dtype, kernel = data
     first = ucfgs[group[0].grid_point]
@@ -645,8 +646,7 @@ def _train_lockstep(cfg, ucfgs, ds, group, data, progress=None, phase=None):
     if not all(np.array_equal(o, order) for o, _ in orders):
         raise PlabError(f"{cfg.source}: units {group[0].key} ... trained in lockstep have different orders")
     seeds = [seed for _, seed in orders]
-    kd = kernel_diag(kernel, Xtr)
-    params = [resolve_params(ucfgs[u.grid_point].algorithm, kd, kernel.value_factor) for u in group]
+    params = perceptron_params([ucfgs[u.grid_point].algorithm for u in group], Xtr, kernel)
     if phase is not None:
         phase(f"training {len(group)} runs in lockstep ({group[0].key} ...)")
     tr = first.training

@@ -12,7 +12,14 @@ from ..constants import BUDGET_ALGORITHMS
 from .alma import AlmaParams, params_from_config, train_alma
 from .budget import BudgetLog, BudgetParams, train_budget
 from .budget import params_from_config as budget_params
-from .perceptron import TrainLog, label_matrix, resolve_params, train
+from .perceptron import PerceptronParams, TrainLog, label_matrix, resolve_params, train
+
+
+def perceptron_params(acfgs, Xtr, kernel) -> list[PerceptronParams]:
+    """The engine parameters of the perceptron algorithm sections ``acfgs`` trained on ``Xtr``
+    (:func:`~perceptron_lab.engine.perceptron.resolve_params`), with K(x, x) computed once for all."""
+    kd = kernel_diag(kernel, Xtr)
+    return [resolve_params(a, kd, kernel.value_factor) for a in acfgs]
 
 
 def train_from_config(ucfg, Xtr, Y, kernel, order, epochs_all, dtype, progress=None, seed=0) -> TrainLog | BudgetLog:
@@ -20,7 +27,7 @@ def train_from_config(ucfg, Xtr, Y, kernel, order, epochs_all, dtype, progress=N
     The budgeted algorithms return a :class:`~perceptron_lab.engine.budget.BudgetLog`."""
     alg = ucfg.algorithm
     if alg.name == "perceptron":
-        params = resolve_params(alg, kernel_diag(kernel, Xtr), kernel.value_factor)
+        params = perceptron_params([alg], Xtr, kernel)[0]
         return train(Xtr, Y, kernel, params, order, ucfg.training.epochs, epochs_all,
                      chunk_size=ucfg.training.chunk_size, dtype=dtype, form=alg.form,
                      cache_limit_gb=ucfg.training.cache_limit_gb, progress=progress)
@@ -41,4 +48,5 @@ def train_from_config(ucfg, Xtr, Y, kernel, order, epochs_all, dtype, progress=N
     raise PlabError(f"{ucfg.source}: algorithm '{alg.name}' is not available yet")
 
 
-__all__ = ["AlmaParams", "BudgetLog", "BudgetParams", "train_budget", "TrainLog", "label_matrix", "train", "train_alma", "train_from_config"]
+__all__ = ["AlmaParams", "BudgetLog", "BudgetParams", "PerceptronParams", "TrainLog", "label_matrix",
+           "perceptron_params", "train", "train_alma", "train_budget", "train_from_config"]
