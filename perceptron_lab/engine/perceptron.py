@@ -290,6 +290,10 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
         # features may round a narrower block differently (small-matrix kernels), which would move
         # the scores in their last bits.
         suffix = stream and total <= n and exact
+        # Several passes: the features in training order, once, so that a chunk's rows are a
+        # slice of them rather than a gather from the whole set at every visit (a chunk never
+        # spans two epochs: chunk_bounds cuts at each epoch's start).
+        Xo = Xd[order] if total > n else None
         if suffix:
             cols = suffix_columns if suffix_columns is not None else SuffixColumns(
                 kernel, Xd, sq, order[:total], rscale if normalized else None, dtype, Xd32)
@@ -298,7 +302,7 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
         raise EngineError("shared suffix columns need a streamed pass over integer features in float64")
     if given:
         pend_ex, pend_delta, pend_work, flush_at, new_last = np.empty(0, np.int64), np.empty((0, L)), 0, 1, 0
-        exact, Xd32, stream, store = False, None, False, None
+        exact, Xd32, stream, store, Xo = False, None, False, None, None
     elif form != "dual":
         Kc = np.empty((1, 1), dtype=dtype)
         Xf = primal_features(kernel, Xd)
@@ -312,6 +316,7 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
     logs = {k: [] for k in bufs}
     cum_cp = np.zeros((cp_steps.size, L), dtype=np.int64)
     cp_ptr = 0
+    pend_rows = None   # the pending examples' features (and float32 copy), gathered when they change
 
     for a, b in zip(bounds[:-1], bounds[1:]):
         pos = np.arange(a, b) % n
@@ -320,12 +325,13 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
         if form == "dual":
             Kcc = Kc[:1, :1]
             S0 = S[a:b].copy() if suffix else S[ex]
-            Xe = Xd[ex]
+            Xe = Xd[ex] if Xo is None else Xo[pos[0]:pos[0] + pos.size]
             if new_last >= CHUNK_DOTS_MIN_NEW:
                 Dcc = suffix_columns.chunk_dots(a, Xe) if suffix_columns is not None else chunk_dots(Xe)
             if pend_ex.size:
-                G = gram(kernel, Xe, Xd[pend_ex], sq[ex], sq[pend_ex], exact32=exact,
-                         B32=Xd32[pend_ex] if exact else None)
+                if pend_rows is None:
+                    pend_rows = (Xd[pend_ex], sq[pend_ex], Xd32[pend_ex] if exact else None)
+                G = gram(kernel, Xe, pend_rows[0], sq[ex], pend_rows[1], exact32=exact, B32=pend_rows[2])
                 if normalized:
                     S0 += rscale[ex, None] * (G @ (rscale[pend_ex, None] * pend_delta).astype(dtype))
                 else:
@@ -363,6 +369,7 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
                 new_last = int((~cached).sum())
                 if not cached.all():
                     pend_ex, pend_delta = _merge_pending(pend_ex, pend_delta, touched[~cached], delta[~cached])
+                    pend_rows = None
                 # flush when the batch is large enough for GEMM speed, or when scoring chunks against
                 # the pending set has cost about as much as a flush's pass over the data
                 flush = bool(pend_ex.size) and (pend_ex.size >= flush_at or pend_work >= 32 * n or b == total)
@@ -375,7 +382,7 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
                         n_slots = _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta,
                                                  cap, cache_limit_gb, dtype, rscale if normalized else None,
                                                  Xd32, stream, store)
-                    pend_ex, pend_delta, pend_work = pend_ex[:0], pend_delta[:0], 0
+                    pend_ex, pend_delta, pend_work, pend_rows = pend_ex[:0], pend_delta[:0], 0, None
             else:
                 rows = Xf[touched].astype(np.float64)
                 if normalized:
