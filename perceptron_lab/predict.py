@@ -44,7 +44,7 @@ from .engine.perceptron import TrainLog, normalizing_factors
 from .hypotheses import VOTE_WEIGHTS, Hypotheses  # noqa: F401  (re-exported)
 from .kernels import LINEAR, POLY, Kernel, exact32_heavy_rows, exact32_ok, gram, kernel_diag, sq_norms
 from .numerics import block_magnitude, check_finite_training, check_test_block, overflow_error
-from .scoring import points_per_task, random_by_history, score_block_t
+from .scoring import points_per_task, random_by_history, random_indices, score_block_t
 
 RULES = ("last", "last_norm", "avg", "avg_norm", "vote", "random", "random_norm", "longest")
 RULE_INDEX = {r: i for i, r in enumerate(RULES)}
@@ -250,9 +250,13 @@ class _Scan:
         self.y_test = np.asarray(y_test, dtype=np.int64)
         self.binary = binary
         self.direct = log.hyp_w is not None
-        self.rs = random_slices(seed, self.y_test.size, log.checkpoint_steps[cp_index])
         self.need_norm = rules is None or bool(set(rules) & set(_NORM_RULES))
         self.need_random = rules is None or bool(set(rules) & set(_RANDOM_RULES))
+        # the random rules' hypothesis of each (checkpoint, label, test point), found once
+        self.rindex = _NO_RINDEX
+        if self.need_random:
+            rs = random_slices(seed, self.y_test.size, log.checkpoint_steps[cp_index])
+            self.rindex = random_indices(hyp.step, hyp.hoff, np.ascontiguousarray(live, dtype=np.int64), rs)
         maxh = int(np.diff(hyp.hoff).max()) if L else 0
         self.by_history = random_by_history(cp_index.size, L, maxh)
         self.points = points_per_task(cp_index.size, L, maxh)
@@ -269,18 +273,19 @@ class _Scan:
         hyp, L = self.hyp, self.log.n_labels
         check_test_block(KtT, hyp, self.log, self.kernel, self.dtype, kt)
         m = KtT.shape[1]
-        om = np.zeros((self.ncp, len(RULES), m), dtype=np.int8)
-        ob = np.zeros((self.ncp, len(RULES), m, L), dtype=np.int8)
+        n_tasks = -(-m // self.points)
+        om = np.zeros((n_tasks, self.ncp, len(RULES)), dtype=np.int64)
+        ob = np.zeros((n_tasks, self.ncp, len(RULES), L), dtype=np.int64)
         out = self.out_scores
         sc = _NO_SCORES if out is None else np.zeros(out.shape[:2] + (m, L))
-        score_block_t(np.ascontiguousarray(KtT), ucol, hyp.coef, hyp.uoff, hyp.hoff, hyp.step, hyp.theta,
+        score_block_t(np.ascontiguousarray(KtT), ucol, hyp.coef, hyp.uoff, hyp.hoff, hyp.theta,
                       hyp.scale, hyp.norm, hyp.wfull, self.live, self.partial, self.longest,
-                      np.ascontiguousarray(self.rs[:, idx]), self.y_test[idx], self.binary, self.direct,
+                      np.ascontiguousarray(self.rindex[:, :, idx]) if self.need_random else _NO_RINDEX, self.y_test[idx], self.binary, self.direct,
                       self.need_norm, self.need_random, om, ob, out is not None, sc, self.points, self.by_history)
         if out is not None:
             out[:, :, idx] = sc
-        self.err_m += m - om.sum(axis=2, dtype=np.int64)
-        self.err_b += m - ob.sum(axis=2, dtype=np.int64)
+        self.err_m += m - om.sum(axis=0)
+        self.err_b += m - ob.sum(axis=0)
 
     def errors(self):
         err_m, err_b = self.err_m, self.err_b
@@ -376,6 +381,7 @@ _RANDOM_RULES = ("random", "random_norm")
 
 
 _NO_SCORES = np.zeros((1, 1, 1, 1))
+_NO_RINDEX = np.zeros((1, 1, 1), dtype=np.int32)
 
 
 def decision_scores(log: TrainLog, kernel: Kernel, X_train, X_test, cp_index=None, vote_weight: str = "survival",

@@ -88,9 +88,34 @@ def _random_index(hstep, h0, k, r):
 
 
 @nb.njit(cache=True, parallel=True)
-def score_block_t(KtT, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull, live, partial, longest,
-                  rslice, y, binary, direct, need_norm, need_random, out_multi, out_bin, want_scores, out_scores,
-                  points, history):
+def random_indices(hstep, hoff, live, rslice):
+    """The random rules' hypothesis per (checkpoint, label, test point): ``out[cp, c, x]`` is the
+    number of label c's updates (hypotheses ``hoff[c] + 1 ...``, steps ``hstep``) among its first
+    ``live[cp, c]`` made at steps <= ``rslice[cp, x]``, the point's time slice; the same number as
+    :func:`_random_index`. Each checkpoint's slices are visited in increasing order and each
+    label's steps walked once alongside them (a merge), instead of a binary search per entry."""
+    ncp, nt = rslice.shape
+    L = hoff.shape[0] - 1
+    out = np.empty((ncp, L, nt), dtype=np.int32)
+    for cp in nb.prange(ncp):
+        order = np.argsort(rslice[cp])
+        for c in range(L):
+            h0 = hoff[c]
+            kmax = live[cp, c]
+            k = 0
+            for t in range(nt):
+                x = order[t]
+                r = rslice[cp, x]
+                while k < kmax and hstep[h0 + 1 + k] <= r:
+                    k += 1
+                out[cp, c, x] = k
+    return out
+
+
+@nb.njit(cache=True, parallel=True)
+def score_block_t(KtT, ucol, coef, uoff, hoff, theta, scale, norm, wfull, live, partial, longest,
+                  rindex, y, binary, direct, need_norm, need_random, right_multi, right_bin, want_scores,
+                  out_scores, points, history):
     """For each test point (column of ``KtT``): every rule's score per label at every checkpoint,
     then correctness.
 
@@ -98,11 +123,13 @@ def score_block_t(KtT, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull,
     ``sum_{j <= k} coef_j KtT[ucol_j, x]`` over the label's updates, or, when ``direct``, the
     row ``KtT[ucol_k, x]`` itself (explicit hypotheses, one row per update).
 
-    out_multi[cp, rule, x] = 1 when the multiclass (or binary) prediction is right;
-    out_bin[cp, rule, x, c] = 1 when label c's binary one-vs-rest prediction is right;
+    The test points are scanned by tasks of ``points`` points (``task = x // points``):
+    right_multi[task, cp, rule] counts the task's points whose multiclass (or binary) prediction is
+    right; right_bin[task, cp, rule, c] those whose label c's binary one-vs-rest prediction is right;
     with ``want_scores``, out_scores[cp, rule, x, c] = the score itself. Without ``need_norm`` the
     normalized scores are not computed, without ``need_random`` the random rules' are not; those
-    rules' outputs are then meaningless. ``points``: test points per task (:func:`points_per_task`);
+    rules' outputs are then meaningless. ``rindex[cp, c, x]``: the random rules' hypothesis of
+    label c for the point (:func:`random_indices`). ``points``: test points per task (:func:`points_per_task`);
     ``history``: how the random rules find their hypothesis (:func:`random_by_history`).
     """
     nt = KtT.shape[1]
@@ -152,7 +179,7 @@ def score_block_t(KtT, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull,
             if sorted_random:
                 for rcp in range(ncp):
                     for j in range(m):
-                        lo[rcp * m + j] = _random_index(hstep, h0, live[rcp, c], rslice[rcp, x0 + j])
+                        lo[rcp * m + j] = rindex[rcp, c, x0 + j]
                 _bucket_order(lo, nh, rorder)
             rp = 0
             lorder = np.argsort(longest[:, c], kind="mergesort")
@@ -243,33 +270,45 @@ def score_block_t(KtT, ucol, coef, uoff, hoff, hstep, theta, scale, norm, wfull,
             elif need_random:  # the hypothesis alive at each point's time slice
                 for rcp in range(ncp):
                     for j in range(m):
-                        q = _random_index(hstep, h0, live[rcp, c], rslice[rcp, x0 + j])
+                        q = rindex[rcp, c, x0 + j]
                         sc[rcp, 5, c, j] = Fh[q * m + j]
                         if need_norm:
                             sc[rcp, 6, c, j] = Fnh[q * m + j]
-        # predictions, reading the scores in memory order (point innermost)
+        # predictions, reading the scores in memory order (point innermost); this task's counts
+        # of right predictions go to its own row of the outputs
         best = np.empty(m, dtype=np.int64)
+        bestv = np.empty(m)
         for cp in range(ncp):
             for rr in range(R):
                 if want_scores:
                     for c in range(L):
                         for j in range(m):
                             out_scores[cp, rr, x0 + j, c] = sc[cp, rr, c, j]
+                if (not need_norm and (rr == 1 or rr == 3 or rr == 6)) or (not need_random and (rr == 5 or rr == 6)):
+                    continue   # not computed: reported as -1 (predict._Scan.errors)
                 if binary:
+                    right = 0
                     for j in range(m):
-                        right = 1 if (1 if sc[cp, rr, 0, j] > 0.0 else 0) == y[x0 + j] else 0
-                        out_multi[cp, rr, x0 + j] = right
-                        out_bin[cp, rr, x0 + j, 0] = right
+                        right += 1 if (1 if sc[cp, rr, 0, j] > 0.0 else 0) == y[x0 + j] else 0
+                    right_multi[task, cp, rr] = right
+                    right_bin[task, cp, rr, 0] = right
                     continue
+                # the first label of the highest score, as a scan over the labels keeping the best
                 for j in range(m):
                     best[j] = 0
+                    bestv[j] = sc[cp, rr, 0, j]
                 for c in range(1, L):
                     for j in range(m):
-                        if sc[cp, rr, c, j] > sc[cp, rr, best[j], j]:
+                        v = sc[cp, rr, c, j]
+                        if v > bestv[j]:
+                            bestv[j] = v
                             best[j] = c
+                right = 0
                 for j in range(m):
-                    out_multi[cp, rr, x0 + j] = 1 if best[j] == y[x0 + j] else 0
+                    right += 1 if best[j] == y[x0 + j] else 0
+                right_multi[task, cp, rr] = right
                 for c in range(L):
+                    right = 0
                     for j in range(m):
-                        pos = sc[cp, rr, c, j] > 0.0
-                        out_bin[cp, rr, x0 + j, c] = 1 if pos == (y[x0 + j] == c) else 0
+                        right += 1 if (sc[cp, rr, c, j] > 0.0) == (y[x0 + j] == c) else 0
+                    right_bin[task, cp, rr, c] = right
