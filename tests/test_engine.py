@@ -326,3 +326,18 @@ def test_counts_at_checkpoints_do_not_depend_on_the_logs_order():
     assert a["mistakes"][-1].sum() == log.n_updates
     for k in a:
         np.testing.assert_array_equal(a[k], b[k])
+
+
+@pytest.mark.parametrize("shape", [(9000, 37), (4096, 5), (4097, 64), (1, 3), (0, 4)])  # 4096 rows a block
+def test_sq_norms64_equals_the_norms_of_a_float64_copy(shape):
+    """kernel_diag's block-wise float64 norms are bit for bit those of a whole float64 copy, on
+    float32 rows with fractional values (where the order of the sum would show) and on a strided view."""
+    from perceptron_lab.kernels import sq_norms, sq_norms64
+
+    rng = np.random.default_rng(shape[0])
+    X = (rng.standard_normal(shape) * 3.7).astype(np.float32)
+    for A in (X, X[::2, ::-1]):
+        want = sq_norms(np.asarray(A, dtype=np.float64))
+        got = sq_norms64(A)
+        assert got.dtype == np.float64 and got.shape == want.shape
+        assert np.array_equal(got, want)
