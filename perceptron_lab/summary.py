@@ -23,7 +23,8 @@ def rule_order(rows, rules=()) -> list[str]:
     """Summary rows: the error rules (the config's order, each followed by its normalized form),
     then anything else, then the counts."""
     rows = list(rows)
-    first = [r for base in rules for r in (base, f"{base}_norm") if r in rows]
+    # a config may name a normalized rule itself (Freund & Schapire's list does): once each
+    first = list(dict.fromkeys(r for base in rules for r in (base, f"{base}_norm") if r in rows))
     rest = [r for r in rows if r not in first and r not in COUNT_ROWS]
     return first + rest + [r for r in COUNT_ROWS if r in rows]
 

@@ -78,3 +78,10 @@ def test_nested_summary_prints_the_choices_and_inner_cv_error(tmp_path):
     line = next(x for x in text.splitlines() if x.strip().startswith("tau") and " avg " in x)
     assert f"chosen {r['choices']}" in line and f"inner-CV error {expect:.2f}" in line
     assert f"outer test error {r['error_pct']:.2f}" in line
+
+
+def test_rule_order_lists_a_rule_once_when_the_config_names_its_normalized_form():
+    """Freund & Schapire's configs list avg and avg_norm both: the summary has one row of each."""
+    rows = ["avg", "avg_norm", "last", "last_norm", "vote", "mistakes"]
+    rules = ["vote", "avg", "avg_norm", "last", "last_norm"]
+    assert rule_order(rows, rules) == ["vote", "avg", "avg_norm", "last", "last_norm", "mistakes"]
