@@ -141,9 +141,10 @@ def check_writable(out: Path):
 
 
 def data_fingerprint(ds) -> str:
-    """blake2b of the arrays a run reads (training and test features and labels, with their shapes
-    and types): any change of the data files' contents changes it."""
-    h = hashlib.blake2b(digest_size=16)
+    """SHA-256 (its first 16 bytes) of the arrays a run reads (training and test features and
+    labels, with their shapes and types): any change of the data files' contents changes it.
+    SHA-256, not blake2b: processors with SHA instructions hash it about twice as fast."""
+    h = hashlib.sha256()
     for a in (ds.X_train, ds.y_train, ds.X_test, ds.y_test):
         if a is None:
             h.update(b"none")
@@ -151,7 +152,7 @@ def data_fingerprint(ds) -> str:
         a = np.ascontiguousarray(a)
         h.update(f"{a.dtype.str}{a.shape}".encode())
         h.update(memoryview(a).cast("B"))
-    return h.hexdigest()
+    return h.hexdigest()[:32]
 
 
 _CODE: list = []
