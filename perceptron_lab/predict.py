@@ -278,10 +278,11 @@ class _Scan:
         ob = np.zeros((n_tasks, self.ncp, len(RULES), L), dtype=np.int64)
         out = self.out_scores
         sc = _NO_SCORES if out is None else np.zeros(out.shape[:2] + (m, L))
+        rindex = np.ascontiguousarray(self.rindex[:, :, idx]) if self.need_random else _NO_RINDEX
         score_block_t(np.ascontiguousarray(KtT), ucol, hyp.coef, hyp.uoff, hyp.hoff, hyp.theta,
-                      hyp.scale, hyp.norm, hyp.wfull, self.live, self.partial, self.longest,
-                      np.ascontiguousarray(self.rindex[:, :, idx]) if self.need_random else _NO_RINDEX, self.y_test[idx], self.binary, self.direct,
-                      self.need_norm, self.need_random, om, ob, out is not None, sc, self.points, self.by_history)
+                      hyp.scale, hyp.norm, hyp.wfull, self.live, self.partial, self.longest, rindex,
+                      self.y_test[idx], self.binary, self.direct, self.need_norm, self.need_random, om, ob,
+                      out is not None, sc, self.points, self.by_history)
         if out is not None:
             out[:, :, idx] = sc
         self.err_m += m - om.sum(axis=0)

@@ -73,27 +73,14 @@ def sign_of(v):
     return 0.0
 
 
-@nb.njit(cache=True)
-def _random_index(hstep, h0, k, r):
-    """The number of a label's updates (hypotheses h0+1 ... h0+k, steps ``hstep``) at steps <= r."""
-    lo = 0
-    hi = k
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if hstep[h0 + 1 + mid] <= r:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
 @nb.njit(cache=True, parallel=True)
 def random_indices(hstep, hoff, live, rslice):
     """The random rules' hypothesis per (checkpoint, label, test point): ``out[cp, c, x]`` is the
     number of label c's updates (hypotheses ``hoff[c] + 1 ...``, steps ``hstep``) among its first
-    ``live[cp, c]`` made at steps <= ``rslice[cp, x]``, the point's time slice; the same number as
-    :func:`_random_index`. Each checkpoint's slices are visited in increasing order and each
-    label's steps walked once alongside them (a merge), instead of a binary search per entry."""
+    ``live[cp, c]`` made at steps <= ``rslice[cp, x]``, the point's time slice. Each checkpoint's
+    slices are visited in increasing order and each label's steps walked once alongside them (a
+    merge), instead of a binary search per entry: Freund & Schapire's runs ask for 300 checkpoints,
+    ten labels and 10,000 test points, 3e7 entries."""
     ncp, nt = rslice.shape
     L = hoff.shape[0] - 1
     out = np.empty((ncp, L, nt), dtype=np.int32)

@@ -120,3 +120,34 @@ def test_prefetch_changes_no_value_and_takes_only_a_matrix():
 
     with pytest.raises(nb.core.errors.TypingError):
         on_a_vector(np.zeros(3))
+
+
+def test_random_indices_equal_a_search_per_entry():
+    """Each (checkpoint, label, point)'s hypothesis of the random rules is the count of the label's
+    first live[cp, c] updates made at steps <= the point's slice: checked against numpy's
+    searchsorted entry by entry, with slices equal to update steps (the bound is inclusive), slices
+    before the first update and past the last live one, and a label with no update at all."""
+    from perceptron_lab.scoring import random_indices
+
+    rng = np.random.default_rng(5)
+    steps = [np.sort(rng.choice(np.arange(1, 500), size=k, replace=False)) for k in (40, 1, 0, 17)]
+    hoff = np.zeros(len(steps) + 1, dtype=np.int64)
+    hstep = [np.zeros(1, dtype=np.int64)]
+    for c, st in enumerate(steps):    # hypothesis 0 of a label (before any update) has step 0
+        hstep += [np.zeros(1, dtype=np.int64), st.astype(np.int64)]
+        hoff[c + 1] = hoff[c] + 1 + st.size
+    hstep = np.concatenate(hstep[1:])
+    T = np.array([60, 250, 499, 499])
+    live = np.array([[np.searchsorted(st, t, side="right") for st in steps] for t in T], dtype=np.int64)
+    live[3] = [min(5, v) for v in live[3]]     # fewer live hypotheses than updates at <= T
+    rslice = np.stack([rng.integers(0, t + 1, size=300) for t in T]).astype(np.int64)
+    rslice[:, :40] = np.stack([np.resize(steps[0][steps[0] <= t], 40) if (steps[0] <= t).any()
+                               else np.zeros(40, dtype=np.int64) for t in T])
+    got = random_indices(hstep, hoff, live, rslice)
+    assert got.shape == (T.size, len(steps), 300)
+    for cp in range(T.size):
+        for c, st in enumerate(steps):
+            first = st[:live[cp, c]]
+            want = np.searchsorted(first, rslice[cp], side="right")
+            assert np.array_equal(got[cp, c], want), (cp, c)
+    assert got[:, 2].max() == 0 and got[:, 0].max() > 0
