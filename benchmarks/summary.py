@@ -140,7 +140,11 @@ NOTES = {
         "cache). limit s = 2 x support vectors x (train + test examples) x features / GEMM rate: the "
         "arithmetic no implementation of the dual-form run can avoid, at the float32 GEMM rate measured "
         "just before and just after the run (their mean; both are in the CSV). fraction of the limit = "
-        "limit s / wall s (and / (train s + eval s), without start-up and data loading).",
+        "limit s / wall s (and / (train s + eval s), without start-up and data loading). The GEMM rate "
+        "is measured on memory already mapped; the run writes its kernel cache (about 2 GB) into fresh "
+        "memory, which on a virtual machine whose host backs memory lazily costs up to 2 s per GB to map "
+        "(a 2.16 GB fill: 4.6 s after the machine idled, 0.24 s right after another process freed memory), "
+        "so its training time varies by several seconds from run to run.",
     ],
     "scaling": [
         "The case-5 run (every rule, every checkpoint and every tenth of an epoch evaluated on the test "
