@@ -73,6 +73,13 @@ def sign_of(v):
     return 0.0
 
 
+@nb.njit(cache=True, inline="always")
+def rule_skipped(rr, need_norm, need_random):
+    """Whether the scan leaves rule row ``rr`` uncomputed: the normalized rules (rows 1, 3, 6)
+    without ``need_norm``, the random ones (rows 5, 6) without ``need_random``."""
+    return (not need_norm and (rr == 1 or rr == 3 or rr == 6)) or (not need_random and (rr == 5 or rr == 6))
+
+
 @nb.njit(cache=True, parallel=True)
 def random_indices(hstep, hoff, live, rslice):
     """The random rules' hypothesis per (checkpoint, label, test point): ``out[cp, c, x]`` is the
@@ -137,8 +144,7 @@ def score_block_t(KtT, ucol, coef, uoff, hoff, theta, scale, norm, wfull, live, 
         # every computed rule's entry is written at its checkpoint; the others are zero
         sc = np.empty((ncp, R, L, m))
         for rr in range(R):
-            skipped = (not need_norm and (rr == 1 or rr == 3 or rr == 6)) or (not need_random and (rr == 5 or rr == 6))
-            if skipped:
+            if rule_skipped(rr, need_norm, need_random):
                 for zcp in range(ncp):
                     for c in range(L):
                         for j in range(m):
@@ -271,7 +277,7 @@ def score_block_t(KtT, ucol, coef, uoff, hoff, theta, scale, norm, wfull, live, 
                     for c in range(L):
                         for j in range(m):
                             out_scores[cp, rr, x0 + j, c] = sc[cp, rr, c, j]
-                if (not need_norm and (rr == 1 or rr == 3 or rr == 6)) or (not need_random and (rr == 5 or rr == 6)):
+                if rule_skipped(rr, need_norm, need_random):
                     continue   # not computed: reported as -1 (predict._Scan.errors)
                 if binary:
                     right = 0
