@@ -70,6 +70,9 @@ def main():
       plab data list                    # which datasets exist and where they are read from
       plab config check my.yaml         # validate a config without running it
     """
+    from .hugepages import configure
+
+    configure()
 
 
 def _load(config, overrides=(), multirun=False):

@@ -44,6 +44,7 @@ from pathlib import Path
 from . import plugins
 from .config import load_config
 from .errors import PlabError
+from .hugepages import configure as configure_huge_pages
 from .experiment import run_experiment, verify_inputs
 from .store import atomic_write_text
 from .units import peak_rss_mb
@@ -78,6 +79,7 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (default 1); above 1, the configs run side by side in one pool")
     ap.add_argument("--list", action="store_true", help="print the configs and exit")
     args = ap.parse_args(argv)
+    configure_huge_pages()
     os.chdir(ROOT)
     configs = args.configs or SETS[args.set]
     if args.list:
