@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from perceptron_lab.hugepages import configure as configure_huge_pages
+from perceptron_lab.runtime import configure as configure_process
 
 from . import __doc__ as PACKAGE_DOC
 from .cases import (
@@ -46,8 +46,8 @@ def main(argv=None):
     ap.add_argument("--out", default=str(ROOT / "results" / "bench"))
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    # the children (plab run, the workers) run with the page advice plab's commands choose
-    configure_huge_pages()
+    # the children (plab run, the workers) run with the process settings of plab's commands
+    configure_process()
     if args.worker is not None:
         worker_main(json.loads(args.worker))
         return

@@ -70,9 +70,9 @@ def main():
       plab data list                    # which datasets exist and where they are read from
       plab config check my.yaml         # validate a config without running it
     """
-    from .hugepages import configure
+    from .runtime import configure
 
-    configure()
+    configure()   # before numpy loads OpenBLAS, which reads its settings once
 
 
 def _load(config, overrides=(), multirun=False):

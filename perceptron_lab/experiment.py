@@ -54,7 +54,7 @@ from .config import ExperimentConfig, with_overrides
 from .datasets.base import Dataset
 from .engine import columns
 from .errors import PlabError
-from .hugepages import state as huge_pages_state
+from .runtime import settings as runtime_settings
 from .evaluation import Grid
 from .store import RunFolder, code_fingerprint, data_fingerprint, part_key
 from .units import (  # noqa: F401  (the units' names, re-exported)
@@ -92,7 +92,7 @@ def versions():
 
     return {"perceptron_lab": __version__, "python": sys.version.split()[0], "numpy": np.__version__,
             "numba": numba.__version__, "pandas": pd.__version__, "platform": platform.platform(),
-            "machine": platform.machine(), "cpus": os.cpu_count(), "numpy_huge_pages": huge_pages_state()}
+            "machine": platform.machine(), "cpus": os.cpu_count(), **runtime_settings()}
 
 
 def results_hash(cfg: ExperimentConfig) -> str:

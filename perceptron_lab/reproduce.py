@@ -40,16 +40,19 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .runtime import configure as configure_process
 
-from . import plugins
-from .config import load_config
-from .errors import PlabError
-from .hugepages import configure as configure_huge_pages
-from .experiment import run_experiment, verify_inputs
-from .store import atomic_write_text
-from .units import peak_rss_mb
-from .report import collect, read_log, recorded_seconds, summary_lines, write_report
-from .studies import budget as budget_study
+if __name__ == "__main__":
+    configure_process()   # plab's process settings, before numpy loads OpenBLAS (perceptron_lab.runtime)
+
+from . import plugins  # noqa: E402  (after the process settings)
+from .config import load_config  # noqa: E402
+from .errors import PlabError  # noqa: E402
+from .experiment import run_experiment, verify_inputs  # noqa: E402
+from .store import atomic_write_text  # noqa: E402
+from .units import peak_rss_mb  # noqa: E402
+from .report import collect, read_log, recorded_seconds, summary_lines, write_report  # noqa: E402
+from .studies import budget as budget_study  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -79,7 +82,7 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (default 1); above 1, the configs run side by side in one pool")
     ap.add_argument("--list", action="store_true", help="print the configs and exit")
     args = ap.parse_args(argv)
-    configure_huge_pages()
+    configure_process()   # again when called as a function: huge pages apply at once, the spin to workers
     os.chdir(ROOT)
     configs = args.configs or SETS[args.set]
     if args.list:

@@ -1,4 +1,5 @@
-"""numpy's huge-page advice in plab's commands (perceptron_lab.hugepages)."""
+"""The process settings of plab's commands (perceptron_lab.runtime): numpy's huge-page advice,
+OpenBLAS's idle spin."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sys
 
 import pytest
 
-from perceptron_lab import hugepages as H
+from perceptron_lab import runtime as H
 
 
 def _sysfs(tmp_path, enabled, defrag):
@@ -38,27 +39,34 @@ def test_modes_of_a_missing_folder_are_none(tmp_path):
 ])
 def test_advice_is_turned_off_only_where_advised_faults_wait(tmp_path, enabled, defrag, waits):
     root = _sysfs(tmp_path, enabled, defrag)
-    env = {}
-    assert H.configure(env, root) is waits
-    assert env == ({H.ENV: "0"} if waits else {})
+    env = {H.SPIN_ENV: "28"}
+    assert H.configure(env, root) == ([H.HUGEPAGE_ENV] if waits else [])
+    assert env == ({H.HUGEPAGE_ENV: "0", H.SPIN_ENV: "28"} if waits else {H.SPIN_ENV: "28"})
 
 
 def test_a_users_setting_is_kept(tmp_path):
     root = _sysfs(tmp_path, "always [madvise] never", "always defer defer+madvise [madvise] never")
     for value in ("1", "0"):
-        env = {H.ENV: value}
-        assert H.configure(env, root) is False
-        assert env == {H.ENV: value}
+        env = {H.HUGEPAGE_ENV: value, H.SPIN_ENV: "30"}
+        assert H.configure(env, root) == []
+        assert env == {H.HUGEPAGE_ENV: value, H.SPIN_ENV: "30"}
 
 
 def test_no_sysfs_changes_nothing(tmp_path):
+    env = {H.SPIN_ENV: "28"}
+    assert H.configure(env, tmp_path / "absent") == []
+    assert env == {H.SPIN_ENV: "28"}
+
+
+def test_the_openblas_spin_is_set_unless_the_user_set_it(tmp_path):
     env = {}
-    assert H.configure(env, tmp_path / "absent") is False
-    assert env == {}
+    assert H.configure(env, tmp_path / "absent") == [H.SPIN_ENV]
+    assert env == {H.SPIN_ENV: str(H.SPIN_LOG2_CYCLES)}
+    assert 4 <= H.SPIN_LOG2_CYCLES < 28   # OpenBLAS's range, and shorter than its default
 
 
 def _child_state(queue):
-    queue.put(H.state())
+    queue.put(H.huge_pages())
 
 
 def test_spawned_processes_inherit_the_choice(tmp_path, monkeypatch):
@@ -66,13 +74,14 @@ def test_spawned_processes_inherit_the_choice(tmp_path, monkeypatch):
     numpy and a spawned worker's (the executors' start method) no longer advise huge pages."""
     import multiprocessing as mp
 
-    before = H.state()
-    monkeypatch.delenv(H.ENV, raising=False)
+    before = H.huge_pages()
+    monkeypatch.delenv(H.HUGEPAGE_ENV, raising=False)
+    monkeypatch.setenv(H.SPIN_ENV, "28")
     monkeypatch.setattr(H, "THP_DIR", _sysfs(tmp_path, "always [madvise] never",
                                              "always defer defer+madvise [madvise] never"))
     try:
-        assert H.configure() is True
-        assert H.state() is False
+        assert H.configure() == [H.HUGEPAGE_ENV]
+        assert H.huge_pages() is False
         ctx = mp.get_context("spawn")
         queue = ctx.Queue()
         child = ctx.Process(target=_child_state, args=(queue,))
@@ -84,14 +93,33 @@ def test_spawned_processes_inherit_the_choice(tmp_path, monkeypatch):
         H._numpy_switch(bool(before))
 
 
-@pytest.mark.parametrize("value, advised", [("0", False), ("1", True)])
-def test_plab_run_keeps_the_users_setting_and_records_it(tmp_path, data_dir, value, advised):
-    """``plab run`` as a user runs it, with NUMPY_MADVISE_HUGEPAGE set: kept, and run.json's
-    versions record the advice the run had."""
+@pytest.mark.parametrize("value, advised, spin, spin_run", [("0", False, None, "22"), ("1", True, "30", "30")])
+def test_plab_run_keeps_the_users_settings_and_records_them(tmp_path, data_dir, value, advised, spin, spin_run):
+    """``plab run`` as a user runs it, with NUMPY_MADVISE_HUGEPAGE set and OPENBLAS_THREAD_TIMEOUT
+    set or not: the user's values are kept, plab's spin is used otherwise, and run.json's versions
+    record both."""
     out = tmp_path / "out"
-    env = dict(os.environ, **{H.ENV: value})
+    env = {k: v for k, v in os.environ.items() if k != H.SPIN_ENV}
+    env[H.HUGEPAGE_ENV] = value
+    if spin is not None:
+        env[H.SPIN_ENV] = spin
     cmd = [sys.executable, "-m", "perceptron_lab.cli", "run", "quickstart", "training.epochs=2",
            "training.checkpoints=[1,2]", "evaluation.folds=2", "--out", str(out), "-q", "--data-dir", str(data_dir)]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    assert json.loads((out / "run.json").read_text())["versions"]["numpy_huge_pages"] is advised
+    versions = json.loads((out / "run.json").read_text())["versions"]
+    assert versions["numpy_huge_pages"] is advised
+    assert versions["openblas_thread_timeout"] == spin_run
+
+
+def test_a_spin_set_after_openblas_loaded_is_not_recorded_as_in_effect(tmp_path, monkeypatch):
+    """In a process whose numpy (and OpenBLAS) loaded before configure(), the spin reaches the
+    workers only: run.json's value for the process is OpenBLAS's default (None)."""
+    import numpy  # noqa: F401  (loaded, as in a test or a notebook)
+
+    monkeypatch.delenv(H.SPIN_ENV, raising=False)
+    monkeypatch.setenv(H.HUGEPAGE_ENV, "1")
+    monkeypatch.setattr(H, "_spin_late", False)
+    assert H.configure() == [H.SPIN_ENV]
+    assert os.environ[H.SPIN_ENV] == str(H.SPIN_LOG2_CYCLES)
+    assert H.settings()["openblas_thread_timeout"] is None
