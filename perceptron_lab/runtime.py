@@ -1,4 +1,5 @@
-"""Process settings of plab's own commands: numpy's huge-page advice and OpenBLAS's idle spin.
+"""Process settings of plab's own commands: numpy's huge-page advice, OpenBLAS's idle spin and
+OpenMP's wait policy.
 
 Both change how fast memory and threads are had, never a value. They apply in ``plab``,
 ``python -m perceptron_lab.reproduce`` and the benchmarks, and in the workers these start (which
@@ -26,6 +27,13 @@ the next, and sleep during a scan. Measured on case 5's evaluation (one permutat
 ``configs/mnist_d4.yaml``): the scan took 0.95-1.28 s with the default and 0.49-0.54 s with a short
 spin. OpenBLAS reads the variable when it loads, so it is set before numpy is imported where plab
 starts the process, and in the workers it starts; other BLAS libraries ignore it.
+
+**OpenMP's wait policy.** numba's parallel loops run on OpenMP threads, which by default also spin
+after a loop before they sleep, taking the cores from the GEMM that follows (the evaluation computes
+a test block's kernel values right after scanning the previous block). plab sets
+``OMP_WAIT_POLICY=PASSIVE``: the threads sleep at once. Measured on case 5's evaluation: its test
+kernel blocks took 0.70-0.72 s instead of 0.85-0.88 s (the arithmetic at the measured GEMM rate is
+0.71 s).
 """
 
 from __future__ import annotations
@@ -36,14 +44,15 @@ from pathlib import Path
 
 HUGEPAGE_ENV = "NUMPY_MADVISE_HUGEPAGE"
 SPIN_ENV = "OPENBLAS_THREAD_TIMEOUT"
+WAIT_ENV = "OMP_WAIT_POLICY"
 #: log2 of the processor cycles OpenBLAS's idle workers spin before they sleep (OpenBLAS: 28)
 SPIN_LOG2_CYCLES = 22
 THP_DIR = Path("/sys/kernel/mm/transparent_hugepage")
 #: defrag modes in which a fault in an MADV_HUGEPAGE region waits for reclaim and compaction
 STALLING_DEFRAG = ("always", "madvise", "defer+madvise")
-# set by configure() when it set the spin after this process had loaded numpy (and OpenBLAS): the
-# workers get it, this process keeps OpenBLAS's default
-_spin_late = False
+# the variables configure() set after this process had loaded the library that reads them (numpy's
+# OpenBLAS, numba's OpenMP threads): the workers get them, this process keeps the libraries' defaults
+_late: set = set()
 
 
 def selected(text: str) -> str | None:
@@ -94,13 +103,24 @@ def configure(environ=os.environ, root: Path | None = None) -> list[str]:
         made.append(HUGEPAGE_ENV)
         if environ is os.environ:
             _numpy_switch(False)
-    if SPIN_ENV not in environ:
-        environ[SPIN_ENV] = str(SPIN_LOG2_CYCLES)
-        made.append(SPIN_ENV)
-        if environ is os.environ and "numpy" in sys.modules:
-            global _spin_late
-            _spin_late = True
+    for name, value, loaded in ((SPIN_ENV, str(SPIN_LOG2_CYCLES), _openblas_loaded),
+                                (WAIT_ENV, "PASSIVE", _openmp_started)):
+        if name not in environ:
+            environ[name] = value
+            made.append(name)
+            if environ is os.environ and loaded():
+                _late.add(name)
     return made
+
+
+def _openblas_loaded() -> bool:
+    return "numpy" in sys.modules
+
+
+def _openmp_started() -> bool:
+    """Has numba started its thread pool (which reads OMP_WAIT_POLICY) in this process?"""
+    parallel = sys.modules.get("numba.np.ufunc.parallel")
+    return parallel is not None and bool(getattr(parallel, "_is_initialized", True))
 
 
 def huge_pages() -> bool | None:
@@ -112,11 +132,14 @@ def huge_pages() -> bool | None:
 
 
 def settings() -> dict:
-    """This process's settings, for run.json: numpy's huge-page advice, and the OpenBLAS spin in
-    effect here (None: OpenBLAS's default)."""
-    spin = None if _spin_late else os.environ.get(SPIN_ENV)
-    return {"numpy_huge_pages": huge_pages(), "openblas_thread_timeout": spin}
+    """This process's settings, for run.json: numpy's huge-page advice, and the OpenBLAS spin and
+    OpenMP wait policy in effect here (None: the library's default)."""
+    def env(name):
+        return None if name in _late else os.environ.get(name)
+
+    return {"numpy_huge_pages": huge_pages(), "openblas_thread_timeout": env(SPIN_ENV),
+            "omp_wait_policy": env(WAIT_ENV)}
 
 
-__all__ = ["HUGEPAGE_ENV", "SPIN_ENV", "SPIN_LOG2_CYCLES", "STALLING_DEFRAG", "selected", "thp_modes",
+__all__ = ["HUGEPAGE_ENV", "SPIN_ENV", "WAIT_ENV", "SPIN_LOG2_CYCLES", "STALLING_DEFRAG", "selected", "thp_modes",
            "advice_waits", "configure", "huge_pages", "settings"]

@@ -39,30 +39,36 @@ def test_modes_of_a_missing_folder_are_none(tmp_path):
 ])
 def test_advice_is_turned_off_only_where_advised_faults_wait(tmp_path, enabled, defrag, waits):
     root = _sysfs(tmp_path, enabled, defrag)
-    env = {H.SPIN_ENV: "28"}
+    user = {H.SPIN_ENV: "28", H.WAIT_ENV: "ACTIVE"}
+    env = dict(user)
     assert H.configure(env, root) == ([H.HUGEPAGE_ENV] if waits else [])
-    assert env == ({H.HUGEPAGE_ENV: "0", H.SPIN_ENV: "28"} if waits else {H.SPIN_ENV: "28"})
+    assert env == (dict(user, **{H.HUGEPAGE_ENV: "0"}) if waits else user)
 
 
 def test_a_users_setting_is_kept(tmp_path):
     root = _sysfs(tmp_path, "always [madvise] never", "always defer defer+madvise [madvise] never")
     for value in ("1", "0"):
-        env = {H.HUGEPAGE_ENV: value, H.SPIN_ENV: "30"}
+        user = {H.HUGEPAGE_ENV: value, H.SPIN_ENV: "30", H.WAIT_ENV: "ACTIVE"}
+        env = dict(user)
         assert H.configure(env, root) == []
-        assert env == {H.HUGEPAGE_ENV: value, H.SPIN_ENV: "30"}
+        assert env == user
 
 
 def test_no_sysfs_changes_nothing(tmp_path):
-    env = {H.SPIN_ENV: "28"}
+    user = {H.SPIN_ENV: "28", H.WAIT_ENV: "ACTIVE"}
+    env = dict(user)
     assert H.configure(env, tmp_path / "absent") == []
-    assert env == {H.SPIN_ENV: "28"}
+    assert env == user
 
 
-def test_the_openblas_spin_is_set_unless_the_user_set_it(tmp_path):
+def test_the_openblas_spin_and_openmp_wait_are_set_unless_the_user_set_them(tmp_path):
     env = {}
-    assert H.configure(env, tmp_path / "absent") == [H.SPIN_ENV]
-    assert env == {H.SPIN_ENV: str(H.SPIN_LOG2_CYCLES)}
+    assert H.configure(env, tmp_path / "absent") == [H.SPIN_ENV, H.WAIT_ENV]
+    assert env == {H.SPIN_ENV: str(H.SPIN_LOG2_CYCLES), H.WAIT_ENV: "PASSIVE"}
     assert 4 <= H.SPIN_LOG2_CYCLES < 28   # OpenBLAS's range, and shorter than its default
+    env = {H.WAIT_ENV: "active"}
+    assert H.configure(env, tmp_path / "absent") == [H.SPIN_ENV]
+    assert env[H.WAIT_ENV] == "active"
 
 
 def _child_state(queue):
@@ -77,6 +83,7 @@ def test_spawned_processes_inherit_the_choice(tmp_path, monkeypatch):
     before = H.huge_pages()
     monkeypatch.delenv(H.HUGEPAGE_ENV, raising=False)
     monkeypatch.setenv(H.SPIN_ENV, "28")
+    monkeypatch.setenv(H.WAIT_ENV, "ACTIVE")
     monkeypatch.setattr(H, "THP_DIR", _sysfs(tmp_path, "always [madvise] never",
                                              "always defer defer+madvise [madvise] never"))
     try:
@@ -99,7 +106,7 @@ def test_plab_run_keeps_the_users_settings_and_records_them(tmp_path, data_dir, 
     set or not: the user's values are kept, plab's spin is used otherwise, and run.json's versions
     record both."""
     out = tmp_path / "out"
-    env = {k: v for k, v in os.environ.items() if k != H.SPIN_ENV}
+    env = {k: v for k, v in os.environ.items() if k not in (H.SPIN_ENV, H.WAIT_ENV)}
     env[H.HUGEPAGE_ENV] = value
     if spin is not None:
         env[H.SPIN_ENV] = spin
@@ -110,6 +117,7 @@ def test_plab_run_keeps_the_users_settings_and_records_them(tmp_path, data_dir, 
     versions = json.loads((out / "run.json").read_text())["versions"]
     assert versions["numpy_huge_pages"] is advised
     assert versions["openblas_thread_timeout"] == spin_run
+    assert versions["omp_wait_policy"] == "PASSIVE"
 
 
 def test_a_spin_set_after_openblas_loaded_is_not_recorded_as_in_effect(tmp_path, monkeypatch):
@@ -119,7 +127,9 @@ def test_a_spin_set_after_openblas_loaded_is_not_recorded_as_in_effect(tmp_path,
 
     monkeypatch.delenv(H.SPIN_ENV, raising=False)
     monkeypatch.setenv(H.HUGEPAGE_ENV, "1")
-    monkeypatch.setattr(H, "_spin_late", False)
+    monkeypatch.setenv(H.WAIT_ENV, "ACTIVE")
+    monkeypatch.setattr(H, "_late", set())
     assert H.configure() == [H.SPIN_ENV]
     assert os.environ[H.SPIN_ENV] == str(H.SPIN_LOG2_CYCLES)
     assert H.settings()["openblas_thread_timeout"] is None
+    assert H.settings()["omp_wait_policy"] == "ACTIVE"   # the user's, read when numba's threads start
