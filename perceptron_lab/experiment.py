@@ -54,8 +54,8 @@ from .config import ExperimentConfig, with_overrides
 from .datasets.base import Dataset
 from .engine import columns
 from .errors import PlabError
-from .runtime import settings as runtime_settings
 from .evaluation import Grid
+from .runtime import settings as runtime_settings
 from .store import RunFolder, code_fingerprint, data_fingerprint, part_key
 from .units import (  # noqa: F401  (the units' names, re-exported)
     _DATA_CACHE, DATA_LOCK, NESTED_COLUMNS, RESULT_COLUMNS, Part, Unit, eval_epochs, grid_points, load_data, params_string,

@@ -1,10 +1,10 @@
 """Process settings of plab's own commands: numpy's huge-page advice, OpenBLAS's idle spin and
 OpenMP's wait policy.
 
-Both change how fast memory and threads are had, never a value. They apply in ``plab``,
+They change how fast memory and threads are had, never a value. They apply in ``plab``,
 ``python -m perceptron_lab.reproduce`` and the benchmarks, and in the workers these start (which
 inherit the environment). A setting the user made in the environment is kept as it is. The library
-(the scikit-learn estimators, ``import perceptron_lab``) changes neither.
+(the scikit-learn estimators, ``import perceptron_lab``) changes none of them.
 
 **Huge pages.** On Linux numpy asks the kernel to back every array of 4 MB or more with transparent
 huge pages (``madvise(MADV_HUGEPAGE)``; numpy's "Global state" documentation,
@@ -22,10 +22,10 @@ images to float64, 0.8-1.1 s and 0.2 s.
 cycles (about 0.1 s) before they sleep (``OPENBLAS_THREAD_TIMEOUT``, the log2 of that count, 4 to
 30). plab alternates GEMMs with numba's parallel loops (the kernel transform, the evaluation's
 scan), whose threads then share the cores with the spinning ones. plab sets the spin to ``2^22``
-cycles, about a millisecond: the workers stay awake between the GEMMs of one training chunk and
-the next, and sleep during a scan. Measured on case 5's evaluation (one permutation of
-``configs/mnist_d4.yaml``): the scan took 0.95-1.28 s with the default and 0.49-0.54 s with a short
-spin. OpenBLAS reads the variable when it loads, so it is set before numpy is imported where plab
+cycles, about a millisecond. Measured on case 5 (one permutation of ``configs/mnist_d4.yaml``): its
+evaluation's scan took 0.95-1.28 s with the default and 0.49-0.54 s with a short spin; its training
+took 10.3 s with the default and 10.0-10.5 s with ``2^22`` (two runs each, the spread of this
+machine). OpenBLAS reads the variable when it loads, so it is set before numpy is imported where plab
 starts the process, and in the workers it starts; other BLAS libraries ignore it.
 
 **OpenMP's wait policy.** numba's parallel loops run on OpenMP threads, which by default also spin
@@ -95,7 +95,8 @@ def configure(environ=os.environ, root: Path | None = None) -> list[str]:
     the workers it starts inherit), each unless the user set it; returns the variables set.
 
     Huge pages: numpy's advice is turned off where it makes faults wait (also in this process's
-    numpy, if already imported). OpenBLAS's spin: takes effect where OpenBLAS loads after this call.
+    numpy, if already imported). OpenBLAS's spin and OpenMP's wait policy take effect where the
+    library loads after this call (:func:`settings` tells which did here).
     """
     made = []
     if HUGEPAGE_ENV not in environ and advice_waits(thp_modes(root)):
