@@ -82,7 +82,7 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (default 1); above 1, the configs run side by side in one pool")
     ap.add_argument("--list", action="store_true", help="print the configs and exit")
     args = ap.parse_args(argv)
-    configure_process()   # again when called as a function: huge pages apply at once, the spin to workers
+    configure_process()   # again when called as a function: the settings reach the workers it starts
     os.chdir(ROOT)
     configs = args.configs or SETS[args.set]
     if args.list:
