@@ -12,7 +12,7 @@ scan), whose threads then share the cores with the spinning ones. plab sets the 
 cycles, about a millisecond. Measured on case 5 (one permutation of ``configs/mnist_d4.yaml``): its
 evaluation's scan took 0.95-1.28 s with the default and 0.49-0.54 s with a short spin; its training
 took 10.3 s with the default and 10.0-10.5 s with ``2^22`` (two runs each, the spread of this
-machine). OpenBLAS reads the variable when it loads, so it is set before numpy is imported where
+machine; these and the measurements below with numpy's huge-page advice off). OpenBLAS reads the variable when it loads, so it is set before numpy is imported where
 plab starts the process, and in the workers it starts; other BLAS libraries ignore it.
 
 **OpenMP's wait policy.** numba's parallel loops run on OpenMP threads, which by default also spin
