@@ -9,6 +9,7 @@ exceed 2^24) -- the case where the order of the sums could matter.
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 import numpy as np
 import pytest
@@ -182,3 +183,35 @@ def test_a_run_whose_own_columns_pass_the_cache_limit_stops_with_the_setting_to_
     with pytest.raises(EngineError, match=r"kernel cache needs more than training.cache_limit_gb = .* GB \(>= "):
         train(X, Y, KERNEL, PerceptronParams(), order, 2, (1, 2), chunk_size=64, dtype=np.float32, flush_at=32,
               cache_limit_gb=limit, share=share)
+
+
+def _vm_flags(arr):
+    """The VmFlags of the mapping holding ``arr``'s middle byte (Linux /proc/self/smaps; numpy
+    advises the whole pages of an array, not the first partial one)."""
+    addr = arr.__array_interface__["data"][0] + arr.nbytes // 2
+    inside = False
+    for line in open("/proc/self/smaps"):
+        head = line.split()[0]
+        if "-" in head and not head.endswith(":"):
+            lo, hi = (int(x, 16) for x in head.split("-"))
+            inside = lo <= addr < hi
+        elif inside and line.startswith("VmFlags:"):
+            return line.split()[1:]
+    return None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/smaps")
+def test_the_store_is_written_without_numpys_huge_page_advice():
+    """The store's array: zero-filled, writable, of the shape asked, in a mapping without the
+    MADV_HUGEPAGE flag ('hg') that numpy gives a plain array of the same size where it advises."""
+    from numpy._core import multiarray
+
+    st = columns.ColumnStore(("key",), 3000, 700, np.float32)   # 8.4 MB
+    assert st.K.shape == (700, 3000) and st.K.dtype == np.float32 and st.K.flags.writeable
+    assert not st.K.any()
+    st.K[699, 2999] = 1.5
+    assert st.K[699, 2999] == 1.5
+    assert "hg" not in _vm_flags(st.K)
+    if multiarray._get_madvise_hugepage():   # the contrast: numpy's own array of that size
+        plain = np.empty((700, 3000), np.float32)
+        assert "hg" in _vm_flags(plain)
