@@ -32,6 +32,8 @@ of case 5 trained in 12.0 s instead of 15.0 s (four alternating runs each; its 2
 written once into memory never touched before), but the whole ``make reproduce SET=full JOBS=2``,
 whose workers allocate and free large blocks again and again, took 57 min 55 s instead of 56 min
 1 s, with 270 million page faults instead of 13 million and 879 s of system time instead of 597 s.
+Only the kernel column cache, written once into untouched memory, is mapped without the advice
+(:func:`perceptron_lab.engine.columns.cold_array`).
 """
 
 from __future__ import annotations
