@@ -12,8 +12,9 @@ scan), whose threads then share the cores with the spinning ones. plab sets the 
 cycles, about a millisecond. Measured on case 5 (one permutation of ``configs/mnist_d4.yaml``): its
 evaluation's scan took 0.95-1.28 s with the default and 0.49-0.54 s with a short spin; its training
 took 10.3 s with the default and 10.0-10.5 s with ``2^22`` (two runs each, the spread of this
-machine; these and the measurements below with numpy's huge-page advice off). OpenBLAS reads the variable when it loads, so it is set before numpy is imported where
-plab starts the process, and in the workers it starts; other BLAS libraries ignore it.
+machine; these and the measurements below with numpy's huge-page advice off). OpenBLAS reads the
+variable when it loads, so it is set before numpy is imported where plab starts the process, and in
+the workers it starts; other BLAS libraries ignore it.
 
 **OpenMP's wait policy.** numba's parallel loops run on OpenMP threads, which by default also spin
 after a loop before they sleep, taking the cores from the GEMM that follows (the evaluation computes
@@ -32,8 +33,8 @@ of case 5 trained in 12.0 s instead of 15.0 s (four alternating runs each; its 2
 written once into memory never touched before), but the whole ``make reproduce SET=full JOBS=2``,
 whose workers allocate and free large blocks again and again, took 57 min 55 s instead of 56 min
 1 s, with 270 million page faults instead of 13 million and 879 s of system time instead of 597 s.
-Only the kernel column cache, written once into untouched memory, is mapped without the advice
-(:func:`perceptron_lab.engine.columns.cold_array`).
+Only the kernel column cache (the shared store, or a run's own), written once into untouched
+memory, is mapped without the advice (:func:`perceptron_lab.engine.columns.cold_array`).
 """
 
 from __future__ import annotations

@@ -21,8 +21,9 @@ besides its own columns a run keeps at most :data:`KEEP_GB` of others' in it: wh
 beyond its cache limit, or the others' columns it has not used pass that, they are dropped. A
 process thus holds at most its run's own columns plus :data:`KEEP_GB`.
 
-Pages: the store's array is an anonymous memory map of its own (:func:`cold_array`), without the
-transparent-huge-page advice numpy gives its large arrays. Each column is written once, into memory
+Pages: the store's array (and the cache of a run that does not share) is an anonymous memory map
+of its own (:func:`cold_array`), without the transparent-huge-page advice numpy gives its large
+arrays. Each column is written once, into memory
 the process has not touched before, and then read a row at a time; where the kernel makes advised
 page faults wait for compaction (THP ``defrag`` mode ``madvise``, its default) and the host of a
 virtual machine maps memory lazily, that first write costs seconds. Measured on the project's 2-core

@@ -266,7 +266,7 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
         # the same kernel take the columns computed before them (engine.columns; same numbers)
         store = (columns.store_for(Xd, kernel.params(), normalized, cap, dtype)
                  if cap and share and columns.enabled() else None)
-        Kc = store.K if store is not None else np.empty((max(cap, 1), n), dtype=dtype)
+        Kc = store.K if store is not None else columns.cold_array((max(cap, 1), n), dtype)
         S = np.zeros((n, L), dtype=np.float64)
         n_slots = 0
         # Support vectors whose kernel column is not computed yet: their contribution to a chunk's
