@@ -122,7 +122,6 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
         if unknown:
             raise ValueError(f"unknown rules {sorted(unknown)}; expected some of {RULES}")
     hyp, live, partial, longest = _hypotheses(log, kernel, X_train, dtype, vote_weight, cp_index)
-    Xtr = np.ascontiguousarray(X_train, dtype=dtype)
     Xte = np.ascontiguousarray(X_test, dtype=dtype)
     direct = log.hyp_w is not None
     if direct and rules is not None and not set(rules) & set(_PER_HYPOTHESIS_RULES):
@@ -130,9 +129,11 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
                                   binary, dtype)
     if (not direct and rules is not None and not set(rules) & set(_PER_HYPOTHESIS_RULES)
             and _has_affine_form(kernel)):
-        return _evaluate_combined_expansion(log, kernel, hyp, live, partial, longest, Xtr, Xte,
+        return _evaluate_combined_expansion(log, kernel, hyp, live, partial, longest,
+                                            np.ascontiguousarray(X_train, dtype=dtype), Xte,
                                             np.asarray(y_test, dtype=np.int64), binary, rules)
-    return _evaluate_general(log, kernel, hyp, live, partial, longest, Xtr, Xte, y_test, binary, cp_index, seed,
+    # the general scan reads the support examples' rows of X_train alone: they are taken, then cast
+    return _evaluate_general(log, kernel, hyp, live, partial, longest, X_train, Xte, y_test, binary, cp_index, seed,
                              dtype, block, rules=rules)
 
 
@@ -166,7 +167,8 @@ def _evaluate_general(log, kernel, hyp, live, partial, longest, Xtr, Xte, y_test
                 KtT = np.zeros((1, b - a), dtype=dtype)
             scan.add(KtT, ucol, idx)
     else:
-        for idx, KtT in kernel_blocks(kernel, Xtr[sv], Xte, dtype, block, log.kernel_normalized):
+        Xsv = np.ascontiguousarray(np.asarray(Xtr)[sv], dtype=dtype)
+        for idx, KtT in kernel_blocks(kernel, Xsv, Xte, dtype, block, log.kernel_normalized):
             scan.add(KtT, ucol, idx)
     return scan.errors()
 

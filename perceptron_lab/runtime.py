@@ -33,12 +33,14 @@ of case 5 trained in 12.0 s instead of 15.0 s (four alternating runs each; its 2
 written once into memory never touched before), but the whole ``make reproduce SET=full JOBS=2``,
 whose workers allocate and free large blocks again and again, took 57 min 55 s instead of 56 min
 1 s, with 270 million page faults instead of 13 million and 879 s of system time instead of 597 s.
-Only the kernel column cache (the shared store, or a run's own), written once into untouched
-memory, is mapped without the advice (:func:`perceptron_lab.engine.columns.cold_array`).
+Only arrays written once into untouched memory are mapped without the advice (:func:`cold_array`,
+:func:`cold_copy`, :func:`cold_take`): the kernel column cache (the shared store, or a run's own),
+a dataset's features as loaded, and a run's features in its dtype and in training order.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 import sys
 
@@ -95,4 +97,57 @@ def settings() -> dict:
             "omp_wait_policy": env(WAIT_ENV)}
 
 
-__all__ = ["HUGEPAGE_ENV", "SPIN_ENV", "WAIT_ENV", "SPIN_LOG2_CYCLES", "configure", "huge_pages", "settings"]
+#: Arrays smaller than this come from numpy as usual (numpy advises huge pages from 4 MB on).
+COLD_MIN_BYTES = 4 << 20
+#: Rows gathered at a time by :func:`cold_take` (a small temporary, reused).
+_TAKE_ROWS = 4096
+
+
+def cold_array(shape, dtype, zero: bool = True):
+    """A zero-filled C-contiguous array in a private anonymous memory map of its own: the kernel's
+    default pages, without numpy's huge-page advice; unmapped when the array is freed. For an array
+    written once into memory the process has not touched: on the project's VM (THP ``defrag``
+    ``madvise``, a host that maps guest memory lazily and takes freed memory back) 2 GB so written
+    took 2.8-4.7 s with the advice and 1.0 s without. Arrays under :data:`COLD_MIN_BYTES` (or of
+    zero size) come from numpy; ``zero=False`` then leaves them uninitialized."""
+    import numpy as np
+
+    dtype = np.dtype(dtype)
+    shape = tuple(int(d) for d in np.atleast_1d(shape)) if not isinstance(shape, int) else (int(shape),)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if nbytes < COLD_MIN_BYTES:
+        return np.zeros(shape, dtype=dtype) if zero else np.empty(shape, dtype=dtype)
+    flags = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)
+    buf = mmap.mmap(-1, nbytes, flags=flags) if flags else mmap.mmap(-1, nbytes)
+    return np.frombuffer(buf, dtype=dtype).reshape(shape)
+
+
+def cold_copy(a, dtype=None):
+    """``np.ascontiguousarray(a, dtype)`` (the same values) in a :func:`cold_array` when it makes a
+    copy; ``a`` itself when it is already C-contiguous of that dtype."""
+    import numpy as np
+
+    a = np.asarray(a)
+    dtype = a.dtype if dtype is None else np.dtype(dtype)
+    if a.dtype == dtype and a.flags.c_contiguous:
+        return a
+    out = cold_array(a.shape, dtype, zero=False)
+    np.copyto(out, a, casting="unsafe")
+    return out
+
+
+def cold_take(a, rows, dtype=None):
+    """``a[rows]`` cast to ``dtype`` (the same values as ``a[rows].astype(dtype)``) in a
+    :func:`cold_array`, gathered a block of rows at a time."""
+    import numpy as np
+
+    a = np.asarray(a)
+    rows = np.asarray(rows, dtype=np.int64)
+    dtype = a.dtype if dtype is None else np.dtype(dtype)
+    out = cold_array((rows.size,) + a.shape[1:], dtype, zero=False)
+    for s in range(0, rows.size, _TAKE_ROWS):
+        out[s:s + _TAKE_ROWS] = a[rows[s:s + _TAKE_ROWS]]
+    return out
+
+
+__all__ = ["COLD_MIN_BYTES", "cold_array", "cold_copy", "cold_take", "HUGEPAGE_ENV", "SPIN_ENV", "WAIT_ENV", "SPIN_LOG2_CYCLES", "configure", "huge_pages", "settings"]

@@ -19,6 +19,7 @@ from perceptron_lab.engine import columns
 from perceptron_lab.engine.alma import AlmaParams, train_alma
 from perceptron_lab.engine.perceptron import PerceptronParams, label_matrix, train
 from perceptron_lab.kernels import Kernel
+from pages import vm_flags
 
 
 @pytest.fixture(autouse=True)
@@ -185,21 +186,6 @@ def test_a_run_whose_own_columns_pass_the_cache_limit_stops_with_the_setting_to_
               cache_limit_gb=limit, share=share)
 
 
-def _vm_flags(arr):
-    """The VmFlags of the mapping holding ``arr``'s middle byte (Linux /proc/self/smaps; numpy
-    advises the whole pages of an array, not the first partial one)."""
-    addr = arr.__array_interface__["data"][0] + arr.nbytes // 2
-    inside = False
-    for line in open("/proc/self/smaps"):
-        head = line.split()[0]
-        if "-" in head and not head.endswith(":"):
-            lo, hi = (int(x, 16) for x in head.split("-"))
-            inside = lo <= addr < hi
-        elif inside and line.startswith("VmFlags:"):
-            return line.split()[1:]
-    return None
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/smaps")
 def test_the_store_is_written_without_numpys_huge_page_advice():
     """The store's array: zero-filled, writable, of the shape asked, in a mapping without the
@@ -211,7 +197,7 @@ def test_the_store_is_written_without_numpys_huge_page_advice():
     assert not st.K.any()
     st.K[699, 2999] = 1.5
     assert st.K[699, 2999] == 1.5
-    assert "hg" not in _vm_flags(st.K)
+    assert "hg" not in vm_flags(st.K)
     if multiarray._get_madvise_hugepage():   # the contrast: numpy's own array of that size
         plain = np.empty((700, 3000), np.float32)
-        assert "hg" in _vm_flags(plain)
+        assert "hg" in vm_flags(plain)

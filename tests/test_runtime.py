@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from pages import vm_flags
 from perceptron_lab import runtime as R
 
 
@@ -87,3 +88,39 @@ def test_plab_run_keeps_the_users_settings_and_records_them(tmp_path, data_dir, 
         assert versions["numpy_huge_pages"] is advised
     assert versions["openblas_thread_timeout"] == spin_run
     assert versions["omp_wait_policy"] == "PASSIVE"
+
+
+def test_cold_copies_hold_the_same_values_as_numpys():
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 256, size=(3000, 700)).astype(np.float64) / 7.0   # 16.8 MB, not exact in float32
+    for dtype in (np.float32, np.float64, None):
+        got = R.cold_copy(a[:, ::-1], dtype)          # a non-contiguous view: a copy is made
+        want = np.ascontiguousarray(a[:, ::-1], dtype=dtype)
+        assert got.dtype == want.dtype and got.flags.c_contiguous and got.flags.writeable
+        assert np.array_equal(got, want)
+    assert R.cold_copy(a, np.float64) is a            # nothing to copy
+    order = rng.permutation(3000)
+    for dtype in (np.float32, None):
+        got = R.cold_take(a, order, dtype)
+        assert np.array_equal(got, a[order].astype(dtype or a.dtype))
+    small = R.cold_copy(np.arange(10, dtype=np.int64), np.float32)
+    assert np.array_equal(small, np.arange(10, dtype=np.float32))
+    assert R.cold_array((0, 5), np.float32).shape == (0, 5)
+    z = R.cold_array((2000, 1000), np.float64)
+    assert z.shape == (2000, 1000) and not z.any()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/smaps")
+def test_cold_arrays_are_mapped_without_numpys_huge_page_advice():
+    """A copy into a cold array sits in a mapping without MADV_HUGEPAGE ('hg'), where numpy's own
+    array of the same size has it (when numpy advises)."""
+    import numpy as np
+
+    a = np.ones((3000, 700), dtype=np.uint8)
+    cold = R.cold_copy(a, np.float64)
+    assert "hg" not in vm_flags(cold)
+    assert "hg" not in vm_flags(R.cold_take(cold, np.arange(3000)[::-1], np.float32))
+    if R.huge_pages():
+        assert "hg" in vm_flags(a.astype(np.float64))

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DatasetError
+from ..runtime import cold_copy
 from .base import Dataset
 
 __all__ = ["read_idx", "load_mnist", "load_fashion_mnist", "IDX_FILES", "FASHION_CLASS_NAMES"]
@@ -142,7 +143,7 @@ def _load_idx_set(folder: Path, name: str) -> tuple[np.ndarray, np.ndarray, np.n
             raise corrupt_file_error(img_file, f"{images.shape[0]} images, expected {n_expected}", name)
 
     def x(a: np.ndarray) -> np.ndarray:
-        return a.reshape(a.shape[0], -1).astype(np.float64)
+        return cold_copy(a.reshape(a.shape[0], -1), np.float64)
 
     def y(a: np.ndarray) -> np.ndarray:
         return a.astype(np.int64)

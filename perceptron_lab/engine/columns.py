@@ -22,23 +22,25 @@ beyond its cache limit, or the others' columns it has not used pass that, they a
 process thus holds at most its run's own columns plus :data:`KEEP_GB`.
 
 Pages: the store's array (and the cache of a run that does not share) is an anonymous memory map
-of its own (:func:`cold_array`), without the transparent-huge-page advice numpy gives its large
+of its own (:func:`perceptron_lab.runtime.cold_array`), without the transparent-huge-page advice numpy gives its large
 arrays. Each column is written once, into memory
 the process has not touched before, and then read a row at a time; where the kernel makes advised
 page faults wait for compaction (THP ``defrag`` mode ``madvise``, its default) and the host of a
 virtual machine maps memory lazily, that first write costs seconds. Measured on the project's 2-core
 VM, one permutation of ``configs/mnist_d4.yaml`` (2 GB of columns) computed its columns in 5.7-5.9 s
 instead of 7.3-7.8 s (two alternating runs each); ``configs/fs1999/table1_d4.yaml`` on two workers
-trained in 134-143 s instead of 141-149 s. Numpy's other arrays keep its advice: without it
+trained in 134-143 s instead of 141-149 s. The features a run copies once (in its dtype, in
+training order) are mapped the same way; numpy's other arrays keep its advice: without it
 everywhere the full reproduction ran 2 minutes slower (perceptron_lab/runtime.py).
 """
 
 from __future__ import annotations
 
 import hashlib
-import mmap
 
 import numpy as np
+
+from ..runtime import cold_array
 
 #: Gigabytes of columns a run keeps in the store beyond its own (the others' it has not used).
 KEEP_GB = 3.0
@@ -67,15 +69,6 @@ def data_key(X: np.ndarray, kernel_params: tuple, normalized: bool) -> tuple:
     """What a column depends on: the training set's values, the kernel and its normalization."""
     h = hashlib.sha256(np.ascontiguousarray(X).view(np.uint8).ravel()).hexdigest()
     return (X.shape, X.dtype.str, h, tuple(kernel_params), bool(normalized))
-
-
-def cold_array(shape: tuple, dtype) -> np.ndarray:
-    """A zero-filled array in an anonymous memory map of its own: the kernel's default pages,
-    without numpy's huge-page advice; unmapped when the array is freed."""
-    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
-    if nbytes == 0:
-        return np.empty(shape, dtype=dtype)
-    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype).reshape(shape)
 
 
 class ColumnStore:

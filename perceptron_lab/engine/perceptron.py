@@ -46,6 +46,7 @@ import numba as nb
 import numpy as np
 
 from . import columns
+from ..runtime import cold_copy, cold_take
 from ..kernels import Kernel, dot_rows, exact32_ok, gram, kernel_diag, kernel_from_dot, sq_norms
 from .base import (  # noqa: F401  (re-exported: the engine's shared types)
     RULE_ALMA2, RULE_CODES, RULE_PERCEPTRON, UNBOUNDED, EngineError, PerceptronParams, TrainLog, chunk_bounds,
@@ -224,7 +225,7 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
         a_alpha = a_B = a_C = 0.0
     normalized = rule == RULE_ALMA2
     suffix = False  # a streamed pass over the suffix of the order (set below)
-    Xd = np.ascontiguousarray(X, dtype=dtype)
+    Xd = cold_copy(X, dtype)
     Y = np.ascontiguousarray(Y, dtype=np.int8)
     order = np.ascontiguousarray(order, dtype=np.int64)
     total = epochs_to_steps(epochs, n)
@@ -281,7 +282,7 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
         new_last = chunk_size
         # float64 runs on integer features: kernel blocks from exact float32 GEMMs (same values)
         exact = np.dtype(dtype) == np.float64 and exact32_ok(Xd)
-        Xd32 = None if not exact else (suffix_columns.Xd32 if suffix_columns is not None else Xd.astype(np.float32))
+        Xd32 = None if not exact else (suffix_columns.Xd32 if suffix_columns is not None else cold_copy(Xd, np.float32))
         # One pass: a support vector's kernel column is read only by the examples after it in the
         # order. The features and the scores S are then held in training order (S[q] is the score
         # of the example at position q), so that a flush computes the columns of those examples
@@ -293,7 +294,7 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
         # Several passes: the features in training order, once, so that a chunk's rows are a
         # slice of them rather than a gather from the whole set at every visit (a chunk never
         # spans two epochs: chunk_bounds cuts at each epoch's start).
-        Xo = Xd[order] if total > n else None
+        Xo = cold_take(Xd, order) if total > n else None
         if suffix:
             cols = suffix_columns if suffix_columns is not None else SuffixColumns(
                 kernel, Xd, sq, order[:total], rscale if normalized else None, dtype, Xd32)
@@ -478,11 +479,11 @@ class SuffixColumns:
 
     def __init__(self, kernel, Xd, sq, seq, rscale, dtype, Xd32=None):
         self.kernel, self.Xd, self.sq, self.rscale, self.dtype = kernel, Xd, sq, rscale, dtype
-        self.Xp = Xd[seq]
+        self.Xp = cold_take(Xd, seq)
         self.sqp = sq[seq]
         self.Xp32 = self.Xp.astype(np.float32)
         self.rp = None if rscale is None else rscale[seq]
-        self.Xd32 = Xd.astype(np.float32) if Xd32 is None else Xd32
+        self.Xd32 = cold_copy(Xd, np.float32) if Xd32 is None else Xd32
 
     def compute(self, ex, b):
         """K(x_e, x_{order[q]}) for the examples ``ex`` and positions ``q >= b``, shape (len(ex), total - b)."""
