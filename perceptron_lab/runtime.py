@@ -150,4 +150,5 @@ def cold_take(a, rows, dtype=None):
     return out
 
 
-__all__ = ["COLD_MIN_BYTES", "cold_array", "cold_copy", "cold_take", "HUGEPAGE_ENV", "SPIN_ENV", "WAIT_ENV", "SPIN_LOG2_CYCLES", "configure", "huge_pages", "settings"]
+__all__ = ["COLD_MIN_BYTES", "cold_array", "cold_copy", "cold_take", "HUGEPAGE_ENV", "SPIN_ENV", "WAIT_ENV",
+           "SPIN_LOG2_CYCLES", "configure", "huge_pages", "settings"]

@@ -22,15 +22,15 @@ beyond its cache limit, or the others' columns it has not used pass that, they a
 process thus holds at most its run's own columns plus :data:`KEEP_GB`.
 
 Pages: the store's array (and the cache of a run that does not share) is an anonymous memory map
-of its own (:func:`perceptron_lab.runtime.cold_array`), without the transparent-huge-page advice numpy gives its large
-arrays. Each column is written once, into memory
-the process has not touched before, and then read a row at a time; where the kernel makes advised
-page faults wait for compaction (THP ``defrag`` mode ``madvise``, its default) and the host of a
-virtual machine maps memory lazily, that first write costs seconds. Measured on the project's 2-core
-VM, one permutation of ``configs/mnist_d4.yaml`` (2 GB of columns) computed its columns in 5.7-5.9 s
-instead of 7.3-7.8 s (two alternating runs each); ``configs/fs1999/table1_d4.yaml`` on two workers
-trained in 134-143 s instead of 141-149 s. The features a run copies once (in its dtype, in
-training order) are mapped the same way; numpy's other arrays keep its advice: without it
+of its own (:func:`perceptron_lab.runtime.cold_array`), without the transparent-huge-page advice
+numpy gives its large arrays. Each column is written once, into memory the process has not touched
+before, and then read a row at a time; where the kernel makes advised page faults wait for
+compaction (THP ``defrag`` mode ``madvise``, its default) and the host of a virtual machine maps
+memory lazily, that first write costs seconds. Measured on the project's 2-core VM, one permutation
+of ``configs/mnist_d4.yaml`` (2 GB of columns) computed its columns in 5.7-5.9 s instead of
+7.3-7.8 s (two alternating runs each); ``configs/fs1999/table1_d4.yaml`` on two workers trained in
+134-143 s instead of 141-149 s. The features a run copies once (in its dtype, in training order)
+are mapped the same way; numpy's other arrays keep its advice: without it
 everywhere the full reproduction ran 2 minutes slower (perceptron_lab/runtime.py).
 """
 

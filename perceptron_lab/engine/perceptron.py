@@ -46,8 +46,8 @@ import numba as nb
 import numpy as np
 
 from . import columns
-from ..runtime import cold_copy, cold_take
 from ..kernels import Kernel, dot_rows, exact32_ok, gram, kernel_diag, kernel_from_dot, sq_norms
+from ..runtime import cold_copy, cold_take
 from .base import (  # noqa: F401  (re-exported: the engine's shared types)
     RULE_ALMA2, RULE_CODES, RULE_PERCEPTRON, UNBOUNDED, EngineError, PerceptronParams, TrainLog, chunk_bounds,
     epochs_to_steps)
@@ -282,7 +282,8 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
         new_last = chunk_size
         # float64 runs on integer features: kernel blocks from exact float32 GEMMs (same values)
         exact = np.dtype(dtype) == np.float64 and exact32_ok(Xd)
-        Xd32 = None if not exact else (suffix_columns.Xd32 if suffix_columns is not None else cold_copy(Xd, np.float32))
+        Xd32 = None if not exact else (suffix_columns.Xd32 if suffix_columns is not None
+                                       else cold_copy(Xd, np.float32))
         # One pass: a support vector's kernel column is read only by the examples after it in the
         # order. The features and the scores S are then held in training order (S[q] is the score
         # of the example at position q), so that a flush computes the columns of those examples
@@ -481,7 +482,7 @@ class SuffixColumns:
         self.kernel, self.Xd, self.sq, self.rscale, self.dtype = kernel, Xd, sq, rscale, dtype
         self.Xp = cold_take(Xd, seq)
         self.sqp = sq[seq]
-        self.Xp32 = self.Xp.astype(np.float32)
+        self.Xp32 = cold_copy(self.Xp, np.float32)
         self.rp = None if rscale is None else rscale[seq]
         self.Xd32 = cold_copy(Xd, np.float32) if Xd32 is None else Xd32
 
