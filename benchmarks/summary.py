@@ -149,7 +149,9 @@ NOTES = {
         "that sleep at once); the benchmark sets them for its children as plab's commands do. Huge "
         "pages are numpy's default (on this VM a cold run trains about 3 s faster with "
         "NUMPY_MADVISE_HUGEPAGE=0, while the full reproduction runs 2 minutes slower), except for the "
-        "kernel column cache, which is mapped without numpy's advice (engine/columns.py).",
+        "arrays written once into fresh memory, which are mapped without numpy's advice "
+        "(perceptron_lab/runtime.py): the kernel column cache, and the features as loaded and as the "
+        "run copies them.",
     ],
     "scaling": [
         "The case-5 run (every rule, every checkpoint and every tenth of an epoch evaluated on the test "
