@@ -70,9 +70,10 @@ def main():
       plab data list                    # which datasets exist and where they are read from
       plab config check my.yaml         # validate a config without running it
     """
-    from .runtime import configure
+    from .runtime import configure, tune_gc
 
     configure()   # before numpy loads OpenBLAS, which reads its settings once
+    tune_gc()
 
 
 def _load(config, overrides=(), multirun=False):

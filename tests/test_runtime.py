@@ -124,3 +124,23 @@ def test_cold_arrays_are_mapped_without_numpys_huge_page_advice():
     assert "hg" not in vm_flags(R.cold_take(cold, np.arange(3000)[::-1], np.float32))
     if R.huge_pages():
         assert "hg" in vm_flags(a.astype(np.float64))
+
+
+def test_plab_tunes_the_garbage_collector_and_the_library_does_not():
+    """``plab`` collects less often and freezes the objects alive at exit (so that the interpreter's
+    last collection skips them); importing the package changes neither."""
+    code = """if True:
+        import atexit, gc
+        atexit.register(lambda: print("frozen at exit:", gc.get_freeze_count() > 0))  # runs last
+        before = gc.get_threshold()
+        import perceptron_lab
+        print("after import:", gc.get_threshold() == before)
+        from perceptron_lab.cli import main
+        from perceptron_lab.runtime import GC_THRESHOLDS
+        main(["configs"], standalone_mode=False)
+        print("after plab:", gc.get_threshold() == GC_THRESHOLDS)
+    """
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith(("after", "frozen"))]
+    assert lines == ["after import: True", "after plab: True", "frozen at exit: True"]
