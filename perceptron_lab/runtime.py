@@ -34,6 +34,10 @@ of case 5 trained in 12.0 s instead of 15.0 s (four alternating runs each; its 2
 written once into memory never touched before), but the whole ``make reproduce SET=full JOBS=2``,
 whose workers allocate and free large blocks again and again, took 57 min 55 s instead of 56 min
 1 s, with 270 million page faults instead of 13 million and 879 s of system time instead of 597 s.
+Only arrays written once into untouched memory are mapped without the advice (:func:`cold_array`,
+:func:`cold_copy`, :func:`cold_take`): the kernel column cache (the shared store, or a run's own),
+a dataset's features as loaded, and a run's features in its dtype and in training order.
+
 **The garbage collector** (:func:`tune_gc`, ``plab`` only). A run creates few objects in cycles but
 imports libraries (numba, pandas, matplotlib) that hold hundreds of thousands of objects, which
 every full collection walks, and the interpreter walks them all once more when it exits. ``plab``
@@ -42,10 +46,6 @@ alive at exit (``gc.freeze``), so that exit does not walk them; values are not t
 case 5 (``plab run`` of one permutation of ``configs/mnist_d4.yaml``), the time outside training and
 evaluation was 1.97-2.32 s instead of 2.42-2.77 s (three alternating runs each; the collections
 during the run: 0.05 s instead of 0.14-0.19 s).
-
-Only arrays written once into untouched memory are mapped without the advice (:func:`cold_array`,
-:func:`cold_copy`, :func:`cold_take`): the kernel column cache (the shared store, or a run's own),
-a dataset's features as loaded, and a run's features in its dtype and in training order.
 """
 
 from __future__ import annotations
