@@ -120,12 +120,8 @@ def tune_gc() -> None:
     import gc
 
     gc.set_threshold(*GC_THRESHOLDS)
-    if not _GC_AT_EXIT:
-        atexit.register(gc.freeze)
-        _GC_AT_EXIT.append(True)
-
-
-_GC_AT_EXIT: list = []   # gc.freeze is registered to run at exit (once per process)
+    atexit.unregister(gc.freeze)   # once per process, however many commands run in it
+    atexit.register(gc.freeze)
 
 
 #: Arrays smaller than this come from numpy as usual (numpy advises huge pages from 4 MB on).
@@ -144,7 +140,7 @@ def cold_array(shape, dtype, zero: bool = True):
     import numpy as np
 
     dtype = np.dtype(dtype)
-    shape = tuple(int(d) for d in np.atleast_1d(shape)) if not isinstance(shape, int) else (int(shape),)
+    shape = tuple(int(d) for d in np.atleast_1d(shape))
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if nbytes < COLD_MIN_BYTES:
         return np.zeros(shape, dtype=dtype) if zero else np.empty(shape, dtype=dtype)

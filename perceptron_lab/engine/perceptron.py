@@ -47,7 +47,7 @@ import numpy as np
 
 from . import columns
 from ..kernels import Kernel, dot_rows, exact32_ok, gram, kernel_diag, kernel_from_dot, sq_norms
-from ..runtime import cold_copy, cold_take
+from ..runtime import cold_array, cold_copy, cold_take
 from .base import (  # noqa: F401  (re-exported: the engine's shared types)
     RULE_ALMA2, RULE_CODES, RULE_PERCEPTRON, UNBOUNDED, EngineError, PerceptronParams, TrainLog, chunk_bounds,
     epochs_to_steps)
@@ -267,7 +267,7 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
         # the same kernel take the columns computed before them (engine.columns; same numbers)
         store = (columns.store_for(Xd, kernel.params(), normalized, cap, dtype)
                  if cap and share and columns.enabled() else None)
-        Kc = store.K if store is not None else columns.cold_array((max(cap, 1), n), dtype)
+        Kc = store.K if store is not None else cold_array((max(cap, 1), n), dtype)
         S = np.zeros((n, L), dtype=np.float64)
         n_slots = 0
         # Support vectors whose kernel column is not computed yet: their contribution to a chunk's
