@@ -190,7 +190,7 @@ def test_a_run_whose_own_columns_pass_the_cache_limit_stops_with_the_setting_to_
 def test_the_store_is_written_without_numpys_huge_page_advice():
     """The store's array: zero-filled, writable, of the shape asked, in a mapping without the
     MADV_HUGEPAGE flag ('hg') that numpy gives a plain array of the same size where it advises."""
-    from numpy._core import multiarray
+    from perceptron_lab.runtime import huge_pages
 
     st = columns.ColumnStore(("key",), 3000, 700, np.float32)   # 8.4 MB
     assert st.K.shape == (700, 3000) and st.K.dtype == np.float32 and st.K.flags.writeable
@@ -198,6 +198,6 @@ def test_the_store_is_written_without_numpys_huge_page_advice():
     st.K[699, 2999] = 1.5
     assert st.K[699, 2999] == 1.5
     assert "hg" not in vm_flags(st.K)
-    if multiarray._get_madvise_hugepage():   # the contrast: numpy's own array of that size
+    if huge_pages():   # the contrast: numpy's own array of that size
         plain = np.empty((700, 3000), np.float32)
         assert "hg" in vm_flags(plain)
