@@ -381,9 +381,16 @@ def exact32_ok(X: np.ndarray) -> bool:
     of magnitude below 2^24 (e.g. MNIST's raw pixels, 0/1 indicators), so that each pair with
     ``|x|·|y| < 2^24`` has the same inner product in both types (:func:`matmul_exact32`)."""
     X = np.asarray(X)
-    if X.dtype != np.float64 or not X.size:
+    return X.dtype == np.float64 and integer_features(X)
+
+
+def integer_features(X: np.ndarray) -> bool:
+    """Whether ``X`` (float32 or float64, not empty) holds integers of magnitude below 2^24 alone:
+    their inner products computed in float64 are those :func:`matmul_exact32` gives."""
+    X = np.asarray(X)
+    if X.dtype not in (np.float32, np.float64) or not X.size:
         return False
-    return bool(_small_integers(X.reshape(-1), EXACT32_LIMIT))
+    return bool(_small_integers(np.ascontiguousarray(X).reshape(-1), EXACT32_LIMIT))
 
 
 @nb.njit(cache=True)

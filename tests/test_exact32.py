@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from perceptron_lab import kernels, predict
-from perceptron_lab.engine.perceptron import PerceptronParams, label_matrix, train
-from perceptron_lab.kernels import EXACT32_LIMIT, Kernel, exact32_ok, gram, matmul_exact32
+from perceptron_lab.engine.perceptron import PerceptronParams, add_product, chunk_dots, label_matrix, train
+from perceptron_lab.kernels import EXACT32_LIMIT, Kernel, exact32_ok, gram, integer_features, matmul_exact32
 
 
 def _integer_rows(rng, n, d, hi):
@@ -56,6 +56,53 @@ def test_matmul_exact32_equals_float64_where_plain_float32_does_not():
     assert got.dtype == np.float64 and np.array_equal(got, want)
     out = np.empty_like(want)
     assert matmul_exact32(A, B, out=out, B32=B.astype(np.float32)) is out and np.array_equal(out, want)
+
+
+def test_integer_features_accepts_float32_and_float64_integers_below_2_24():
+    assert integer_features(np.array([[0.0, 255.0], [3.0, -7.0]], dtype=np.float32))
+    assert integer_features(np.array([[0.0, 255.0], [3.0, -7.0]]))
+    assert integer_features(np.arange(12.0, dtype=np.float32).reshape(3, 4)[:, ::2])   # any layout
+    assert not integer_features(np.array([[0.5, 1.0]], dtype=np.float32))
+    assert not integer_features(np.array([[np.nan, 1.0]], dtype=np.float32))
+    assert not integer_features(np.array([[2.0**24, 1.0]], dtype=np.float32))
+    assert not integer_features(np.array([[1, 2]], dtype=np.int64))    # not a float array: not asked
+    assert not integer_features(np.zeros((0, 3), dtype=np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_chunk_dots_of_integer_features_equal_the_float64_gemm(dtype):
+    rng = np.random.default_rng(7)
+    Xe = _with_heavy_rows(rng, n=96, d=64).astype(dtype)
+    want = Xe.astype(np.float64) @ Xe.astype(np.float64).T
+    plain = (Xe.astype(np.float32) @ Xe.astype(np.float32).T).astype(np.float64)
+    assert (plain != want).any()   # the heavy pairs would round in a plain float32 GEMM
+    got = chunk_dots(Xe, ints=True)
+    assert got.dtype == np.float64 and np.array_equal(got, want)
+    assert np.array_equal(chunk_dots(Xe), want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_add_product_equals_the_expression_bit_for_bit(dtype):
+    """Scores get ``S += A.T @ d`` with the product in a buffer kept by the run: the same sums,
+    whatever the rows of A and however much of the buffer the call uses."""
+    rng = np.random.default_rng(3)
+    n, L = 500, 10
+    S0 = rng.normal(size=(n, L)) * 1e3
+    buf = np.full((n, L), np.nan, dtype=dtype)     # stale contents must not leak into S
+    for k in (1, 3, 40):
+        A = (rng.normal(size=(k, n)) * 1e4).astype(dtype)
+        d = rng.normal(size=(k, L)).astype(dtype)
+        d[:, 1::3] = 0.0
+        want = S0.copy()
+        want += A.T @ d
+        got = S0.copy()
+        add_product(got, A, d, buf)
+        assert np.array_equal(got, want)
+        want = S0.copy()
+        want[200:] += A[:, 200:].T @ d      # a suffix of the scores (a streamed pass)
+        got = S0.copy()
+        add_product(got[200:], A[:, 200:], d, buf)
+        assert np.array_equal(got, want)
 
 
 @pytest.mark.parametrize("kernel", [Kernel("linear"), Kernel("poly", 3, 1000.0), Kernel("gaussian", sigma=3000.0)])
@@ -150,9 +197,9 @@ def test_a_single_pass_on_integer_features_computes_only_the_columns_still_neede
     widths = []
     real = engine._flush_suffix
 
-    def spy(cols, pend_ex, pend_delta, S, b, dtype):
+    def spy(cols, pend_ex, pend_delta, S, b, dtype, buf):
         widths.append(S.shape[0] - b)
-        return real(cols, pend_ex, pend_delta, S, b, dtype)
+        return real(cols, pend_ex, pend_delta, S, b, dtype, buf)
 
     monkeypatch.setattr(engine, "_flush_suffix", spy)
 

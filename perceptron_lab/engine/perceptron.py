@@ -46,7 +46,8 @@ import numba as nb
 import numpy as np
 
 from . import columns
-from ..kernels import Kernel, dot_rows, exact32_ok, gram, kernel_diag, kernel_from_dot, sq_norms
+from ..kernels import (
+    Kernel, dot_rows, exact32_ok, gram, integer_features, kernel_diag, kernel_from_dot, matmul_exact32, sq_norms)
 from ..runtime import cold_array, cold_copy, cold_take
 from .base import (  # noqa: F401  (re-exported: the engine's shared types)
     RULE_ALMA2, RULE_CODES, RULE_PERCEPTRON, UNBOUNDED, EngineError, PerceptronParams, TrainLog, chunk_bounds,
@@ -309,6 +310,8 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
         Kc = np.empty((1, 1), dtype=dtype)
         Xf = primal_features(kernel, Xd)
         W = np.zeros((L, Xf.shape[1]), dtype=np.float64)
+    # the products added to the scores are written here, one array for the run (add_product)
+    Sbuf = np.empty(S.shape, dtype=dtype) if form == "dual" else None
 
     maxb = int(np.max(np.diff(bounds)))
     bufs = {k: np.empty(maxb * L, dtype=t) for k, t in (
@@ -319,6 +322,7 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
     cum_cp = np.zeros((cp_steps.size, L), dtype=np.int64)
     cp_ptr = 0
     pend_rows = None   # the pending examples' features (and float32 copy), gathered when they change
+    ints = None        # integer features (chunk_dots), found out at the first chunk that needs it
 
     for a, b in zip(bounds[:-1], bounds[1:]):
         pos = np.arange(a, b) % n
@@ -329,7 +333,9 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
             S0 = S[a:b].copy() if suffix else S[ex]
             Xe = Xd[ex] if Xo is None else Xo[pos[0]:pos[0] + pos.size]
             if new_last >= CHUNK_DOTS_MIN_NEW:
-                Dcc = suffix_columns.chunk_dots(a, Xe) if suffix_columns is not None else chunk_dots(Xe)
+                if ints is None:
+                    ints = bool(exact) or integer_features(Xd)
+                Dcc = suffix_columns.chunk_dots(a, Xe) if suffix_columns is not None else chunk_dots(Xe, ints)
             if pend_ex.size:
                 if pend_rows is None:
                     pend_rows = (Xd[pend_ex], sq[pend_ex], Xd32[pend_ex] if exact else None)
@@ -367,7 +373,7 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
             if form == "dual":
                 cached = slot_of[touched] >= 0
                 if cached.any():
-                    S += Kc[slot_of[touched[cached]]].T @ delta[cached].astype(dtype)
+                    add_product(S, Kc[slot_of[touched[cached]]], delta[cached].astype(dtype), Sbuf)
                 new_last = int((~cached).sum())
                 if not cached.all():
                     pend_ex, pend_delta = _merge_pending(pend_ex, pend_delta, touched[~cached], delta[~cached])
@@ -379,11 +385,11 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
                     yield b, flush, pend_ex
                 if flush:
                     if suffix:
-                        _flush_suffix(cols, pend_ex, pend_delta, S, b, dtype)
+                        _flush_suffix(cols, pend_ex, pend_delta, S, b, dtype, Sbuf)
                     else:
                         n_slots = _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta,
                                                  cap, cache_limit_gb, dtype, rscale if normalized else None,
-                                                 Xd32, stream, store)
+                                                 Xd32, stream, store, Sbuf)
                     pend_ex, pend_delta, pend_work, pend_rows = pend_ex[:0], pend_delta[:0], 0, None
             else:
                 rows = Xf[touched].astype(np.float64)
@@ -456,19 +462,41 @@ def _merge_pending(pend_ex, pend_delta, ex, delta):
     return uniq, out
 
 
-def chunk_dots(Xe):
-    """The inner products of a chunk's examples with each other, by one float64 GEMM."""
+def chunk_dots(Xe, ints: bool = False):
+    """The inner products of a chunk's examples with each other, in float64: by one float64 GEMM,
+    or with ``ints`` (features that are integers below 2^24, :func:`~perceptron_lab.kernels.integer_features`)
+    by :func:`~perceptron_lab.kernels.matmul_exact32`, a float32 GEMM and float64 for the pairs
+    float32 could round: the same values, at about twice the rate."""
     Xe64 = Xe.astype(np.float64)
-    return Xe64 @ Xe64.T
+    return matmul_exact32(Xe64, Xe64) if ints else Xe64 @ Xe64.T
 
 
-def _flush_suffix(cols, pend_ex, pend_delta, S, b, dtype):
+@nb.njit(cache=True)
+def _add_into(S, P):
+    """``S += P`` (``P`` in the run's dtype, ``S`` float64): numpy's own sum, without its buffered
+    cast of ``P``."""
+    for i in range(S.shape[0]):
+        for c in range(S.shape[1]):
+            S[i, c] += P[i, c]
+
+
+def add_product(S, A, d, buf):
+    """``S += A.T @ d`` with the product written into ``buf`` (rows of ``S``'s shape, the dtype of
+    ``A``): the same BLAS call and the same sums as the expression, without a fresh product array
+    per call. Such an array is a new 2.4 MB allocation on MNIST, whose first touch costs about
+    as much as the product."""
+    P = buf[:S.shape[0]]
+    np.matmul(A.T, d, out=P)
+    _add_into(S, P)
+
+
+def _flush_suffix(cols, pend_ex, pend_delta, S, b, dtype, buf):
     """One pass, streamed: add the pending support vectors' contributions to the scores ``S[b:]``
     of the examples still to come (``S`` in training order), their kernel values from ``cols``
     (:class:`SuffixColumns`). Nothing is cached."""
     if b >= S.shape[0]:
         return
-    S[b:] += cols.block(pend_ex, b).T @ pend_delta.astype(dtype)
+    add_product(S[b:], cols.block(pend_ex, b), pend_delta.astype(dtype), buf)
 
 
 class SuffixColumns:
@@ -520,7 +548,7 @@ class SharedSuffixColumns(SuffixColumns):
         """:func:`chunk_dots` of the chunk starting at step ``a``, computed once for the runs (they
         are the same examples; the GEMM of integer features is exact, so the same values)."""
         if self._dots[0] != a:
-            self._dots = (a, chunk_dots(Xe))
+            self._dots = (a, chunk_dots(Xe, ints=True))
         return self._dots[1]
 
     def prepare(self, b, flushing, holding):
@@ -614,7 +642,7 @@ def train_lockstep(X, Y, kernel: Kernel, params_list, order, epochs: float, chec
 
 
 def _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta, cap, cache_limit_gb, dtype,
-                   rscale=None, Xd32=None, stream=False, store=None):
+                   rscale=None, Xd32=None, stream=False, store=None, buf=None):
     """Compute the pending support vectors' kernel columns in one GEMM, cache them, update S.
     With ``rscale`` the cached columns are those of the normalized kernel ``rscale_i rscale_j K``;
     with ``Xd32`` (a float32 copy of integer features) by exact float32 GEMMs; with ``stream`` the
@@ -623,21 +651,26 @@ def _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta,
     n = Xd.shape[0]
     if store is not None:
         return _flush_shared(kernel, Xd, sq, store, S, slot_of, n_slots, pend_ex, pend_delta, cache_limit_gb,
-                             dtype, rscale, Xd32)
+                             dtype, rscale, Xd32, buf)
     if stream:
         G = gram(kernel, Xd[pend_ex], Xd, sq[pend_ex], sq, exact32=Xd32 is not None, B32=Xd32)
         if rscale is not None:
             r = rscale.astype(dtype)
             _scale_block(G, r[pend_ex], r)
-        S += G.T @ pend_delta.astype(dtype)
+        add_product(S, G, pend_delta.astype(dtype), _product_buffer(buf, S, dtype))
         return n_slots
     a0, a1 = n_slots, n_slots + pend_ex.size
     if a1 > cap:
         raise _cache_full(cache_limit_gb, a1, n, dtype)
     slot_of[pend_ex] = np.arange(a0, a1)
     _columns(kernel, Xd, sq, pend_ex, Kc[a0:a1], dtype, rscale, Xd32)
-    S += Kc[a0:a1].T @ pend_delta.astype(dtype)
+    add_product(S, Kc[a0:a1], pend_delta.astype(dtype), _product_buffer(buf, S, dtype))
     return a1
+
+
+def _product_buffer(buf, S, dtype):
+    """``buf``, or a new one for a caller that has none."""
+    return np.empty(S.shape, dtype=dtype) if buf is None else buf
 
 
 def _cache_full(cache_limit_gb, n_sv, n, dtype) -> EngineError:
@@ -657,7 +690,7 @@ def _columns(kernel, Xd, sq, ex, out, dtype, rscale, Xd32):
 
 
 def _flush_shared(kernel, Xd, sq, store, S, slot_of, n_slots, pend_ex, pend_delta, cache_limit_gb, dtype,
-                  rscale, Xd32):
+                  rscale, Xd32, buf=None):
     """:func:`_flush_pending` with the column store: the pending examples' columns found in the
     store are used as they are, the others computed (in one GEMM) and added to it. ``S`` gets the
     same product as from a cache of the run's own: the same rows, in the same order."""
@@ -691,7 +724,7 @@ def _flush_shared(kernel, Xd, sq, store, S, slot_of, n_slots, pend_ex, pend_delt
     # else a copy -- the same matrix either way
     a = int(rows[0])
     block = store.K[a:a + rows.size] if np.array_equal(rows, np.arange(a, a + rows.size)) else store.K[rows]
-    S += block.T @ pend_delta.astype(dtype)
+    add_product(S, block, pend_delta.astype(dtype), _product_buffer(buf, S, dtype))
     return n_slots + pend_ex.size
 
 
