@@ -55,6 +55,7 @@ from .datasets.base import Dataset
 from .engine import columns
 from .errors import PlabError
 from .evaluation import Grid
+from .kernels import load_jit
 from .runtime import settings as runtime_settings
 from .store import RunFolder, code_fingerprint, data_fingerprint, part_key
 from .units import (  # noqa: F401  (the units' names, re-exported)
@@ -157,6 +158,8 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
         ds, verified = read_inputs(cfg, data_dir, verify)
         load_s = time.perf_counter() - t0
         check_run_size(cfg, len(ds.y_train), allow_large)
+        if jobs == 1 and executor == "local":
+            _load_jit_meanwhile()
         work = plan_work(cfg, ds, data_dir)
         texts = {} if force else folder.reusable((p.key, work.keys[p.key]) for p in work.parts)
         todo = [p for p in work.parts if p.key not in texts]
@@ -175,6 +178,20 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
                                                   time.perf_counter() - t_write, own_peak=pool is None)}
         folder.write_info(info)
     return RunResult(folder.out, df, info, skipped=len(work.units) - ran, ran=ran, timings=list(timings.values()))
+
+
+def _load_jit_meanwhile() -> None:
+    """Load numba's compiled-code runtime (:func:`~perceptron_lab.kernels.load_jit`) on a thread of
+    its own while this one hashes the data (:func:`plan_work`): the hash releases the interpreter,
+    the loading needs it, so the two overlap, and the run's first jitted call finds the runtime
+    loaded. A failure there is left to that call to report."""
+    def load():
+        try:
+            load_jit()
+        except Exception:   # noqa: BLE001 -- the run's own first jitted call raises it again
+            pass
+
+    threading.Thread(target=load, name="plab-jit-load", daemon=True).start()
 
 
 @dataclass

@@ -405,6 +405,12 @@ def _small_integers(x, limit):
     return True
 
 
+def load_jit() -> None:
+    """Load numba's runtime of compiled code, as the first call of a cached jitted function in a
+    process does (0.3 s here, once; each further function then loads in a few milliseconds)."""
+    _small_integers(np.zeros(1), 1.0)
+
+
 #: The squared bound, with a margin for the rounding of the float64 norms themselves.
 _EXACT32_LIMIT2 = EXACT32_LIMIT * EXACT32_LIMIT * (1.0 - 1e-9)
 

@@ -144,3 +144,40 @@ def test_plab_tunes_the_garbage_collector_and_the_library_does_not():
     assert out.returncode == 0, out.stderr
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith(("after", "frozen"))]
     assert lines == ["after import: True", "after plab: True", "frozen at exit: True"]
+
+
+def test_the_jit_runtime_loads_on_a_thread_of_its_own_and_its_failures_stay_there(monkeypatch):
+    """``plab run`` on one process loads numba's runtime on another thread while it hashes the data;
+    the thread ends, and an error there is left to the run's own first jitted call."""
+    import threading
+
+    from perceptron_lab import experiment
+
+    calls = []
+    monkeypatch.setattr(experiment, "load_jit", lambda: calls.append(threading.current_thread().name))
+    experiment._load_jit_meanwhile()
+    for t in threading.enumerate():
+        if t.name == "plab-jit-load":
+            t.join(10)
+    assert calls == ["plab-jit-load"]
+
+    def broken():
+        raise RuntimeError("no compiler")
+
+    monkeypatch.setattr(experiment, "load_jit", broken)
+    seen = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: seen.append(args.exc_type))
+    experiment._load_jit_meanwhile()
+    for t in threading.enumerate():
+        if t.name == "plab-jit-load":
+            t.join(10)
+    assert seen == []
+
+
+def test_load_jit_runs_a_cached_jitted_function():
+    code = ("from perceptron_lab.kernels import _small_integers, load_jit\n"
+            "before = len(_small_integers.signatures)\n"
+            "load_jit()\n"
+            "print(before, len(_small_integers.signatures))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.split() == ["0", "1"]
