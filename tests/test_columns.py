@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import sys
 
+import hashlib
+
 import numpy as np
 import pytest
 
@@ -201,3 +203,23 @@ def test_the_store_is_written_without_numpys_huge_page_advice():
     if huge_pages():   # the contrast: numpy's own array of that size
         plain = np.empty((700, 3000), np.float32)
         assert "hg" in vm_flags(plain)
+
+
+def test_a_digest_on_its_own_thread_is_the_hash_of_the_values():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 20)).astype(np.float32)
+    d = columns.Digest(X)
+    assert d.result() == columns.digest(X) == hashlib.sha256(X.tobytes()).hexdigest()
+    assert columns.digest(X[:, ::2]) == hashlib.sha256(np.ascontiguousarray(X[:, ::2]).tobytes()).hexdigest()
+    assert columns.data_key(X, (1, 2), False, d.result()) == columns.data_key(X, (1, 2), False)
+    assert columns.Digest(X[1:]).result() != d.result()
+
+
+def test_a_digest_that_fails_raises_where_its_result_is_asked_for():
+    class Broken:
+        def __array__(self, *a, **k):
+            raise ValueError("unreadable")
+
+    d = columns.Digest(Broken())
+    with pytest.raises(ValueError, match="unreadable"):
+        d.result()

@@ -37,6 +37,7 @@ everywhere the full reproduction ran 2 minutes slower (perceptron_lab/runtime.py
 from __future__ import annotations
 
 import hashlib
+import threading
 
 import numpy as np
 
@@ -65,9 +66,37 @@ def release() -> None:
     _STORE.clear()
 
 
-def data_key(X: np.ndarray, kernel_params: tuple, normalized: bool) -> tuple:
-    """What a column depends on: the training set's values, the kernel and its normalization."""
-    h = hashlib.sha256(np.ascontiguousarray(X).view(np.uint8).ravel()).hexdigest()
+def digest(X: np.ndarray) -> str:
+    """SHA-256 of an array's values (its bytes in C order)."""
+    return hashlib.sha256(np.ascontiguousarray(X).view(np.uint8).ravel()).hexdigest()
+
+
+class Digest:
+    """:func:`digest` of ``X`` computed on a thread of its own (the hash releases the interpreter);
+    :meth:`result` waits for it. ``X`` must not change meanwhile."""
+
+    def __init__(self, X: np.ndarray):
+        self._out: list = []
+        self._thread = threading.Thread(target=self._run, args=(X,), name="plab-digest", daemon=True)
+        self._thread.start()
+
+    def _run(self, X) -> None:
+        try:
+            self._out.append(digest(X))
+        except BaseException as exc:   # noqa: BLE001 -- raised again by result()
+            self._out.append(exc)
+
+    def result(self) -> str:
+        self._thread.join()
+        if isinstance(self._out[0], BaseException):
+            raise self._out[0]
+        return self._out[0]
+
+
+def data_key(X: np.ndarray, kernel_params: tuple, normalized: bool, digest_: str | None = None) -> tuple:
+    """What a column depends on: the training set's values, the kernel and its normalization
+    (``digest_``: the :func:`digest` of ``X``, when known)."""
+    h = digest(X) if digest_ is None else digest_
     return (X.shape, X.dtype.str, h, tuple(kernel_params), bool(normalized))
 
 
@@ -105,10 +134,11 @@ class ColumnStore:
         return self.used + k <= self.cap
 
 
-def store_for(X: np.ndarray, kernel_params: tuple, normalized: bool, cap: int, dtype) -> ColumnStore:
+def store_for(X: np.ndarray, kernel_params: tuple, normalized: bool, cap: int, dtype,
+              digest: str | None = None) -> ColumnStore:
     """The process's store for this training set and kernel (a new, empty one if it holds another
-    set's columns)."""
-    key = data_key(X, kernel_params, normalized)
+    set's columns). ``digest``: the :func:`digest` of ``X``, when known."""
+    key = data_key(X, kernel_params, normalized, digest)
     st = _STORE.get("store")
     if st is None or st.key != key or st.cap != cap or st.K.dtype != np.dtype(dtype):
         _STORE.pop("store", None)    # free the old columns before allocating

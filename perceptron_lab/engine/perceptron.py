@@ -266,8 +266,16 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
         cap = 0 if stream else int(min(n, max(1, cache_limit_gb * 1e9 // (n * itemsize))))
         # cached columns live in the process's column store: runs on the same training set with
         # the same kernel take the columns computed before them (engine.columns; same numbers)
-        store = (columns.store_for(Xd, kernel.params(), normalized, cap, dtype)
-                 if cap and share and columns.enabled() else None)
+        sharing = bool(cap and share and columns.enabled())
+        # The store knows a training set by a hash of its values, computed on a thread of its own
+        # (it releases the interpreter) while this one puts the features in training order.
+        digest = columns.Digest(Xd) if sharing else None
+        # Several passes: the features in training order, once, so that a chunk's rows are a
+        # slice of them rather than a gather from the whole set at every visit (a chunk never
+        # spans two epochs: chunk_bounds cuts at each epoch's start).
+        Xo = cold_take(Xd, order) if total > n else None
+        store = (columns.store_for(Xd, kernel.params(), normalized, cap, dtype, digest=digest.result())
+                 if sharing else None)
         Kc = store.K if store is not None else cold_array((max(cap, 1), n), dtype)
         S = np.zeros((n, L), dtype=np.float64)
         n_slots = 0
@@ -293,10 +301,6 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
         # features may round a narrower block differently (small-matrix kernels), which would move
         # the scores in their last bits.
         suffix = stream and total <= n and exact
-        # Several passes: the features in training order, once, so that a chunk's rows are a
-        # slice of them rather than a gather from the whole set at every visit (a chunk never
-        # spans two epochs: chunk_bounds cuts at each epoch's start).
-        Xo = cold_take(Xd, order) if total > n else None
         if suffix:
             cols = suffix_columns if suffix_columns is not None else SuffixColumns(
                 kernel, Xd, sq, order[:total], rscale if normalized else None, dtype, Xd32)
