@@ -9,9 +9,8 @@ exceed 2^24) -- the case where the order of the sums could matter.
 from __future__ import annotations
 
 import dataclasses
-import sys
-
 import hashlib
+import sys
 
 import numpy as np
 import pytest
