@@ -155,11 +155,11 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
         if pool is None:
             columns.release()  # kernel columns an earlier run in this process kept
             reset_peak_rss()  # this run's peak, not an earlier run's in the same process
+        if jobs == 1 and executor == "local":
+            _prepare_meanwhile(cfg.output.figures)
         ds, verified = read_inputs(cfg, data_dir, verify)
         load_s = time.perf_counter() - t0
         check_run_size(cfg, len(ds.y_train), allow_large)
-        if jobs == 1 and executor == "local":
-            _load_jit_meanwhile()
         work = plan_work(cfg, ds, data_dir)
         texts = {} if force else folder.reusable((p.key, work.keys[p.key]) for p in work.parts)
         todo = [p for p in work.parts if p.key not in texts]
@@ -180,18 +180,22 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
     return RunResult(folder.out, df, info, skipped=len(work.units) - ran, ran=ran, timings=list(timings.values()))
 
 
-def _load_jit_meanwhile() -> None:
-    """Load numba's compiled-code runtime (:func:`~perceptron_lab.kernels.load_jit`) on a thread of
-    its own while this one hashes the data (:func:`plan_work`): the hash releases the interpreter,
-    the loading needs it, so the two overlap, and the run's first jitted call finds the runtime
-    loaded. A failure there is left to that call to report."""
-    def load():
+def _prepare_meanwhile(figures: bool) -> None:
+    """On a thread of its own, while this one reads, checks and hashes the data: import the figure
+    library (when the run draws figures) and load numba's compiled-code runtime
+    (:func:`~perceptron_lab.kernels.load_jit`). Both are the interpreter's work (about 0.35 s and
+    0.3 s); reading the data is mostly decompressing, casting and hashing, which release it, so
+    the two overlap. A failure there is left to the run's own import or jitted call to report."""
+    def prepare():
         try:
+            if figures:
+                import matplotlib.backends.backend_agg  # noqa: F401
+                import matplotlib.figure  # noqa: F401
             load_jit()
-        except Exception:   # noqa: BLE001 -- the run's own first jitted call raises it again
+        except Exception:   # noqa: BLE001 -- the run raises it again where it needs the module
             pass
 
-    threading.Thread(target=load, name="plab-jit-load", daemon=True).start()
+    threading.Thread(target=prepare, name="plab-prepare", daemon=True).start()
 
 
 @dataclass

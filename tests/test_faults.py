@@ -12,6 +12,7 @@ import errno
 import gzip
 import os
 import struct
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -590,3 +591,44 @@ def test_more_folds_than_examples_is_refused(tmp_path, evaluation, says):
     errors = [ln for ln in r.output.splitlines() if ln.startswith("plab: error:")]
     assert r.exit_code == 2 and len(errors) == 1 and says in errors[0], r.output
     assert not (tmp_path / "out" / "results.csv").exists()
+
+
+@pytest.mark.parametrize("case", ["one", "members", "padded", "empty"])
+def test_idx_gzip_reads_what_gzip_open_reads(tmp_path, case):
+    """MNIST's files are decompressed a read at a time by zlib (the interpreter released): the same
+    bytes as ``gzip.open``, whatever the sizes asked for."""
+    from perceptron_lab.datasets.images import _Gunzip
+
+    payload = np.random.default_rng(5).integers(0, 256, 70000).astype(np.uint8).tobytes()
+    raw = {"one": gzip.compress(payload), "members": gzip.compress(payload[:30000]) + gzip.compress(payload[30000:]),
+           "padded": gzip.compress(payload) + b"\0" * 64, "empty": b""}[case]
+    p = tmp_path / "f.gz"
+    p.write_bytes(raw)
+    with gzip.open(p, "rb") as fh:
+        want = fh.read()
+    for sizes in ([10**9], [16, 10**9], [3, 5, 29990, 7, 10**9]):
+        with _Gunzip(p) as fh:
+            got = b"".join(fh.read(s) for s in sizes)
+        assert got == want
+
+
+@pytest.mark.parametrize("damage", ["cut", "crc", "trailing"])
+def test_idx_gzip_refuses_what_gzip_open_refuses(tmp_path, damage):
+    from perceptron_lab.datasets.images import _Gunzip
+
+    whole = bytearray(gzip.compress(np.random.default_rng(6).integers(0, 256, 5000).astype(np.uint8).tobytes()))
+    if damage == "cut":
+        raw = bytes(whole[:-20])
+    elif damage == "crc":
+        whole[-8] ^= 0xFF      # the stored CRC-32
+        raw = bytes(whole)
+    else:
+        raw = bytes(whole) + b"junk"
+    p = tmp_path / "f.gz"
+    p.write_bytes(raw)
+    with pytest.raises((EOFError, OSError)):
+        with gzip.open(p, "rb") as fh:
+            fh.read()
+    with pytest.raises((EOFError, zlib.error)):
+        with _Gunzip(p) as fh:
+            fh.read(10**9)

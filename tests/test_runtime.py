@@ -147,7 +147,7 @@ def test_plab_tunes_the_garbage_collector_and_the_library_does_not():
 
 
 def test_the_jit_runtime_loads_on_a_thread_of_its_own_and_its_failures_stay_there(monkeypatch):
-    """``plab run`` on one process loads numba's runtime on another thread while it hashes the data;
+    """``plab run`` on one process loads numba's runtime on another thread while it reads the data;
     the thread ends, and an error there is left to the run's own first jitted call."""
     import threading
 
@@ -155,11 +155,11 @@ def test_the_jit_runtime_loads_on_a_thread_of_its_own_and_its_failures_stay_ther
 
     calls = []
     monkeypatch.setattr(experiment, "load_jit", lambda: calls.append(threading.current_thread().name))
-    experiment._load_jit_meanwhile()
+    experiment._prepare_meanwhile(False)
     for t in threading.enumerate():
-        if t.name == "plab-jit-load":
+        if t.name == "plab-prepare":
             t.join(10)
-    assert calls == ["plab-jit-load"]
+    assert calls == ["plab-prepare"]
 
     def broken():
         raise RuntimeError("no compiler")
@@ -167,9 +167,9 @@ def test_the_jit_runtime_loads_on_a_thread_of_its_own_and_its_failures_stay_ther
     monkeypatch.setattr(experiment, "load_jit", broken)
     seen = []
     monkeypatch.setattr(threading, "excepthook", lambda args: seen.append(args.exc_type))
-    experiment._load_jit_meanwhile()
+    experiment._prepare_meanwhile(True)
     for t in threading.enumerate():
-        if t.name == "plab-jit-load":
+        if t.name == "plab-prepare":
             t.join(10)
     assert seen == []
 

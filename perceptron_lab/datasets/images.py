@@ -60,6 +60,43 @@ def corrupt_file_error(path: Path, what: str, dataset: str | None) -> DatasetErr
 MAX_IDX_VALUES = 1 << 30
 
 
+class _Gunzip:
+    """A gzip file read as :func:`gzip.open` reads it -- the members one after another, each
+    checked against its CRC and length, zero padding after the last ignored -- but with each
+    ``read`` decompressed by one call of zlib, which releases the interpreter for all of it
+    (``gzip.open`` decompresses a few kilobytes per call, in a loop of the interpreter's). The
+    compressed file is read whole; only the bytes asked for are decompressed."""
+
+    def __init__(self, path, mode: str = "rb"):
+        with open(path, "rb") as fh:
+            self._pending = fh.read()      # compressed bytes not given to the decompressor yet
+        self._empty = not self._pending
+        self._d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+    def read(self, size: int) -> bytes:
+        out, want = [], int(size)
+        while want > 0 and not self._empty:
+            if self._d.eof:                        # a member ended: another may follow
+                rest = self._d.unused_data + self._pending
+                if not rest.strip(b"\0"):
+                    break
+                self._d, self._pending = zlib.decompressobj(16 + zlib.MAX_WBITS), rest
+            src = self._d.unconsumed_tail or self._pending
+            self._pending = b""
+            if not src:
+                raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+            chunk = self._d.decompress(src, want)
+            out.append(chunk)
+            want -= len(chunk)
+        return b"".join(out)
+
+
 def read_idx(path: str | Path, ndim: int, dataset: str | None = None) -> np.ndarray:
     """Read a gzipped (``.gz``) or plain IDX file of unsigned bytes with ``ndim`` dimensions.
 
@@ -73,7 +110,7 @@ def read_idx(path: str | Path, ndim: int, dataset: str | None = None) -> np.ndar
     path = Path(path)
     header = 4 + 4 * ndim
     try:
-        opener = gzip.open if path.suffix == ".gz" else open
+        opener = _Gunzip if path.suffix == ".gz" else open
         with opener(path, "rb") as fh:
             head = fh.read(header)
             if len(head) < 4:
