@@ -213,3 +213,69 @@ def test_a_single_pass_on_integer_features_computes_only_the_columns_still_neede
     assert streamed.n_updates == cached.n_updates > 100
     for name in ("upd_step", "upd_ex", "upd_cls", "upd_coef", "upd_score", "upd_theta", "cum_correct_cp"):
         assert np.array_equal(getattr(streamed, name), getattr(cached, name)), name
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dot_rows_exact_equals_dot_rows_on_integer_features(dtype):
+    """Eight running sums instead of one: the same inner products where every partial sum is an
+    exact integer (integer features of norms below the limit), including products float32 rounds."""
+    import numba as nb
+
+    from perceptron_lab.kernels import DOTS_EXACT_SQ_LIMIT, dot_rows, dot_rows_exact
+
+    @nb.njit
+    def both(X):
+        n = X.shape[0]
+        a = np.empty((n, n))
+        b = np.empty((n, n))
+        for i in range(n):
+            for j in range(n):
+                a[i, j] = dot_rows(X, i, j)
+                b[i, j] = dot_rows_exact(X, i, j)
+        return a, b
+
+    rng = np.random.default_rng(11)
+    for d in (1, 7, 8, 9, 784):
+        X = rng.integers(-255, 256, size=(40, d)).astype(dtype)
+        X[0] = rng.integers(-(2**20), 2**20, size=d)          # products that float32 rounds
+        assert float(np.max(np.einsum("ij,ij->i", X.astype(np.float64), X.astype(np.float64)))) < DOTS_EXACT_SQ_LIMIT
+        a, b = both(X)
+        assert np.array_equal(a, b)
+        assert np.array_equal(b[1:, 1:], X[1:].astype(np.float64) @ X[1:].astype(np.float64).T)
+
+
+def test_training_takes_exact_dots_only_on_integer_features_with_the_same_log(monkeypatch):
+    """The eight-sum loop is used for integer features only, and the run's log is the same as with
+    the one-sum loop (forced by a norm limit of 0)."""
+    import perceptron_lab.engine.perceptron as engine
+
+    rng = np.random.default_rng(12)
+    n, L = 400, 3
+    y = rng.integers(0, L, n)
+    flags = []
+    real = engine._run_chunk
+
+    def spy(*args):
+        flags.append(args[27])
+        return real(*args)
+
+    monkeypatch.setattr(engine, "_run_chunk", spy)
+    kernel = Kernel("poly", 3, 1000.0)
+    params = PerceptronParams(eta=1.0, theta_init=0.0, C=0.0, tau_abs=0.0, lam=0.0, alpha_bound=2**62)
+    order = rng.permutation(n)
+
+    def run(X):
+        flags.clear()
+        return train(X, label_matrix(y, L), kernel, params, order, 3, [1, 3], chunk_size=32, dtype=np.float64)
+
+    X = rng.integers(0, 30, size=(n, 20)).astype(np.float64)
+    fast = run(X)
+    assert set(flags) == {True} and fast.upd_ex.size > 100
+    monkeypatch.setattr(engine, "DOTS_EXACT_SQ_LIMIT", 0.0)
+    slow = run(X)
+    assert set(flags) == {False}
+    for name in ("upd_step", "upd_ex", "upd_cls", "upd_coef", "upd_score", "upd_theta", "cum_correct_cp"):
+        assert np.array_equal(getattr(fast, name), getattr(slow, name)), name
+    monkeypatch.setattr(engine, "DOTS_EXACT_SQ_LIMIT", 2.0**52)
+    run(rng.normal(size=(n, 20)))
+    assert set(flags) == {False}

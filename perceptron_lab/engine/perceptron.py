@@ -47,7 +47,8 @@ import numpy as np
 
 from . import columns
 from ..kernels import (
-    Kernel, dot_rows, exact32_ok, gram, integer_features, kernel_diag, kernel_from_dot, matmul_exact32, sq_norms)
+    DOTS_EXACT_SQ_LIMIT, Kernel, dot_rows, dot_rows_exact, exact32_ok, gram, integer_features, kernel_diag,
+    kernel_from_dot, matmul_exact32, sq_norms)
 from ..runtime import cold_array, cold_copy, cold_take
 from .base import (  # noqa: F401  (re-exported: the engine's shared types)
     RULE_ALMA2, RULE_CODES, RULE_PERCEPTRON, UNBOUNDED, EngineError, PerceptronParams, TrainLog, chunk_bounds,
@@ -62,17 +63,20 @@ _NO_DOTS = np.zeros((1, 1))
 
 @nb.njit(cache=True)
 def _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, eta, C, tau_abs, lam, alpha_bound,
-               step0, slot_of, Kc, X, sq, kcode, kdeg, kscale, ksigma, kdiv, rscale, Kcc, use_kcc,
-               Dcc, use_dcc, rule, ncorr, scale, usq, a_alpha, a_B, a_C,
+               step0, slot_of, Kc, Xe, sq, kcode, kdeg, kscale, ksigma, kdiv, rscale, Kcc, use_kcc,
+               Dcc, use_dcc, exact_dots, rule, ncorr, scale, usq, a_alpha, a_B, a_C,
                o_step, o_ex, o_cls, o_coef, o_score, o_theta, o_cum, o_scale, o_norm):
     """Process one chunk of the sequence (distinct examples ``ex``); returns the number of updates.
 
     ``S0[p, c]`` is label c's score of example ``ex[p]`` from all updates before the chunk; the
     chunk's own updates are added through ``corr``. The kernel value between two examples of the
     chunk comes from the cache ``Kc`` when the updating example already has a column there, and is
-    computed from ``X`` (times ``rscale[i] * rscale[j]``) otherwise; with ``use_dcc`` the inner
-    products for that come from ``Dcc[p, q]`` (the chunk's rows against each other, by one GEMM in
-    float64), else from a loop over the features.
+    computed from the chunk's features ``Xe`` (row p: example ``ex[p]``; times ``rscale[i] *
+    rscale[j]``) otherwise; with ``use_dcc`` the inner products for that come from ``Dcc[p, q]``
+    (the chunk's rows against each other, by one GEMM in float64), else from a loop over the
+    features of two rows of ``Xe``, which lie next to each other (rows of the whole set, in the
+    order of the examples, would be read from all over it); with ``exact_dots`` (integer features
+    of small enough norms) by :func:`~perceptron_lab.kernels.dot_rows_exact`, the same values.
 
     ``rule`` selects the update: RULE_PERCEPTRON (the parameters eta ... alpha_bound) or
     RULE_ALMA2 (Gentile 2001, Figure 1 with p = 2; parameters a_alpha, a_B, a_C). For ALMA the
@@ -146,7 +150,12 @@ def _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, eta, C, tau_abs, la
                     else:
                         for q in range(p + 1, B):
                             j = ex[q]
-                            acc = Dcc[p, q] if use_dcc else dot_rows(X, i, j)
+                            if use_dcc:
+                                acc = Dcc[p, q]
+                            elif exact_dots:
+                                acc = dot_rows_exact(Xe, p, q)
+                            else:
+                                acc = dot_rows(Xe, p, q)
                             krow[q] = (kernel_from_dot(kcode, kdeg, kscale, ksigma, kdiv, acc, sq[i], sq[j])
                                        * (rscale[i] * rscale[j]))
                 for q in range(p + 1, B):
@@ -326,7 +335,7 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
     cum_cp = np.zeros((cp_steps.size, L), dtype=np.int64)
     cp_ptr = 0
     pend_rows = None   # the pending examples' features (and float32 copy), gathered when they change
-    ints = None        # integer features (chunk_dots), found out at the first chunk that needs it
+    ints = None        # integer features of small norms (chunk_dots, _run_chunk), found out at the first chunk
 
     for a, b in zip(bounds[:-1], bounds[1:]):
         pos = np.arange(a, b) % n
@@ -336,9 +345,12 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
             Kcc = Kc[:1, :1]
             S0 = S[a:b].copy() if suffix else S[ex]
             Xe = Xd[ex] if Xo is None else Xo[pos[0]:pos[0] + pos.size]
+            if ints is None:
+                # integer features: a chunk's inner products by the exact float32 path (chunk_dots)
+                # and, below the norm limit, by dot_rows_exact (_run_chunk): the same values
+                small = not sq.size or float(np.max(sq)) < DOTS_EXACT_SQ_LIMIT
+                ints = (bool(exact) or integer_features(Xd)) and small
             if new_last >= CHUNK_DOTS_MIN_NEW:
-                if ints is None:
-                    ints = bool(exact) or integer_features(Xd)
                 Dcc = suffix_columns.chunk_dots(a, Xe) if suffix_columns is not None else chunk_dots(Xe, ints)
             if pend_ex.size:
                 if pend_rows is None:
@@ -350,6 +362,7 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
                     S0 += G @ pend_delta.astype(dtype)
                 pend_work += ex.size * pend_ex.size
         else:
+            Xe = Xd[:1]   # not read: the chunk's kernel block Kcc holds every value needed
             S0 = Xf[ex] @ W.T.astype(dtype)
             # the chunk's own kernel block by GEMM: mistakes are frequent in primal runs (the
             # data are rarely separable), and a row per updating example would cost more
@@ -361,8 +374,9 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
             if normalized:
                 S0 *= rscale[ex, None]
         m = _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, eta, C_thr, tau_abs, lam,
-                       alpha_bound, a, slot_of, Kc, Xd, sq, kcode, kdeg, kscale, ksigma, kdiv, rscale,
-                       Kcc, form != "dual", Dcc, Dcc.shape[0] > 1, rule, ncorr, scale, usq, a_alpha, a_B, a_C,
+                       alpha_bound, a, slot_of, Kc, Xe, sq, kcode, kdeg, kscale, ksigma, kdiv, rscale,
+                       Kcc, form != "dual", Dcc, Dcc.shape[0] > 1, bool(ints), rule, ncorr, scale, usq, a_alpha,
+                       a_B, a_C,
                        bufs["step"], bufs["ex"], bufs["cls"], bufs["coef"], bufs["score"], bufs["theta"],
                        bufs["cum"], bufs["scale"], bufs["norm"])
         if form == "dual":
