@@ -346,10 +346,11 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
             S0 = S[a:b].copy() if suffix else S[ex]
             Xe = Xd[ex] if Xo is None else Xo[pos[0]:pos[0] + pos.size]
             if ints is None:
-                # integer features: a chunk's inner products by the exact float32 path (chunk_dots)
-                # and, below the norm limit, by dot_rows_exact (_run_chunk): the same values
+                # integer features of norms below the limit: a chunk's inner products by the exact
+                # float32 path (chunk_dots) and by dot_rows_exact (_run_chunk), the same values (a
+                # given Gram matrix has no inner products to compute)
                 small = not sq.size or float(np.max(sq)) < DOTS_EXACT_SQ_LIMIT
-                ints = (bool(exact) or integer_features(Xd)) and small
+                ints = not given and small and (bool(exact) or integer_features(Xd))
             if new_last >= CHUNK_DOTS_MIN_NEW:
                 Dcc = suffix_columns.chunk_dots(a, Xe) if suffix_columns is not None else chunk_dots(Xe, ints)
             if pend_ex.size:
