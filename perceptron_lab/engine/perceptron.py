@@ -661,12 +661,13 @@ def train_lockstep(X, Y, kernel: Kernel, params_list, order, epochs: float, chec
 
 
 def _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta, cap, cache_limit_gb, dtype,
-                   rscale=None, Xd32=None, stream=False, store=None, buf=None):
+                   rscale, Xd32, stream, store, buf):
     """Compute the pending support vectors' kernel columns in one GEMM, cache them, update S.
     With ``rscale`` the cached columns are those of the normalized kernel ``rscale_i rscale_j K``;
     with ``Xd32`` (a float32 copy of integer features) by exact float32 GEMMs; with ``stream`` the
     columns update S and are dropped (nothing is cached); with ``store`` (whose array is ``Kc``)
-    the columns already in the process's column store are taken from it."""
+    the columns already in the process's column store are taken from it. ``buf``: the run's
+    product buffer (:func:`add_product`)."""
     n = Xd.shape[0]
     if store is not None:
         return _flush_shared(kernel, Xd, sq, store, S, slot_of, n_slots, pend_ex, pend_delta, cache_limit_gb,
@@ -676,20 +677,15 @@ def _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta,
         if rscale is not None:
             r = rscale.astype(dtype)
             _scale_block(G, r[pend_ex], r)
-        add_product(S, G, pend_delta.astype(dtype), _product_buffer(buf, S, dtype))
+        add_product(S, G, pend_delta.astype(dtype), buf)
         return n_slots
     a0, a1 = n_slots, n_slots + pend_ex.size
     if a1 > cap:
         raise _cache_full(cache_limit_gb, a1, n, dtype)
     slot_of[pend_ex] = np.arange(a0, a1)
     _columns(kernel, Xd, sq, pend_ex, Kc[a0:a1], dtype, rscale, Xd32)
-    add_product(S, Kc[a0:a1], pend_delta.astype(dtype), _product_buffer(buf, S, dtype))
+    add_product(S, Kc[a0:a1], pend_delta.astype(dtype), buf)
     return a1
-
-
-def _product_buffer(buf, S, dtype):
-    """``buf``, or a new one for a caller that has none."""
-    return np.empty(S.shape, dtype=dtype) if buf is None else buf
 
 
 def _cache_full(cache_limit_gb, n_sv, n, dtype) -> EngineError:
@@ -709,7 +705,7 @@ def _columns(kernel, Xd, sq, ex, out, dtype, rscale, Xd32):
 
 
 def _flush_shared(kernel, Xd, sq, store, S, slot_of, n_slots, pend_ex, pend_delta, cache_limit_gb, dtype,
-                  rscale, Xd32, buf=None):
+                  rscale, Xd32, buf):
     """:func:`_flush_pending` with the column store: the pending examples' columns found in the
     store are used as they are, the others computed (in one GEMM) and added to it. ``S`` gets the
     same product as from a cache of the run's own: the same rows, in the same order."""
@@ -743,7 +739,7 @@ def _flush_shared(kernel, Xd, sq, store, S, slot_of, n_slots, pend_ex, pend_delt
     # else a copy -- the same matrix either way
     a = int(rows[0])
     block = store.K[a:a + rows.size] if np.array_equal(rows, np.arange(a, a + rows.size)) else store.K[rows]
-    add_product(S, block, pend_delta.astype(dtype), _product_buffer(buf, S, dtype))
+    add_product(S, block, pend_delta.astype(dtype), buf)
     return n_slots + pend_ex.size
 
 
