@@ -83,6 +83,7 @@ class _BudgetRun:
                          mistakes=np.zeros(L, np.int64), rng=np.random.default_rng(params.seed))
         self.__dict__.update(state)
         self.cap = int(self.sv_ex.shape[1])  # slots per label allocated (train_budget's B)
+        self.keep_events = True  # the events of the log (the online classes keep counts only)
         ev = (log.ev_step, log.ev_cls, log.ev_kind, log.ev_ex) if log is not None else ()
         self.events = [np.stack(ev, axis=1)] if ev and ev[0].size else []
         self.changes = ([(np.stack([log.ch_step, log.ch_cls, log.ch_kind, log.ch_ex], axis=1), log.ch_val)]
@@ -112,6 +113,30 @@ class _BudgetRun:
         if self._proj:
             self.Kinv = _grow(self.Kinv, (L, want + 1, want + 1))
         self.cap = want
+
+    def add_label(self) -> None:
+        """A new label column (one-vs-rest), empty, its examples so far all negative."""
+        L = self.Y.shape[1]
+        self.Y = np.concatenate([self.Y, -np.ones((self.Y.shape[0], 1), np.int8)], axis=1)
+        for k in ("sv_ex", "sv_coef", "sv_ord", "size", "free", "nfree", "Gs", "Kinv", "Q", "M", "acc", "slot_acc",
+                  "mistakes"):
+            a = getattr(self, k)
+            if k in ("Gs", "Kinv") and a.shape[0] != L:
+                continue  # the (1, 1, 1) placeholder of an algorithm that does not use it
+            setattr(self, k, _grow(a, (L + 1, *a.shape[1:])))
+
+    def widen(self, n_features: int) -> None:
+        """Zero columns for features that appear only now (every earlier example lacks them)."""
+        if n_features > self.X.shape[1]:
+            self.X = _grow(self.X, (self.X.shape[0], n_features))
+
+    def drop_last_unused(self) -> None:
+        """Forget the last example if no label holds it (it is then never read again)."""
+        i = self.X.shape[0] - 1
+        if i >= 0 and self.refc[i] == 0 and not self.acc[:, i].any():
+            for k in ("X", "Y", "kdiag", "sq", "refc"):
+                setattr(self, k, getattr(self, k)[:i])
+            self.acc = self.acc[:, :i]
 
     def add_examples(self, X, Y) -> np.ndarray:
         """Append new examples (their features and label columns); returns their indices."""
@@ -154,7 +179,7 @@ class _BudgetRun:
                     self.sv_coef, sv_col, self.sv_ord, self.size, self.free, self.nfree, self.refc, self.Gs,
                     self.alg == ALG_FORGETRON, self.Kinv, self.Q, self.M, self.acc, self.slot_acc, self.mistakes,
                     kbuf, dbuf, *bufs, self.record, ch, ch_val)
-                if m:
+                if m and self.keep_events:
                     self.events.append(np.stack([b[:m] for b in bufs], axis=1))
                 if n_ch:
                     self.changes.append((ch[:n_ch].copy(), ch_val[:n_ch].copy()))
