@@ -18,8 +18,9 @@ random removals come from ``random_state`` as from ``training.seed`` (permutatio
 run), :func:`~perceptron_lab.engine.budget.train_budget` trains, and
 :func:`~perceptron_lab.engine.budget.budget_scores` scores, so that the predictions are those
 behind ``plab run``'s error rates. ``partial_fit`` continues the same run on new examples from the
-engine's state (the same jitted step, no replay): its memory is that of the support sets, plus the
-features of every example that was ever a support vector (the averaged and voted rules need them).
+engine's state (the same jitted step, no replay): it costs the new examples only. The model keeps
+the support sets and the features of every example that was ever a support vector (the averaged
+and voted rules need them), not the training set.
 
 Example::
 
@@ -39,11 +40,11 @@ from sklearn.utils.validation import check_is_fitted
 from .constants import (BUDGET_ALGORITHMS, BUDGET_RULES, DEFAULT_CACHE_LIMIT_GB, DEFAULT_CHUNK,
                         DEFAULT_NORMA_RHO, DEFAULT_PROJECTRON_ETA, KERNELS, NORMA_SCHEDULES)
 from .engine import label_matrix
-from .engine.budget import (ALG_FORGETRON, ALG_PROJECTRON, ALG_PROJECTRON_PP, ALGORITHM_CODES, LR_CODES,
+from .engine.budget import (CH_ADD, ALG_FORGETRON, ALG_PROJECTRON, ALG_PROJECTRON_PP, ALGORITHM_CODES, LR_CODES,
                             BudgetLog, BudgetParams, _avg_state, _run_chunk, budget_scores, train_budget,
                             unit_diag_kernel)
 from .errors import PlabError
-from .estimators import _KERNEL_DOC, _EngineClassifier, _validate_data
+from .estimators import _EngineClassifier, _validate_data
 from .kernels import Kernel, exact32_ok, gram, kernel_diag, sq_norms
 from .units import threads_for
 
@@ -62,16 +63,21 @@ def _grow(a: np.ndarray, shape: tuple) -> np.ndarray:
 class _BudgetRun:
     """The state of a budgeted run, continued example by example with the engine's jitted step
     (:func:`perceptron_lab.engine.budget._run_chunk`): what :func:`train_budget` holds between
-    chunks, kept between calls. Example indices are positions in ``X`` (every example seen, in the
-    order seen); the support sets grow up to ``budget``."""
+    chunks, kept between calls; the support sets grow up to ``budget``.
+
+    The engine indexes examples by row of ``X``. Only the rows some hypothesis refers to are kept
+    (:meth:`compact`: those of the support sets, of the averaged hypothesis and of the recorded
+    changes, i.e. every example ever inserted); ``pos[r]`` is row r's position in the stream of
+    examples seen (fit's rows, then each batch's), which the events record."""
 
     def __init__(self, X, Y, kernel: Kernel, params: BudgetParams, record: bool, state: dict | None,
                  log: BudgetLog | None, cache_limit_gb: float):
         n, L = Y.shape
         self.kernel, self.params, self.record, self.cache_limit_gb = kernel, params, record, cache_limit_gb
         self.alg = ALGORITHM_CODES[params.algorithm]
-        self.X, self.Y = np.array(X, dtype=np.float64), np.array(Y, dtype=np.int8)
+        self.X, self.Y = np.asarray(X, dtype=np.float64), np.asarray(Y, dtype=np.int8)  # compact() copies
         self.kdiag, self.sq = kernel_diag(kernel, self.X), sq_norms(self.X)
+        self.pos, self.n_seen = np.arange(len(self.X)), len(self.X)
         if state is None:  # a run that starts here
             B = 1
             state = dict(B=B, steps=0, sv_ex=np.zeros((L, B), np.int64), sv_coef=np.zeros((L, B)),
@@ -131,12 +137,30 @@ class _BudgetRun:
             self.X = _grow(self.X, (self.X.shape[0], n_features))
 
     def drop_last_unused(self) -> None:
-        """Forget the last example if no label holds it (it is then never read again)."""
+        """Forget the last example if no hypothesis refers to it (the common case of a step
+        without an insertion; :meth:`compact` in O(1))."""
         i = self.X.shape[0] - 1
-        if i >= 0 and self.refc[i] == 0 and not self.acc[:, i].any():
-            for k in ("X", "Y", "kdiag", "sq", "refc"):
+        if i >= 0 and self.refc[i] == 0 and not self.acc[:, i].any() and not self.record:
+            for k in ("X", "Y", "kdiag", "sq", "refc", "pos"):
                 setattr(self, k, getattr(self, k)[:i])
             self.acc = self.acc[:, :i]
+
+    def compact(self) -> None:
+        """Keep the rows some hypothesis refers to (in a copy: never the caller's array), renumbered
+        in order: those in a support set, in the averaged hypothesis, or in a recorded change."""
+        used = (self.refc > 0) | self.acc.any(axis=0)
+        for ch, _ in self.changes:
+            used[ch[ch[:, 2] == CH_ADD, 3]] = True
+        keep = np.flatnonzero(used)
+        new = np.zeros(self.X.shape[0], dtype=np.int64)
+        new[keep] = np.arange(keep.size)
+        for k in ("X", "Y", "kdiag", "sq", "refc", "pos"):
+            setattr(self, k, np.ascontiguousarray(getattr(self, k)[keep]))
+        self.acc = np.ascontiguousarray(self.acc[:, keep])
+        self.sv_ex = new[self.sv_ex]  # free slots keep some row: never read before an insertion sets them
+        for ch, _ in self.changes:
+            adds = ch[:, 2] == CH_ADD
+            ch[adds, 3] = new[ch[adds, 3]]
 
     def add_examples(self, X, Y) -> np.ndarray:
         """Append new examples (their features and label columns); returns their indices."""
@@ -147,6 +171,8 @@ class _BudgetRun:
         self.sq = np.concatenate([self.sq, sq_norms(self.X[n0:])])
         self.refc = np.concatenate([self.refc, np.zeros(len(X), np.int64)])
         self.acc = np.concatenate([self.acc, np.zeros((self.Y.shape[1], len(X)))], axis=1)
+        self.pos = np.concatenate([self.pos, np.arange(self.n_seen, self.n_seen + len(X))])
+        self.n_seen += len(X)
         return np.arange(n0, self.X.shape[0])
 
     def run(self, seq, chunk_size: int) -> None:
@@ -163,7 +189,7 @@ class _BudgetRun:
             sv_col = colmap[self.sv_ex]  # slots not in use get garbage, never read
             cols = np.concatenate([pool, ex])
             Xc = self.X[cols]
-            exact = exact32_ok(self.X[np.concatenate([pool, ex])])
+            exact = exact32_ok(Xc)
             Kall = gram(self.kernel, self.X[ex], Xc, self.sq[ex], self.sq[cols], exact32=exact,
                         B32=Xc.astype(np.float32) if exact else None)
             urand = self.rng.random((ex.size, L))
@@ -180,7 +206,9 @@ class _BudgetRun:
                     self.alg == ALG_FORGETRON, self.Kinv, self.Q, self.M, self.acc, self.slot_acc, self.mistakes,
                     kbuf, dbuf, *bufs, self.record, ch, ch_val)
                 if m and self.keep_events:
-                    self.events.append(np.stack([b[:m] for b in bufs], axis=1))
+                    ev = np.stack([b[:m] for b in bufs], axis=1)
+                    ev[:, 3] = self.pos[ev[:, 3]]  # events name stream positions, which compact() keeps
+                    self.events.append(ev)
                 if n_ch:
                     self.changes.append((ch[:n_ch].copy(), ch_val[:n_ch].copy()))
         self.steps = int(self.steps) + len(seq)
@@ -236,14 +264,62 @@ class BudgetPerceptron(_EngineClassifier):
         NORMA's margin: an update when ``y f(x) < rho``.
     schedule : {{"constant", "sqrt"}}, default "constant"
         NORMA's learning rate: ``eta_t = eta``, or ``eta / sqrt(t)``.
-    {_KERNEL_DOC.replace("rule : str", 'rule : {"last", "avg", "vote"}, default "last"')}
-    The kernel is scaled to ``max_i K(x_i, x_i) = 1`` on the training rows of ``fit`` (or the first
-    call of ``partial_fit``), as ``plab run`` does for these algorithms, and kept for later calls:
-    the algorithms' thresholds are stated for kernels with ``K(x, x) <= 1``. Their rules are
-    ``last`` (the current hypothesis), ``avg`` (the sum of the hypotheses after each step; not
-    budgeted) and ``vote`` (the sign of each step's hypothesis, summed); ``vote_weight`` is unused.
-    Kernel values are float64 whatever ``dtype``. ``kernel="precomputed"`` is not supported (the
-    engine computes kernel values against the support set as it changes).
+    kernel : {{"linear", "poly", "gaussian", "poly_gaussian"}}, default "linear"
+        ``linear`` x·y; ``poly`` (1 + x·y / scale)^degree; ``gaussian`` exp(-|x - y|² / (2 sigma²));
+        ``poly_gaussian`` (1 + exp(-|x - y|² / (2 sigma²)))^degree. It is scaled to
+        ``max_i K(x_i, x_i) = 1`` on the rows of ``fit`` (or of the first ``partial_fit``), as
+        ``plab run`` scales it for these algorithms (their thresholds are stated for
+        ``K(x, x) <= 1``), and kept for later calls; the Gaussian kernels need no scaling.
+        ``precomputed`` is not supported: the engine computes kernel values against the support
+        set as it changes.
+    degree : int, default 3
+        Degree of the poly and poly_gaussian kernels.
+    scale : float, default 1.0
+        The scale s of the poly kernel.
+    sigma : float, default 1.0
+        Width of the gaussian and poly_gaussian kernels.
+    epochs : float, default 1.0
+        Passes over the training data of ``fit``; a fraction trains on the first part of the
+        sequence.
+    rule : {{"last", "avg", "vote"}}, default "last"
+        Prediction rule: ``last`` the current hypothesis; ``avg`` the sum of the hypotheses after
+        each step (not budgeted: its support is every example ever inserted); ``vote`` the sign of
+        each step's hypothesis, summed (Freund & Schapire's survival weighting). Every rule comes
+        from the same training run: changing ``rule`` needs no refit.
+    vote_weight : str, default "survival"
+        Unused (the budgeted rules weigh by survival); kept so that the estimators share settings.
+    shuffle : bool, default True
+        Train in a random order drawn from ``random_state`` (else in the order given).
+    random_state : int, RandomState instance or None
+        Seed of the training order and of the RBP's random removals; an int s gives those of
+        permutation 0 of a holdout ``plab run`` with ``training.seed: s``.
+    dtype : {{"float64", "float32"}}, default "float64"
+        Unused: the budgeted engine computes kernel values in float64.
+    chunk_size : int
+        Examples per kernel block (``training.chunk_size``): speed and memory, not results.
+    cache_limit_gb : float
+        Most memory for the Forgetron's and the Projectrons' budget x budget matrices
+        (``training.cache_limit_gb``).
+
+    Attributes
+    ----------
+    classes_ : ndarray of the class labels.
+    n_features_in_ : number of features.
+    support_ : positions (in the examples seen: fit's rows, then each partial_fit batch's) of the
+        examples in some label's current support set.
+    support_vectors_ : those examples.
+    n_mistakes_ : prediction mistakes (``y f(x) <= 0``) over all labels.
+    n_updates_ : insertions, projections and margin updates over all labels.
+    log_ : the engine's :class:`~perceptron_lab.engine.budget.BudgetLog` of the run so far (one
+        checkpoint: now), its hypotheses over the rows of ``support_vectors_`` and of the other
+        examples the averaged and voted rules need.
+    kernel_ : the kernel as scaled.
+
+    Notes
+    -----
+    Scores (``decision_function``) are in the units of the scaled kernel. The model keeps the
+    features of the examples that some rule refers to: every example ever inserted in a support
+    set, not the whole training set.
     """
 
     _parameter_constraints = {
@@ -281,6 +357,33 @@ class BudgetPerceptron(_EngineClassifier):
         self.chunk_size = chunk_size
         self.cache_limit_gb = cache_limit_gb
 
+    def partial_fit(self, X, y, classes=None):
+        """Continue the run with one pass over the examples of ``(X, y)``, in the given order.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            New examples (new examples of the stream even when they repeat earlier rows).
+        y : array-like of shape (n_samples,)
+            Their labels, all in ``classes_``.
+        classes : array-like of shape (n_classes,), default None
+            Every class that will occur; required on the first call (when the model is not fit).
+
+        Returns
+        -------
+        self : the estimator.
+
+        Notes
+        -----
+        The run goes on from its state, with the engine's step: after ``fit`` with ``epochs=3``,
+        ``partial_fit(X2, y2)`` is a fourth stretch of the same run, over ``X2``, and after
+        ``fit(X1)`` with one pass in order (``shuffle=False``) it gives the model of one ``fit`` on
+        ``X1`` then ``X2``. The RBP's random removals go on from the same generator; NORMA's
+        ``eta_t`` counts every step of the run. The kernel keeps the scaling of the first call.
+        A call costs the new examples only, and a pickled model can be continued.
+        """
+        return super().partial_fit(X, y, classes=classes)
+
     # ------------------------------------------------------------------ hooks of _EngineClassifier
 
     def _params(self, seed) -> BudgetParams:
@@ -316,9 +419,9 @@ class BudgetPerceptron(_EngineClassifier):
                                    memory_limit_gb=float(self.cache_limit_gb), record_changes=True, state=state)
         except PlabError as exc:
             raise ValueError(str(exc)) from None
-        # continue with the engine's B only if it was the budget (train_budget caps it at n)
         self._run = _BudgetRun(X, Y, kernel, params, True, state, log, float(self.cache_limit_gb))
-        self._set_log(log)
+        self._run.compact()
+        self._set_log(self._run.log())
 
     def _start(self, X) -> None:
         """An empty run (the first call of partial_fit): the kernel is scaled on its first batch."""
@@ -332,6 +435,7 @@ class BudgetPerceptron(_EngineClassifier):
         idx = run.add_examples(X, label_matrix(y_enc, len(self.classes_)))
         with threads_for(run.X.size):
             run.run(idx, int(self.chunk_size))
+        run.compact()
         self._set_log(run.log())
 
     def _can_continue(self) -> bool:
@@ -342,7 +446,7 @@ class BudgetPerceptron(_EngineClassifier):
         self.n_mistakes_ = int(log.mistakes_cp[-1].sum())
         self.n_updates_ = int(log.n_updates)
         sv = np.unique(np.concatenate([e for e, _ in log.last[-1]])) if log.last[-1] else np.empty(0, np.int64)
-        self.support_ = sv
+        self.support_ = self._run.pos[sv]
         self.support_vectors_ = self._run.X[sv]
 
     def _n_labels(self) -> int:

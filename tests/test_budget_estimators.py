@@ -247,3 +247,23 @@ def _expected_failures(est):
 @parametrize_with_checks(_check_grid(), expected_failed_checks=_expected_failures)
 def test_sklearn_estimator_checks_over_the_grid(estimator, check):
     check(estimator)
+
+
+def test_the_model_keeps_the_rows_it_refers_to_not_the_training_set():
+    """After fit the model holds the examples ever inserted (a copy: changing the caller's array
+    changes nothing), its pickle is that small, and partial_fit goes on from the unpickled state."""
+    X, y = _sonar()
+    X = X.copy()
+    est = BudgetPerceptron("forgetron", budget=10, kernel="gaussian", sigma=2.0, rule="avg", random_state=0)
+    est.fit(X, y)
+    before = est.decision_function(X)
+    kept = est._run.X.shape[0]
+    assert est.support_.size <= kept == est.n_mistakes_ < len(y)  # one pass: the Forgetron inserts each mistake
+    np.testing.assert_array_equal(est.support_vectors_, X[est.support_])
+    X_orig = X.copy()
+    X[:] = 0.0
+    np.testing.assert_array_equal(est.decision_function(X_orig), before)
+    back = pickle.loads(pickle.dumps(est))
+    assert back._run.X.shape[0] == kept
+    np.testing.assert_array_equal(back.partial_fit(X_orig[:40], y[:40]).decision_function(X_orig),
+                                  est.partial_fit(X_orig[:40], y[:40]).decision_function(X_orig))
