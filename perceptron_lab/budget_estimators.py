@@ -38,7 +38,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .constants import (BUDGET_ALGORITHMS, BUDGET_RULES, DEFAULT_CACHE_LIMIT_GB, DEFAULT_CHUNK,
-                        DEFAULT_NORMA_RHO, DEFAULT_PROJECTRON_ETA, KERNELS, NORMA_SCHEDULES)
+                        DEFAULT_NORMA_ETA, DEFAULT_NORMA_RHO, DEFAULT_PROJECTRON_ETA, KERNELS, NORMA_SCHEDULES)
 from .engine import label_matrix
 from .engine.budget import (CH_ADD, ALG_FORGETRON, ALG_PROJECTRON, ALG_PROJECTRON_PP, ALGORITHM_CODES, LR_CODES,
                             BudgetLog, BudgetParams, _avg_state, _run_chunk, budget_scores, train_budget,
@@ -51,6 +51,11 @@ from .units import threads_for
 __all__ = ["BudgetPerceptron"]
 
 _NO_LIMIT = int(np.iinfo(np.int64).max)
+
+
+def default_eta(algorithm: str) -> float:
+    """A config's default ``algorithm.eta`` for a budgeted algorithm (unused by the others)."""
+    return DEFAULT_NORMA_ETA if algorithm == "norma" else DEFAULT_PROJECTRON_ETA
 
 
 def _grow(a: np.ndarray, shape: tuple) -> np.ndarray:
@@ -213,13 +218,15 @@ class _BudgetRun:
                     self.changes.append((ch[:n_ch].copy(), ch_val[:n_ch].copy()))
         self.steps = int(self.steps) + len(seq)
 
-    def log(self) -> BudgetLog:
-        """The :class:`BudgetLog` of the run so far, one checkpoint (now), for budget_scores."""
+    def log(self, avg: bool = True) -> BudgetLog:
+        """The :class:`BudgetLog` of the run so far, one checkpoint (now), for budget_scores
+        (without ``avg``, the averaged hypothesis is left empty)."""
         L = self.Y.shape[1]
         ev = np.concatenate(self.events) if self.events else np.empty((0, 4), np.int64)
         live = [self.sv_ord[c, :self.size[c]] for c in range(L)]
         last = [(self.sv_ex[c, o].copy(), self.sv_coef[c, o].copy()) for c, o in enumerate(live)]
-        avg = [_avg_state(self.acc[c], self.sv_ex[c], self.sv_coef[c], self.slot_acc[c], o) for c, o in enumerate(live)]
+        avg = [_avg_state(self.acc[c], self.sv_ex[c], self.sv_coef[c], self.slot_acc[c], o) if avg
+               else (np.empty(0, np.int64), np.empty(0)) for c, o in enumerate(live)]
         chs = {}
         if self.record:
             allc = np.concatenate([c for c, _ in self.changes]) if self.changes else np.empty((0, 4), np.int64)
@@ -257,7 +264,8 @@ class BudgetPerceptron(_EngineClassifier):
         Most support vectors per label (NORMA: the truncation tau); None: no limit.
     eta : float or None, default None
         The Projectrons' threshold on the distance from the span of the support set, or NORMA's
-        learning rate; None: the config default ({DEFAULT_PROJECTRON_ETA:g}). Unused by the others.
+        learning rate; None: the config defaults ({DEFAULT_PROJECTRON_ETA:g} and {DEFAULT_NORMA_ETA:g}).
+        Unused by the others.
     lambda_ : float, default 0.0
         NORMA's regularization: every step ``f <- (1 - eta_t lambda) f``.
     rho : float, default {DEFAULT_NORMA_RHO:g}
@@ -357,6 +365,24 @@ class BudgetPerceptron(_EngineClassifier):
         self.chunk_size = chunk_size
         self.cache_limit_gb = cache_limit_gb
 
+    def fit(self, X, y):
+        """Train on ``(X, y)`` for ``epochs`` passes, as a ``plab run`` unit.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training examples.
+        y : array-like of shape (n_samples,)
+            Their class labels (at least two classes).
+
+        Returns
+        -------
+        self : the estimator.
+        """
+        super().fit(X, y)
+        self._seq = None  # the run keeps the rows it needs (compacted): no reference to X
+        return self
+
     def partial_fit(self, X, y, classes=None):
         """Continue the run with one pass over the examples of ``(X, y)``, in the given order.
 
@@ -388,7 +414,7 @@ class BudgetPerceptron(_EngineClassifier):
 
     def _params(self, seed) -> BudgetParams:
         params = BudgetParams(algorithm=self.algorithm, budget=_NO_LIMIT if self.budget is None else int(self.budget),
-                              eta=DEFAULT_PROJECTRON_ETA if self.eta is None else float(self.eta),
+                              eta=default_eta(self.algorithm) if self.eta is None else float(self.eta),
                               lam=float(self.lambda_), rho=float(self.rho), schedule=self.schedule, seed=seed)
         try:
             params.validate(1)

@@ -50,8 +50,9 @@ import numbers
 
 import numpy as np
 
-from .constants import DEFAULT_ALMA_C, DEFAULT_NORMA_RHO, DEFAULT_PROJECTRON_ETA
+from .constants import DEFAULT_ALMA_C, DEFAULT_NORMA_RHO
 from .engine.alma import _int_or_neg, _primal_chunk, pnormalize, resolve_B
+from .budget_estimators import _BudgetRun, default_eta
 from .engine.budget import BudgetParams, budget_scores
 from .errors import PlabError
 from .estimators import _plab_order, _seed
@@ -164,7 +165,7 @@ class BudgetKernelPerceptron(_Online):
     budget
         Most support vectors per class (NORMA: the truncation tau); None: no limit.
     eta
-        The Projectrons' threshold, or NORMA's learning rate; None: 0.1.
+        The Projectrons' threshold, or NORMA's learning rate; None: a config's default.
     lambda_
         NORMA's regularization.
     rho
@@ -223,7 +224,7 @@ class BudgetKernelPerceptron(_Online):
             self._kernel = Kernel(kernel, int(degree) if kernel in ("poly", "poly_gaussian") else 1, float(scale),
                                   float(sigma))
             self._params = BudgetParams(algorithm=algorithm, budget=_NO_LIMIT if budget is None else int(budget),
-                                        eta=DEFAULT_PROJECTRON_ETA if eta is None else float(eta),
+                                        eta=default_eta(algorithm) if eta is None else float(eta),
                                         lam=float(lambda_), rho=float(rho), schedule=schedule,
                                         seed=_plab_order(_seed(seed), 1)[1])
             self._params.validate(1)
@@ -243,7 +244,6 @@ class BudgetKernelPerceptron(_Online):
 
     def learn_one(self, x: dict, y) -> None:
         """One step of the algorithm on (x, y): the prediction, and the update if it errs."""
-        from .budget_estimators import _BudgetRun
 
         k = self._label(y)
         row = self._row(x, grow=True)
@@ -263,7 +263,7 @@ class BudgetKernelPerceptron(_Online):
         run = self._run
         row = self._row(x, grow=False)
         Xtr = run.X if row.size == run.X.shape[1] else np.pad(run.X, ((0, 0), (0, row.size - run.X.shape[1])))
-        return budget_scores(run.log(), self._kernel, Xtr, row[None, :], self.rule)[0]
+        return budget_scores(run.log(avg=self.rule == "avg"), self._kernel, Xtr, row[None, :], self.rule)[0]
 
     @property
     def n_support_(self) -> dict:
