@@ -150,10 +150,12 @@ class _BudgetRun:
                 setattr(self, k, getattr(self, k)[:i])
             self.acc = self.acc[:, :i]
 
-    def compact(self) -> None:
+    def compact(self, keep_avg: bool = True) -> None:
         """Keep the rows some hypothesis refers to (in a copy: never the caller's array), renumbered
-        in order: those in a support set, in the averaged hypothesis, or in a recorded change."""
-        used = (self.refc > 0) | self.acc.any(axis=0)
+        in order: those in a support set, in the averaged hypothesis, or in a recorded change.
+        Without ``keep_avg`` the averaged hypothesis is given up (for a run that never predicts
+        with it): only the support sets' rows (and the changes') are kept."""
+        used = (self.refc > 0) | (self.acc.any(axis=0) if keep_avg else False)
         for ch, _ in self.changes:
             used[ch[ch[:, 2] == CH_ADD, 3]] = True
         keep = np.flatnonzero(used)

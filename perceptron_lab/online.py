@@ -11,9 +11,10 @@ with the same jitted step: :func:`perceptron_lab.engine.budget._run_chunk` (the 
 :func:`~perceptron_lab.engine.budget.train_budget`, as :class:`~perceptron_lab.BudgetPerceptron`'s
 ``partial_fit`` continues it) and :func:`perceptron_lab.engine.alma._primal_chunk` (the state of
 :func:`~perceptron_lab.engine.alma.train_primal`). A step costs O(labels x support set) kernel
-values for the kernel perceptrons and O(labels x features) for ALMA; the memory is the support
-sets, the features of the examples that were ever a support vector (the averaged rule needs
-them), and for ALMA one weight vector per label.
+values for the kernel perceptrons and O(labels x features) for ALMA. The memory is the support
+sets (with ``rule="last"``: bounded by the budget), plus, with ``rule="avg"``, the features of
+every example that was ever a support vector (the averaged hypothesis is not budgeted); for ALMA,
+one weight vector per label.
 
 Features: a dict's keys name the features; a feature missing from a dict is 0 (as in River's
 linear models), and a feature seen for the first time is 0 in every earlier example. Values must
@@ -257,6 +258,8 @@ class BudgetKernelPerceptron(_Online):
         idx = run.add_examples(row[None, :], self._label_row(k))
         run.run(idx, 1)
         run.drop_last_unused()
+        if self.rule == "last" and run.X.shape[0] > 2 * int(run.size.sum()) + 64:
+            run.compact(keep_avg=False)  # rows of removed support vectors: the last rule never reads them
         self._started = True
 
     def _scores(self, x: dict) -> np.ndarray:

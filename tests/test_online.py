@@ -145,3 +145,22 @@ def test_classes_learned_as_they_come_and_bad_input():
         online.BudgetKernelPerceptron(budget=0)
     with pytest.raises(ValueError, match="unknown budgeted algorithm"):
         online.BudgetKernelPerceptron("nope")
+
+
+def test_the_last_rule_keeps_memory_within_the_budget():
+    """With rule="last" the rows of removed support vectors are let go: after a long stream the
+    model holds at most a few budgets' worth of rows, and predicts as a model that kept them."""
+    X, y = _stream(3)
+    lean = online.BudgetKernelPerceptron("rbp", budget=5, kernel="gaussian", sigma=2.0, classes=[0, 1, 2])
+    full = online.BudgetKernelPerceptron("rbp", budget=5, kernel="gaussian", sigma=2.0, classes=[0, 1, 2],
+                                         rule="avg")
+    stream = list(zip(_dicts(X), y.tolist())) * 3
+    for x, t in stream:
+        lean.learn_one(x, t)
+        full.learn_one(x, t)
+    assert lean.n_mistakes_ == full.n_mistakes_ > 3 * 3 * 5 + 64
+    assert lean._run.X.shape[0] <= 2 * 15 + 64 < full._run.X.shape[0]
+    full.rule = "last"  # the same last hypothesis: scores from the model that kept every row
+    for x, _ in stream[:50]:
+        a, b = lean.decision_one(x), full.decision_one(x)
+        assert a.keys() == b.keys() and np.allclose(list(a.values()), list(b.values()), rtol=1e-12, atol=1e-12)
