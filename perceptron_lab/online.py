@@ -20,10 +20,11 @@ Features: a dict's keys name the features; a feature missing from a dict is 0 (a
 linear models), and a feature seen for the first time is 0 in every earlier example. Values must
 be numbers. Labels: with ``classes`` given, the model is exactly the one-vs-rest layout of the
 scikit-learn estimators (one perceptron for two classes, scoring ``classes[1]`` positive), so
-that a stream learned one example at a time gives the model of ``partial_fit`` on the same
-stream; without it, each class gets a perceptron from its first example on (every earlier example
-is a negative it never saw), and ``predict_one`` returns the class of the largest score (None
-before any example). There is no ``predict_proba_one``: a perceptron's score is a margin, not a
+that a stream learned one example at a time gives the model of the batch estimator fit on the
+same sequence in one pass, in order (with a kernel the batch estimator does not rescale, e.g. a
+Gaussian one: see below); without it, each class gets a perceptron from its first example on
+(every earlier example is a negative it never saw), ``predict_one`` returns the class of the
+largest score, and None before any example. There is no ``predict_proba_one``: a perceptron's score is a margin, not a
 probability, and no calibration would be honest on a stream.
 
 The kernel is used as given (the estimators of :mod:`perceptron_lab.budget_estimators` scale a
@@ -42,7 +43,7 @@ Phishing stream (no download), each example predicted before it is learned:
 >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
 Accuracy: 8...%
 >>> model["BudgetKernelPerceptron"].n_support_
-{False: 50}
+{True: 50}
 """
 
 from __future__ import annotations
@@ -271,9 +272,11 @@ class BudgetKernelPerceptron(_Online):
     @property
     def n_support_(self) -> dict:
         """The number of support vectors of each class's perceptron (with two given classes, of
-        the one perceptron, under ``classes[0]``)."""
+        the one perceptron, under ``classes[1]``, the class it scores positive)."""
         if self._run is None:
             return {}
+        if self._n_labels() == 1 and self.classes is not None:
+            return {self._classes[1]: int(self._run.size[0])}
         return {c: int(s) for c, s in zip(self._classes, self._run.size)}
 
     @property
