@@ -329,7 +329,11 @@ class BudgetPerceptron(_EngineClassifier):
     -----
     Scores (``decision_function``) are in the units of the scaled kernel. The model keeps the
     features of the examples that some rule refers to: every example ever inserted in a support
-    set, not the whole training set.
+    set, not the whole training set. So that any rule can be chosen after ``fit``, the run records
+    every change of the hypotheses that the voted rule replays (``record_changes`` of
+    :func:`~perceptron_lab.engine.budget.train_budget`, which ``plab run`` turns on only when
+    ``prediction.rules`` lists vote): one entry per insertion and removal, and one per support
+    vector for each projection of the Projectrons.
     """
 
     _parameter_constraints = {
