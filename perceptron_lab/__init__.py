@@ -8,7 +8,8 @@ __version__ = "0.1.0"
 
 #: scikit-learn estimators, imported on first use so that ``import perceptron_lab`` stays cheap.
 _ESTIMATORS = ("VotedPerceptron", "MarginPerceptron", "ALMA")
-__all__ = ["__version__", *_ESTIMATORS]
+_BUDGET_ESTIMATORS = ("BudgetPerceptron",)
+__all__ = ["__version__", *_ESTIMATORS, *_BUDGET_ESTIMATORS]
 
 
 def __getattr__(name):
@@ -16,8 +17,12 @@ def __getattr__(name):
         from . import estimators
 
         return getattr(estimators, name)
+    if name in _BUDGET_ESTIMATORS:
+        from . import budget_estimators
+
+        return getattr(budget_estimators, name)
     raise AttributeError(f"module 'perceptron_lab' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_ESTIMATORS))
+    return sorted(set(globals()) | set(_ESTIMATORS) | set(_BUDGET_ESTIMATORS))

@@ -128,9 +128,9 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         if not self.shuffle:
             order = np.arange(len(y_enc))
         self._fit_sequence(X, y_enc, order, float(self.epochs))
-        # the sequence partial_fit continues (one pass: epochs <= 1), kept by reference and not pickled
+        # the steps of the training sequence, which partial_fit continues (X kept by reference, not pickled)
         steps = int(round(float(self.epochs) * len(y_enc)))
-        self._seq = (X, y_enc, order[:steps]) if float(self.epochs) <= 1.0 else None
+        self._seq = (X, y_enc, order[np.arange(steps) % len(y_enc)])
         self._seq_of_fit = True
         return self
 
@@ -142,28 +142,47 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
 
     @available_if(lambda self: self.kernel != "precomputed")
     def partial_fit(self, X, y, classes=None):
-        """Continue the training sequence with the examples of ``(X, y)``, one pass in the given order.
+        """Continue the online run with one pass over the examples of ``(X, y)``, in the given order.
 
-        The model is the one a single pass over every example seen so far (those of a previous
-        ``fit`` with ``epochs <= 1`` in its order, then each batch in turn, in its order)
-        produces: the same online run, continued. It is computed by replaying that sequence
-        through the engine, so the model keeps every example seen (in memory, and in a pickle of a
-        model built by partial_fit) and a call costs a pass over all of them, not over the batch
-        alone (``fit``'s examples are kept by reference: do not change them in place before).
-        ``epochs`` and ``shuffle`` apply to ``fit`` only; a model fit with ``epochs > 1``, or
-        unpickled after ``fit``, is not continued. Settings relative
-        to the training set (``tau`` and ``theta_init="avg_sq_norm"`` of :class:`MarginPerceptron`,
-        in units of the average K(x, x)) take the average over every example seen so far. ``classes``
-        (every class that will occur) is required on the first call. Not available with
-        ``kernel="precomputed"`` (a Gram matrix cannot be extended batch by batch).
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            New examples. Each call's examples are new examples of the stream, even when they
+            repeat earlier rows.
+        y : array-like of shape (n_samples,)
+            Their labels, all in ``classes_``.
+        classes : array-like of shape (n_classes,), default None
+            Every class that will occur; required on the first call (when the model is not fit).
+
+        Returns
+        -------
+        self : the estimator.
+
+        Notes
+        -----
+        The model is the one the online run produces on the whole sequence seen so far: the steps
+        of a previous ``fit`` (``epochs`` passes over its data, in its order: the fitted state),
+        then each batch once, in its order. ``epochs`` and ``shuffle`` apply to ``fit`` only, so
+        after ``fit(X, y)`` with ``epochs=3``, ``partial_fit(X2, y2)`` is a fourth stretch of the
+        same run, over ``X2``. It is computed by replaying that sequence through the engine (a
+        step that revisits an example is replayed as a row of its own): the model keeps every
+        example seen (in memory, and in a pickle of a model built by partial_fit), and a call
+        costs the whole sequence, not the batch alone. ``fit``'s data is kept by reference: do
+        not change it in place before calling ``partial_fit``. A model unpickled after ``fit``
+        keeps no training data and is not continued. Settings relative to the training set
+        (``tau`` and ``theta_init="avg_sq_norm"`` of :class:`MarginPerceptron`, in units of the
+        average K(x, x)) take the average over the sequence's steps so far; ``lambda_`` and
+        ``alpha_bound`` depend on which examples the hypothesis holds, so a model fit with them
+        over more than one pass is not continued. Not available with ``kernel="precomputed"``
+        (a Gram matrix cannot be extended batch by batch).
         """
         self._validate_params()
         self._check_kernel()
         first = not hasattr(self, "classes_")
-        if not first and getattr(self, "_seq", None) is None:
-            raise ValueError(f"partial_fit continues a single pass over data it still holds; this model was fit "
-                             f"with epochs={self.epochs}, or reloaded from a pickle after fit (which keeps no "
-                             "training data): fit with epochs <= 1 first, or start with partial_fit")
+        if not first and not self._can_continue():
+            raise ValueError("partial_fit continues a run from data it still holds; this model was reloaded from a "
+                             "pickle after fit (which keeps no training data): fit again, or start with "
+                             "partial_fit")
         X, y = _validate_data(self, X, y, dtype=np.float64, reset=first)
         check_classification_targets(y)
         if first:
@@ -172,18 +191,39 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
             self.classes_ = np.unique(np.asarray(classes))
             self._check_two_classes()
             self._rule_seed = _plab_order(_seed(self.random_state), 1)[1]
-            self._seq = (X[:0], np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
         elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
             raise ValueError(f"classes {np.unique(classes)} differ from those of the first call, {self.classes_}")
         unknown = np.setdiff1d(y, self.classes_)
         if unknown.size:
             raise ValueError(f"labels {unknown} are not in classes {self.classes_}")
-        X0, y0, o0 = self._seq
-        Xs = np.concatenate([X0[o0], X])
-        ys = np.concatenate([y0[o0], np.searchsorted(self.classes_, y)])
+        if not first:
+            self._check_continuable()
+        if first:
+            self._start(X)
+        self._continue(X, np.searchsorted(self.classes_, y))
+        return self
+
+    # ------------------------------------------------------------------ the run partial_fit continues
+
+    def _can_continue(self) -> bool:
+        """Whether the model holds what partial_fit needs to continue its run."""
+        return getattr(self, "_seq", None) is not None
+
+    def _check_continuable(self) -> None:
+        """Raise ValueError when the fitted run cannot be continued with these settings."""
+
+    def _start(self, X) -> None:
+        """Start an empty run (the first call of partial_fit on a model not fit)."""
+        self._seq = (X[:0], np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
+
+    def _continue(self, X, y_enc) -> None:
+        """One pass over the new examples ``(X, y_enc)`` after the run so far: the run's sequence
+        with them appended, replayed through the engine as one pass (one row per step)."""
+        X0, y0, s0 = self._seq
+        Xs = np.concatenate([X0[s0], X])
+        ys = np.concatenate([y0[s0], y_enc])
         self._fit_sequence(Xs, ys, np.arange(len(ys)), 1.0)
         self._seq, self._seq_of_fit = (Xs, ys, np.arange(len(ys))), False
-        return self
 
     def decision_function(self, X):
         """Scores of the rule ``rule``: shape (n_samples,) for two classes (> 0: ``classes_[1]``),
@@ -399,6 +439,15 @@ class MarginPerceptron(_EngineClassifier):
         self.dtype = dtype
         self.chunk_size = chunk_size
         self.cache_limit_gb = cache_limit_gb
+
+    def _check_continuable(self):
+        # both count what the hypothesis holds per example, which a replay with one row per step loses
+        steps = self._seq[2]
+        if (float(self.lambda_) > 0 or self.alpha_bound is not None) and np.unique(steps).size < steps.size:
+            raise ValueError(f"partial_fit cannot continue a run that visits examples more than once with "
+                             f"lambda_={self.lambda_} or alpha_bound={self.alpha_bound}: both depend on which "
+                             "examples the hypothesis already holds; fit with epochs <= 1, or with lambda_=0 and "
+                             "alpha_bound=None, before partial_fit")
 
     def _algorithm_config(self):
         return AlgorithmConfig(name="perceptron", eta=float(self.eta), theta_init=self.theta_init, C=self.C,

@@ -389,7 +389,7 @@ def _run_chunk(ex, p_start, step0, Y, kdiag, Kall, m0, alg, B, eta, lam, rho, lr
 
 def train_budget(X, Y, kernel: Kernel, params: BudgetParams, order, epochs: float, checkpoints=None,
                  chunk_size: int = 512, progress=None, memory_limit_gb: float = 8.0,
-                 record_changes: bool = False, change_buffer: int = 1 << 20) -> BudgetLog:
+                 record_changes: bool = False, change_buffer: int = 1 << 20, state: dict | None = None) -> BudgetLog:
     """Train one-vs-rest budgeted kernel perceptrons (or NORMA) on ``order`` repeated for ``epochs``.
 
     X: (n, f) features; Y: (n, L) in {-1, +1} (:func:`~perceptron_lab.engine.perceptron.label_matrix`);
@@ -397,8 +397,11 @@ def train_budget(X, Y, kernel: Kernel, params: BudgetParams, order, epochs: floa
     Kernel values are float64. Forgetron and the Projectrons keep a budget x budget matrix per
     label; a run whose matrices would exceed ``memory_limit_gb`` stops with an error.
     ``record_changes``: keep every change of the hypotheses (``BudgetLog.ch_*``, what the voted
-    rule replays), gathered ``change_buffer`` at a time. Returns a :class:`BudgetLog`;
-    :func:`budget_scores` predicts from it.
+    rule replays), gathered ``change_buffer`` at a time. ``state``: a dict that receives the run's
+    final state (the support sets, their coefficients and kernel matrices, the running sums of the
+    averaged hypothesis, the random generator; see the code for the keys), from which
+    :mod:`perceptron_lab.budget_estimators` continues the run on new examples; it changes nothing
+    in the run. Returns a :class:`BudgetLog`; :func:`budget_scores` predicts from it.
     """
     t0 = time.perf_counter()
     X = np.ascontiguousarray(X, dtype=np.float64)
@@ -496,6 +499,10 @@ def train_budget(X, Y, kernel: Kernel, params: BudgetParams, order, epochs: floa
             cp_ptr += 1
         if progress is not None:
             progress(b - a)
+    if state is not None:
+        state.update(B=B, steps=total, sv_ex=sv_ex, sv_coef=sv_coef, sv_ord=sv_ord, size=size, free=free,
+                     nfree=nfree, refc=refc, Gs=Gs, Kinv=Kinv, Q=Q, M=M, acc=acc, slot_acc=slot_acc,
+                     mistakes=mistakes, rng=rng)
     cat = {k: (np.concatenate(v) if v else np.empty(0, dtype=np.int64)) for k, v in logs.items()}
     info = {"algorithm": params.algorithm, "budget": B, "Q": Q.tolist() if use_gs else None,
             "kernel_seconds": round(t_gram, 3), "chunks": int(bounds.size - 1)}

@@ -1,0 +1,166 @@
+"""The River-style online classes (perceptron_lab.online): River's own estimator checks, the module's
+progressive-validation doctest, and the same models as the batch estimators on the same stream."""
+
+from __future__ import annotations
+
+import doctest
+
+import numpy as np
+import pytest
+
+from perceptron_lab import ALMA, BudgetPerceptron, VotedPerceptron
+from perceptron_lab import online
+from perceptron_lab.constants import BUDGET_ALGORITHMS
+from perceptron_lab.datasets import load_dataset
+
+NO_RIVER = "river is not installed (pip install perceptron_lab[online])"
+
+
+def _river():
+    return pytest.importorskip("river", reason=NO_RIVER)
+
+
+def _models():
+    for cls in (online.BudgetKernelPerceptron, online.KernelPerceptron, online.ALMA):
+        for params in cls._unit_test_params():
+            yield cls(**params)
+    for alg in BUDGET_ALGORITHMS:
+        yield online.BudgetKernelPerceptron(alg, budget=8, kernel="gaussian", sigma=2.0, seed=1)
+
+
+def _river_checks():
+    try:
+        from river import checks
+    except ImportError:
+        return [pytest.param(None, None, marks=pytest.mark.skip(reason=NO_RIVER))]
+    cases = []
+    for i, model in enumerate(_models()):
+        for check in checks.yield_checks(model):
+            if check.__name__ in model._unit_test_skips():
+                continue
+            dataset = getattr(check, "keywords", {}).get("dataset")
+            name = check.__name__ + (f"[{type(dataset).__name__}]" if dataset is not None else "")
+            cases.append(pytest.param(model, check, id=f"{type(model).__name__}{i}-{name}"))
+    return cases
+
+
+@pytest.mark.parametrize("model, check", _river_checks())
+def test_river_estimator_checks(model, check):
+    """River's checks (river.checks.yield_checks: the conventions, learn_one / predict_one purity,
+    emerging and disappearing features, pickling, cloning, bounded memory growth)."""
+    check(model.clone())
+
+
+def test_module_doctests_progressive_validation():
+    """The module's examples, among them progressive_val_score on River's bundled Phishing stream."""
+    _river()
+    res = doctest.testmod(online, optionflags=doctest.ELLIPSIS)
+    assert res.attempted >= 10 and res.failed == 0
+
+
+def _stream(n_classes):
+    ds = load_dataset("sonar")
+    X, y = ds.X_train, ds.y_train
+    if n_classes == 3:
+        y = np.where(X[:, 10] > 0.3, 2, y)
+    mix = np.random.default_rng(0).permutation(len(y))
+    return X[mix], y[mix]
+
+
+def _dicts(X):
+    return [{f"f{j}": float(v) for j, v in enumerate(row)} for row in X]
+
+
+@pytest.mark.parametrize("rule", ["last", "avg"])
+@pytest.mark.parametrize("alg", BUDGET_ALGORITHMS)
+def test_budget_online_is_the_batch_estimators_run(alg, rule):
+    """learn_one over a stream, with the classes given, gives the model of BudgetPerceptron fit
+    on the same sequence in one pass (train_budget, the path of plab run): the same mistakes and
+    support sets, the same predictions and the same scores (to rounding: the kernel values come
+    from blocks of another shape)."""
+    X, y = _stream(3)
+    kw = dict(budget=12, eta=0.3 if alg.startswith("projectron") else None, kernel="gaussian", sigma=2.0)
+    model = online.BudgetKernelPerceptron(alg, **kw, rule=rule, classes=[0, 1, 2], seed=4)
+    for x, t in zip(_dicts(X[:150]), y[:150]):
+        model.learn_one(x, int(t))
+    batch = BudgetPerceptron(alg, **kw, rule=rule, shuffle=False, random_state=4).fit(X[:150], y[:150])
+    assert model.n_mistakes_ == batch.n_mistakes_ > 0
+    assert list(model.n_support_.values()) == [len(e) for e, _ in batch.log_.last[-1]]
+    Xt = _dicts(X[150:])
+    scores = np.array([list(model.decision_one(x).values()) for x in Xt])
+    np.testing.assert_allclose(scores, batch.decision_function(X[150:]), rtol=1e-9, atol=1e-12)
+    assert [model.predict_one(x) for x in Xt] == batch.predict(X[150:]).tolist()
+
+
+def test_kernel_perceptron_is_the_voted_perceptrons_last_hypothesis():
+    """KernelPerceptron (the Stoptron without a budget) against VotedPerceptron's last rule, the
+    perceptron engine of plab run, on a two-class stream with the classes given."""
+    X, y = _stream(2)
+    model = online.KernelPerceptron(kernel="poly", degree=2, scale=4.0, classes=[0, 1])
+    for x, t in zip(_dicts(X[:150]), y[:150]):
+        model.learn_one(x, int(t))
+    batch = VotedPerceptron(kernel="poly", degree=2, scale=4.0, rule="last", shuffle=False).fit(X[:150], y[:150])
+    assert model.n_mistakes_ == batch.n_mistakes_ > 0
+    Xt = _dicts(X[150:])
+    scores = np.array([model.decision_one(x)[1] for x in Xt])
+    # the budgeted engine scales nothing here: the kernel as given, as the estimator's
+    np.testing.assert_allclose(scores, batch.decision_function(X[150:]), rtol=1e-9, atol=1e-9)
+    assert [model.predict_one(x) for x in Xt] == batch.predict(X[150:]).tolist()
+
+
+@pytest.mark.parametrize("p", [2.0, 3.0])
+def test_alma_online_is_the_batch_alma(p):
+    """online.ALMA against perceptron_lab.ALMA (linear kernel, one pass in order, three classes):
+    the same corrections and predictions, and scores proportional per example (the batch scores
+    the p-normalized instance)."""
+    X, y = _stream(3)
+    model = online.ALMA(p=p, alpha=0.8, classes=[0, 1, 2])
+    for x, t in zip(_dicts(X[:150]), y[:150]):
+        model.learn_one(x, int(t))
+    batch = ALMA(p=p, alpha=0.8, rule="last", shuffle=False).fit(X[:150], y[:150])
+    assert model.n_corrections_ == batch.n_mistakes_ > 0
+    Xt = _dicts(X[150:])
+    assert [model.predict_one(x) for x in Xt] == batch.predict(X[150:]).tolist()
+    ours = np.array([list(model.decision_one(x).values()) for x in Xt])
+    theirs = batch.decision_function(X[150:])
+    ratio = ours / theirs
+    np.testing.assert_allclose(ratio, ratio[:, :1] * np.ones((1, 3)), rtol=1e-8)
+
+
+def test_classes_learned_as_they_come_and_bad_input():
+    model = online.BudgetKernelPerceptron("forgetron", budget=3)
+    assert model.predict_one({"a": 1.0}) is None
+    model.learn_one({"a": 1.0}, "x")
+    assert model.predict_one({"a": 1.0}) == "x"
+    model.learn_one({"a": -1.0, "b": 2.0}, "y")
+    model.learn_one({"b": -3.0}, "z")
+    assert set(model.decision_one({"a": 0.5})) == {"x", "y", "z"}
+    with pytest.raises(ValueError, match="takes numbers only"):
+        model.learn_one({"a": "red"}, "x")
+    with pytest.raises(ValueError, match="not in classes"):
+        online.ALMA(classes=[0, 1]).learn_one({"a": 1.0}, 2)
+    with pytest.raises(ValueError, match="rule must be"):
+        online.KernelPerceptron(rule="vote")
+    with pytest.raises(ValueError, match="budget must be"):
+        online.BudgetKernelPerceptron(budget=0)
+    with pytest.raises(ValueError, match="unknown budgeted algorithm"):
+        online.BudgetKernelPerceptron("nope")
+
+
+def test_the_last_rule_keeps_memory_within_the_budget():
+    """With rule="last" the rows of removed support vectors are let go: after a long stream the
+    model holds at most a few budgets' worth of rows, and predicts as a model that kept them."""
+    X, y = _stream(3)
+    lean = online.BudgetKernelPerceptron("rbp", budget=5, kernel="gaussian", sigma=2.0, classes=[0, 1, 2])
+    full = online.BudgetKernelPerceptron("rbp", budget=5, kernel="gaussian", sigma=2.0, classes=[0, 1, 2],
+                                         rule="avg")
+    stream = list(zip(_dicts(X), y.tolist())) * 3
+    for x, t in stream:
+        lean.learn_one(x, t)
+        full.learn_one(x, t)
+    assert lean.n_mistakes_ == full.n_mistakes_ > 3 * 3 * 5 + 64
+    assert lean._run.X.shape[0] <= 2 * 15 + 64 < full._run.X.shape[0]
+    full.rule = "last"  # the same last hypothesis: scores from the model that kept every row
+    for x, _ in stream[:50]:
+        a, b = lean.decision_one(x), full.decision_one(x)
+        assert a.keys() == b.keys() and np.allclose(list(a.values()), list(b.values()), rtol=1e-12, atol=1e-12)
