@@ -2,28 +2,56 @@
 
 Three formats, chosen by ``dataset.format`` or the file's extension:
 
-* **CSV / TSV** (``.csv``; ``.tsv``, ``.tab``): a header line naming the columns, one example per
-  line; ``dataset.label`` names the label column. A column whose every value is a number is a
-  numeric feature; a column with no numeric value, or one listed in ``dataset.categorical``, is
-  categorical and expanded as the UCI loaders expand nominal attributes
+* **CSV / TSV** (``.csv``; ``.tsv``, ``.tab``): UTF-8 text (a byte-order mark and any line ends are
+  accepted), a header line naming every column, one example per line; ``dataset.label`` names the
+  label column. The spaces around a field are not part of its value. A column whose every value is
+  a number is a numeric feature; a column with no numeric value, or one listed in
+  ``dataset.categorical``, is categorical and expanded as the UCI loaders expand nominal attributes
   (:mod:`perceptron_lab.datasets.uci`): one 0/1 indicator per value seen in the training file, in
   sorted order, named ``column=value``. A column that mixes numbers with other text is refused
-  (a typo is more likely than a category), naming the first value that is not a number.
-* **LIBSVM / SVMlight** (``.libsvm``, ``.svm``, ``.svmlight``): read by scikit-learn's
-  ``load_svmlight_file`` (training and test files together, so they share the feature count) and
-  made dense. Labels must be integers (e.g. -1/+1 or 1..k).
-* **NumPy** (``.npz``): arrays ``X`` (n x features, numbers) and ``y`` (n labels: integers or
-  strings), as written by ``np.savez(path, X=X, y=y)``; no pickled objects.
+  (a typo is more likely than a category), naming the first value that is not a number, and so is
+  a column of numbers written with a decimal comma or thousands separators ('1,5', '1,000'),
+  unless it is listed in ``dataset.categorical``. A header column without a name (a separator at
+  the end of each line) is refused.
+* **LIBSVM / SVMlight** (``.libsvm``, ``.svm``, ``.svmlight``): ``label index:value ...`` per line,
+  indices increasing along a line, ``#`` comments, ``qid:`` tokens ignored. The features are read
+  by scikit-learn's ``load_svmlight_file`` (training and test files together, so they share the
+  feature count; an index 0 anywhere makes the files zero-based) and made dense; the labels are
+  read from the text. Indices above 2**31 - 1, and a training file without a single
+  ``index:value`` pair, are refused; a line with no pairs is an example whose features are all 0.
+* **NumPy** (``.npz``): arrays ``X`` (n x features, numbers) and ``y`` (n labels: integers, floats
+  with integral values, booleans or strings), as written by ``np.savez(path, X=X, y=y)``; never
+  unpickled (object arrays are refused).
+
+**What makes two labels one class.** In a CSV/TSV or LIBSVM file, the text of the label: two rows
+are one class exactly when their labels are the same text. Labels never pass through a float, so
+10000000000000000 and 10000000000000001 are two classes, and 'yes', 'Yes' and 'YES' are three. Two
+different texts of one number ('1' and '1.0', '1' and '+1', '0' and '-0', '7' and '07', '1000' and
+'1e3') stop the run: whether the file means one class or two is doubtful, and guessing would merge
+or split a class. The same rule matches a test file's labels to the training file's. The text
+rule was chosen because the text is what the user wrote and what ``results.csv`` gives back in its
+``class`` column, exactly; a numeric rule would rewrite '+1' or '007'. In a ``.npz`` file the
+labels are numpy's values, compared as :func:`numpy.unique` compares them (integers of any width
+exactly, floats by value with -0.0 equal to 0.0, strings exactly), with no conversion between
+types; a test file's ``y`` must be of the training file's kind (numbers, booleans or text).
+
+The classes are the sorted distinct labels of the training file: by exact numeric value when they
+are all numbers (returned as Python ints when each is written as a plain integer, else as their
+texts), else in code-point order of the texts; ``classes[1]`` is the positive class of a two-class
+problem. Numeric labels must be integers (a column of fractions is a regression target or the
+wrong column). A file with three or more classes may not name one ``all``: ``results.csv`` names
+the rows about all classes so.
 
 Missing values are refused, not imputed: an empty field, ``?``, ``NA``, ``N/A``, ``NaN``, ``null``
-or ``None`` in a CSV/TSV file, and NaN or infinity in any format, stop the run with the file, the
-line (row, for .npz) and the column. The classes are the sorted distinct labels of the training
-file (numerically sorted when they are all numbers); ``classes[1]`` is the positive class of a
-two-class problem. A test file must have the training file's columns (in any order), labels and
-categories among the training file's, and (.npz) as many features.
+or ``None`` in a CSV/TSV file (for labels also the other texts pandas reads as missing, such as
+``#N/A`` and ``<NA>``), NaN or infinity in any format, and an empty string in a ``.npz`` ``y``,
+stop the run with the file, the line (row, for .npz) and the column. A test file must have the
+training file's columns (in any order), labels and categories among the training file's, and
+(.npz) as many features.
 
 Every problem is one :class:`~perceptron_lab.errors.DatasetError` (exit status 3) naming the file,
-the line and the fix.
+the line and the fix: also a path that is a folder, a device or missing, and a file that cannot be
+read.
 """
 
 from __future__ import annotations
