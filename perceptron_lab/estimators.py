@@ -111,6 +111,7 @@ def _check_label_types(y, name: str = "y") -> None:
 
 
 def _exact_float(v) -> bool:
+    v = int(v)  # a Python int: numpy would compare a numpy integer with a float as float64
     try:
         return float(v) == v
     except OverflowError:

@@ -69,6 +69,18 @@ def test_two_texts_of_one_number_are_refused(tmp_path, a, b):
             f"{a!r} (line 2) and {b!r} (line 3)", "write each class one way")
 
 
+@pytest.mark.parametrize("a, b", [("caf\u00e9", "cafe\u0301"), ("1", "\uff11"), ("fi", "\ufb01")])
+def test_two_unicode_encodings_of_one_label_are_refused(tmp_path, a, b):
+    f = csv_file(tmp_path, [a, b, "z"] * 3)
+    refused(lambda: load_user_data(f, "csv", label="t"), "line 3:", "writes one label two ways",
+            f"{ascii(a)} (line 2) and {ascii(b)} (line 3)")
+
+
+def test_non_ascii_labels_that_differ_are_distinct_classes(tmp_path):
+    ds = load_user_data(csv_file(tmp_path, ["\u00e9t\u00e9", "hiver", "\u00c9T\u00c9"] * 3), "csv", label="t")
+    assert ds.classes == ["hiver", "\u00c9T\u00c9", "\u00e9t\u00e9"]
+
+
 def test_the_spaces_around_a_field_are_not_part_of_the_label(tmp_path):
     plain = load_user_data(csv_file(tmp_path, ["1", "2"] * 4, "p.csv"), "csv", label="t")
     f = tmp_path / "s.csv"
@@ -283,6 +295,8 @@ def test_predictions_return_the_original_labels(y):
     ([True, 1, 0, True, 1, 0], "y mixes label types"),
     ([2**53, 2**53 + 1, 1.0, 2**53, 2**53 + 1, 1.0], "is not exactly a float"),
     ([2**1100, 1.0] * 3, "is not exactly a float"),
+    (np.array([np.uint64(2**64 - 1), 1.5] * 3, dtype=object), "is not exactly a float"),
+    (pd.Series(["a", pd.NA] * 3, dtype="string"), "y[1] is <NA>, not a class label"),
     (np.array([1, "1"] * 3, dtype=object), "y mixes label types"),
     (np.array(["a", None] * 3, dtype=object), "y[1] is None, not a class label"),
 ])

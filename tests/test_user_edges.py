@@ -212,6 +212,9 @@ LIB_REFUSED = {
     "empty file": ("", "d.libsvm: the file is empty"),
     "comments only": ("# nothing\n\n", "d.libsvm: the file is empty"),
     "a CSV file": (GOOD, "line 1: the label 'a,b,t' holds several labels"),
+    "byte-order mark": ("\ufeff" + LIB, "line 1: starts with a byte-order mark"),
+    "index:value:value": (LIB.replace("1:1.5", "1:1.5:2"), "line 2: not LIBSVM/SVMlight text: '1:1.5:2' is not"),
+    "fractional index": (LIB.replace("1:1.5", "1.5:1.5"), "line 2: not LIBSVM/SVMlight text: '1.5:1.5' is not"),
 }
 
 
@@ -291,6 +294,8 @@ NPZ_REFUSED = {
     "no X": (dict(features=np.ones((2, 2)), y=np.array([0, 1])), "has no array X"),
     "complex y": (dict(X=np.ones((2, 2)), y=np.array([1j, 2j])), "y holds complex128 values"),
     "one class": (dict(X=np.ones((2, 2)), y=np.array([3, 3])), "y holds one class (3) in all 2 rows"),
+    "structured X": (dict(X=np.zeros((2, 2), dtype=[("a", "f8")]), y=np.array([0, 1])), "X holds [('a', '<f8')] values"),
+    "no arrays": ({}, "has no array X or y (its arrays: none)"),
 }
 
 
@@ -319,6 +324,28 @@ def test_npz_truncated_and_damaged(tmp_path):
     data[200:260] = b"\xff" * 60  # inside the X member
     write(f, bytes(data))
     refused(lambda: load_user_data(f, "npz"), "d.npz")
+
+
+def test_npz_header_declaring_terabytes_is_refused_before_allocating(tmp_path):
+    import io
+    import zipfile
+
+    head = io.BytesIO()
+    np.lib.format.write_array_header_1_0(head, {"descr": "<f8", "fortran_order": False, "shape": (10**6, 10**6)})
+    y = io.BytesIO()
+    np.save(y, np.array([0, 1]))
+    with zipfile.ZipFile(tmp_path / "d.npz", "w") as z:
+        z.writestr("X.npy", b"\x93NUMPY\x01\x00" + head.getvalue()[8:] + bytes(64))
+        z.writestr("y.npy", y.getvalue())
+    refused(lambda: load_user_data(tmp_path / "d.npz", "npz"), "d.npz: X declares shape (1000000, 1000000) "
+            "(8000000000000 bytes) but holds")
+
+
+def test_npz_compressed_loads_exactly(tmp_path):
+    X = np.arange(12.0).reshape(4, 3)
+    np.savez_compressed(tmp_path / "d.npz", X=X, y=np.array(["a", "b", "a", "b"]))
+    ds = load_user_data(tmp_path / "d.npz", "npz")
+    exact(ds, X, [0, 1, 0, 1])
 
 
 def test_npz_test_file_edges(tmp_path):
@@ -400,10 +427,12 @@ def test_idx_edges_are_refused(tmp_path, case):
 
 def test_idx_folder_missing_and_unreadable_files(tmp_path, monkeypatch):
     (tmp_path / "dir.gz").mkdir()
-    for path, text in ((tmp_path / "dir.gz", "is a folder, not an IDX file"), (tmp_path / "none.gz", "does not exist")):
+    write(tmp_path / "file", "x")
+    for path, text in ((tmp_path / "dir.gz", "is a folder, not an IDX file"), (tmp_path / "none.gz", "does not exist"),
+                       (tmp_path / "file" / "l.gz", "a folder above it is a file")):
         with pytest.raises(DatasetError) as exc:
             read_idx(path, 1, "mnist")
-        assert text in str(exc.value) and "Fix: " in str(exc.value) and "plab data fetch mnist" in str(exc.value)
+        assert text in str(exc.value) and "Fix: " in str(exc.value) and "\n" not in str(exc.value)
     f = write(tmp_path / "l.gz", gzip.compress(idx((3,))))
 
     def no_permission(path, *args, **kwargs):

@@ -135,6 +135,9 @@ def read_idx(path: str | Path, ndim: int, dataset: str | None = None) -> np.ndar
     except FileNotFoundError:
         raise DatasetError(f"{path} does not exist. Fix: download it with `plab data fetch {dataset or 'NAME'}`, "
                            "or point --data-dir / PLAB_DATA at the folder that holds it.") from None
+    except NotADirectoryError:
+        raise DatasetError(f"{path}: a folder above it is a file. Fix: point --data-dir / PLAB_DATA at the data "
+                           "folder.") from None
     except IsADirectoryError:
         raise DatasetError(f"{path} is a folder, not an IDX file. Fix: move the folder away and download the "
                            f"file with `plab data fetch {dataset or 'NAME'}`.") from None

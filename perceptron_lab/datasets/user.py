@@ -59,7 +59,9 @@ from __future__ import annotations
 import csv
 import difflib
 import io
+import math
 import re
+import unicodedata
 import zipfile
 import zlib
 from decimal import Decimal
@@ -154,7 +156,8 @@ def _text_classes(file, texts, where: str, line_of, libsvm: bool = False):
 
     Two rows are one class exactly when their label texts are equal (after the surrounding spaces
     every field loses). Two different texts of one number ('1' and '1.0', '0' and '-0', '7' and
-    '07') are refused, not merged or split: which the file means is doubtful. Labels that are all
+    '07'), and two texts equal in Unicode's NFKC form (a composed and a decomposed 'é', '１' and
+    '1'), are refused, not merged or split: which the file means is doubtful. Labels that are all
     numbers must be integers (a column of fractions is a regression target, or the wrong column),
     sort by their exact value (no rounding: 10000000000000001 is not 10000000000000000) and, when
     every one is written as a canonical integer, are returned as Python ints; otherwise the classes
@@ -180,6 +183,15 @@ def _text_classes(file, texts, where: str, line_of, libsvm: bool = False):
                         f"(line {line_of(first[b])}); plab takes the text of a label as its class and will not "
                         "guess whether these are one class or two", f"write each class one way (e.g. {a!r} "
                         "everywhere), or give distinct classes distinct numbers", line_of(first[b]))
+    forms = {t: t for t in first if t.isascii()}  # NFKC leaves ASCII text as it is
+    for t in first:
+        other = t if t.isascii() else forms.setdefault(unicodedata.normalize("NFKC", t), t)
+        if other != t:
+            a, b = sorted((other, t), key=first.get)
+            raise _fail(file, f"{where} writes one label two ways: {ascii(a)} (line {line_of(first[a])}) and "
+                        f"{ascii(b)} (line {line_of(first[b])}), which differ only in their Unicode encoding "
+                        "(composed or decomposed accents, full-width or compatibility characters)", "write each "
+                        "class with the same characters (e.g. normalize the file to NFC)", line_of(first[b]))
     if len(values) == len(first):
         frac = [t for t, v in values.items() if v != v.to_integral_value()]
         if frac and libsvm:
@@ -442,6 +454,9 @@ def _libsvm_labels(file: Path):
     texts, lines = [], []
     for n, text in _libsvm_lines(file):
         token = text.split(None, 1)[0]
+        if n == 1 and token.startswith(b"\xef\xbb\xbf"):
+            raise _fail(file, "starts with a byte-order mark, which LIBSVM readers take for part of the label",
+                        "save the file without a BOM (e.g. as 'UTF-8', not 'UTF-8 with BOM')", n)
         try:
             label = token.decode("ascii")
         except UnicodeDecodeError:
@@ -553,11 +568,12 @@ _NPZ_FIX = "write the file with np.savez(path, X=features, y=labels)"
 def _npz_arrays(file: Path):
     with open(file, "rb") as fh:
         magic = fh.read(4)
-    if magic != b"PK\x03\x04":
+    if magic not in (b"PK\x03\x04", b"PK\x05\x06"):  # a zip member, or the end record of an empty zip
         what = "an empty file" if not magic else ("a single .npy array" if magic.startswith(b"\x93NUM")
                                                    else "not a zip archive")
         raise _fail(file, f"cannot read it as a NumPy .npz file ({what})", _NPZ_FIX)
     try:
+        _npz_check_sizes(file)
         with np.load(file, allow_pickle=False) as z:
             keys = list(z.files)
             missing = [k for k in ("X", "y") if k not in keys]
@@ -567,6 +583,8 @@ def _npz_arrays(file: Path):
             X, y = z["X"], z["y"]
     except DatasetError:
         raise
+    except MemoryError:
+        raise _fail(file, "its arrays do not fit in memory", "select fewer examples or features first") from None
     except ValueError as exc:
         if "allow_pickle" in str(exc) or "Object arrays" in str(exc):
             raise _fail(file, "holds Python objects (a pickled array)", _NPZ_FIX + " from numeric (or string-label) "
@@ -594,6 +612,25 @@ def _npz_arrays(file: Path):
         raise _fail(file, f"X[{i}, {j}] (row {i + 1}) is {float(X[i, j])!r}, not a finite number ({len(bad)} such "
                     "value(s))", "replace or drop the non-finite values; plab does not impute them")
     return X, _array_labels(file, y)
+
+
+def _npz_check_sizes(file: Path) -> None:
+    """Refuse an array whose header declares more bytes than its member holds, before numpy
+    allocates them (a damaged or crafted header could ask for terabytes)."""
+    with zipfile.ZipFile(file) as zf:
+        for info in zf.infolist():
+            if info.filename not in ("X.npy", "y.npy"):
+                continue
+            with zf.open(info) as fh:
+                version = np.lib.format.read_magic(fh)
+                shape, _, dtype = (np.lib.format.read_array_header_1_0(fh) if version == (1, 0)
+                                   else np.lib.format.read_array_header_2_0(fh))
+            if dtype.hasobject:
+                continue  # np.load refuses it without unpickling (allow_pickle=False)
+            need = math.prod(shape) * dtype.itemsize
+            if need > info.file_size:
+                raise _fail(file, f"{info.filename[0]} declares shape {shape} ({need} bytes) but holds "
+                            f"{info.file_size} bytes: the file is damaged or cut short", _NPZ_FIX)
 
 
 def _array_labels(file: Path, y: np.ndarray):
