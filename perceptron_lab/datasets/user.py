@@ -20,15 +20,17 @@ Three formats, chosen by ``dataset.format`` or the file's extension:
   read from the text. Indices above 2**31 - 1, and a training file without a single
   ``index:value`` pair, are refused; a line with no pairs is an example whose features are all 0.
 * **NumPy** (``.npz``): arrays ``X`` (n x features, numbers) and ``y`` (n labels: integers, floats
-  with integral values, booleans or strings), as written by ``np.savez(path, X=X, y=y)``; never
-  unpickled (object arrays are refused).
+  with integral values, booleans or strings), as written by ``np.savez(path, X=X, y=y)`` or
+  ``np.savez_compressed``; never unpickled (object arrays are refused), and an array whose header
+  declares more bytes than the file holds is refused before anything is allocated.
 
 **What makes two labels one class.** In a CSV/TSV or LIBSVM file, the text of the label: two rows
 are one class exactly when their labels are the same text. Labels never pass through a float, so
 10000000000000000 and 10000000000000001 are two classes, and 'yes', 'Yes' and 'YES' are three. Two
 different texts of one number ('1' and '1.0', '1' and '+1', '0' and '-0', '7' and '07', '1000' and
 '1e3') stop the run: whether the file means one class or two is doubtful, and guessing would merge
-or split a class. The same rule matches a test file's labels to the training file's. The text
+or split a class. So do two texts that differ only in their Unicode encoding (equal in NFKC form:
+a composed and a decomposed 'é', a full-width '１' and '1'). The same rule matches a test file's labels to the training file's. The text
 rule was chosen because the text is what the user wrote and what ``results.csv`` gives back in its
 ``class`` column, exactly; a numeric rule would rewrite '+1' or '007'. In a ``.npz`` file the
 labels are numpy's values, compared as :func:`numpy.unique` compares them (integers of any width
