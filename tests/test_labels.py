@@ -110,6 +110,11 @@ def test_numbers_written_non_canonically_keep_their_text_and_numeric_order(tmp_p
     np.testing.assert_array_equal(ds.y_train, [2, 1, 0] * 3)
 
 
+def test_numbers_beyond_the_float_range_are_exact_labels(tmp_path):
+    ds = load_user_data(csv_file(tmp_path, ["1e400", "2", "9" * 400, "9" * 399 + "8"] * 2), "csv", label="t")
+    assert ds.classes == ["2", "9" * 399 + "8", "9" * 400, "1e400"]
+
+
 @pytest.mark.parametrize("value", ["0.5", "1.0000000000000001", "1e-400"])
 def test_fractional_labels_are_a_regression_target(tmp_path, value):
     f = csv_file(tmp_path, ["1", "2", value] * 3)

@@ -124,6 +124,8 @@ CSV_REFUSED = {
     "duplicate column": (GOOD.replace("a,b,t", "a,a,t"), "column 'a' appears 2 times"),
     "no label column": (GOOD.replace("a,b,t", "a,b,target"), "no column 't' (given by dataset.label)"),
     "one class": (GOOD.replace("no", "yes"), "holds one class ('yes') in all 4 rows"),
+    "unicode twin category": ("a,k,t\n1,caf\u00e9,x\n2,cafe\u0301,y\n", "line 3: column 'k' writes one category two "
+                                                                      "ways: 'caf\\xe9' (line 2) and 'cafe\\u0301'"),
 }
 
 

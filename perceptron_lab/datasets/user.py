@@ -140,6 +140,22 @@ _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", r
 _INTEGER = re.compile(r"0|-?[1-9][0-9]*", re.ASCII)
 
 
+def _shown(text: str, most: int = 60) -> str:
+    """``repr`` of a label, cut short in the middle when it is long."""
+    return repr(text) if len(text) <= most else repr(text[: most // 2]) + "..." + repr(text[-10:])
+
+
+def _unicode_twin(texts):
+    """The first two of ``texts`` (distinct) that are equal in Unicode's NFKC form, or None."""
+    forms = {t: t for t in texts if t.isascii()}  # NFKC leaves ASCII text as it is
+    for t in texts:
+        if not t.isascii():
+            other = forms.setdefault(unicodedata.normalize("NFKC", t), t)
+            if other != t:
+                return other, t
+    return None
+
+
 def _label_value(text: str):
     """The exact value (a Decimal) of a label text that is a decimal number, else None."""
     return Decimal(text) if _NUMBER.fullmatch(text) else None
@@ -170,10 +186,10 @@ def _text_classes(file, texts, where: str, line_of, libsvm: bool = False):
         first.setdefault(t, i)
     values = {}
     for t, i in first.items():
-        if _is_nonfinite_number(t):
-            raise _fail(file, f"{where} holds {t!r}, not a class label", "give every example a class label (drop "
-                        "the examples without one)", line_of(i))
         v = _label_value(t)
+        if v is None and _is_nonfinite_number(t):
+            raise _fail(file, f"{where} holds {_shown(t)}, not a class label", "give every example a class label (drop "
+                        "the examples without one)", line_of(i))
         if v is not None:
             values[t] = v
     seen = {}
@@ -181,26 +197,24 @@ def _text_classes(file, texts, where: str, line_of, libsvm: bool = False):
         other = seen.setdefault(v, t)
         if other != t:
             a, b = sorted((other, t), key=first.get)
-            raise _fail(file, f"{where} writes one number two ways: {a!r} (line {line_of(first[a])}) and {b!r} "
-                        f"(line {line_of(first[b])}); plab takes the text of a label as its class and will not "
-                        "guess whether these are one class or two", f"write each class one way (e.g. {a!r} "
+            raise _fail(file, f"{where} writes one number two ways: {_shown(a)} (line {line_of(first[a])}) and "
+                        f"{_shown(b)} (line {line_of(first[b])}); plab takes the text of a label as its class and "
+                        "will not guess whether these are one class or two", f"write each class one way (e.g. {_shown(a)} "
                         "everywhere), or give distinct classes distinct numbers", line_of(first[b]))
-    forms = {t: t for t in first if t.isascii()}  # NFKC leaves ASCII text as it is
-    for t in first:
-        other = t if t.isascii() else forms.setdefault(unicodedata.normalize("NFKC", t), t)
-        if other != t:
-            a, b = sorted((other, t), key=first.get)
-            raise _fail(file, f"{where} writes one label two ways: {ascii(a)} (line {line_of(first[a])}) and "
-                        f"{ascii(b)} (line {line_of(first[b])}), which differ only in their Unicode encoding "
-                        "(composed or decomposed accents, full-width or compatibility characters)", "write each "
-                        "class with the same characters (e.g. normalize the file to NFC)", line_of(first[b]))
+    twin = _unicode_twin(first)
+    if twin:
+        a, b = sorted(twin, key=first.get)
+        raise _fail(file, f"{where} writes one label two ways: {ascii(a)} (line {line_of(first[a])}) and "
+                    f"{ascii(b)} (line {line_of(first[b])}), which differ only in their Unicode encoding "
+                    "(composed or decomposed accents, full-width or compatibility characters)", "write each "
+                    "class with the same characters (e.g. normalize the file to NFC)", line_of(first[b]))
     if len(values) == len(first):
         frac = [t for t, v in values.items() if v != v.to_integral_value()]
         if frac and libsvm:
-            raise _fail(file, f"the label {frac[0]} is not an integer class label", "use class labels such as -1/+1 "
+            raise _fail(file, f"the label {_shown(frac[0])[1:-1]} is not an integer class label", "use class labels such as -1/+1 "
                         "or 1..k (LIBSVM regression files cannot be classified)", line_of(first[frac[0]]))
         if frac:
-            raise _fail(file, f"{where} holds {frac[0]!r}, not a class label (numeric labels must be integers)",
+            raise _fail(file, f"{where} holds {_shown(frac[0])}, not a class label (numeric labels must be integers)",
                         "choose the class column with dataset.label, or use labels such as -1/+1 or 1..k",
                         line_of(first[frac[0]]))
         order = sorted(first, key=values.get)
@@ -411,6 +425,13 @@ def _load_table(path: Path, test: Path | None, delim: str, label: str, categoric
                         "point and no separators, or list the column in dataset.categorical to read its values as "
                         "categories", lines[0])
         cats = sorted(set(col))
+        twin = _unicode_twin(cats)
+        if twin:
+            a, b = sorted(twin, key=col.index)
+            raise _fail(path, f"column {name!r} writes one category two ways: {ascii(a)} (line "
+                        f"{lines[col.index(a)]}) and {ascii(b)}, which differ only in their Unicode encoding",
+                        "write each category with the same characters (e.g. normalize the file to NFC)",
+                        lines[col.index(b)])
         pos = {c: k for k, c in enumerate(cats)}
         block = np.zeros((len(col), len(cats)))
         block[np.arange(len(col)), [pos[v] for v in col]] = 1.0
