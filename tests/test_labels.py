@@ -188,7 +188,7 @@ def test_libsvm_bad_labels(tmp_path, labels, line, text):
     refused(lambda: load_user_data(f, "libsvm"), f"d.libsvm, line {line}:", text)
 
 
-# ----------------------------------------------------------------------------- .npz: numpy's equality, no float round trip
+# ----------------------------------------------------------------------------- .npz: numpy's equality
 
 
 def npz_file(path, y, X=None, name="d.npz"):

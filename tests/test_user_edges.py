@@ -296,7 +296,8 @@ NPZ_REFUSED = {
     "no X": (dict(features=np.ones((2, 2)), y=np.array([0, 1])), "has no array X"),
     "complex y": (dict(X=np.ones((2, 2)), y=np.array([1j, 2j])), "y holds complex128 values"),
     "one class": (dict(X=np.ones((2, 2)), y=np.array([3, 3])), "y holds one class (3) in all 2 rows"),
-    "structured X": (dict(X=np.zeros((2, 2), dtype=[("a", "f8")]), y=np.array([0, 1])), "X holds [('a', '<f8')] values"),
+    "structured X": (dict(X=np.zeros((2, 2), dtype=[("a", "f8")]), y=np.array([0, 1])),
+                     "X holds [('a', '<f8')] values"),
     "no arrays": ({}, "has no array X or y (its arrays: none)"),
 }
 
@@ -486,8 +487,8 @@ def npz_bytes(tmp_path, **arrays):
 
 CLI_CASES = {
     "libsvm without features": ("d.libsvm", "+1\n-1\n+1\n-1\n", "d.libsvm: holds labels but no features"),
-    "libsvm index 10^12": ("d.libsvm", LIB.replace("1:1.5", "1000000000000:1.5"), "d.libsvm, line 2: not "
-                                                                                  "LIBSVM/SVMlight text: feature index"),
+    "libsvm index 10^12": ("d.libsvm", LIB.replace("1:1.5", "1000000000000:1.5"),
+                           "d.libsvm, line 2: not LIBSVM/SVMlight text: feature index"),
     "libsvm non-ASCII": ("d.libsvm", LIB.encode().replace(b"1:1.5", b"1:\xf6"), "d.libsvm, line 2:"),
     "csv non-UTF-8": ("d.csv", GOOD.replace("yes", "s\xed").encode("latin-1"), "d.csv, line 2: byte 0xed is not "
                                                                                "UTF-8 text"),

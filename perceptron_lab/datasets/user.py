@@ -30,9 +30,10 @@ are one class exactly when their labels are the same text. Labels never pass thr
 different texts of one number ('1' and '1.0', '1' and '+1', '0' and '-0', '7' and '07', '1000' and
 '1e3') stop the run: whether the file means one class or two is doubtful, and guessing would merge
 or split a class. So do two texts that differ only in their Unicode encoding (equal in NFKC form:
-a composed and a decomposed 'é', a full-width '１' and '1'). The same rule matches a test file's labels to the training file's. The text
-rule was chosen because the text is what the user wrote and what ``results.csv`` gives back in its
-``class`` column, exactly; a numeric rule would rewrite '+1' or '007'. In a ``.npz`` file the
+a composed and a decomposed 'é', a full-width '１' and '1'). The same rule matches a test file's
+labels to the training file's. The text rule was chosen because the text is what the user wrote
+and what ``results.csv`` gives back in its ``class`` column, exactly; a numeric rule would rewrite
+'+1' or '007', and a float would merge integers beyond 2**53. In a ``.npz`` file the
 labels are numpy's values, compared as :func:`numpy.unique` compares them (integers of any width
 exactly, floats by value with -0.0 equal to 0.0, strings exactly), with no conversion between
 types; a test file's ``y`` must be of the training file's kind (numbers, booleans or text).
@@ -199,8 +200,9 @@ def _text_classes(file, texts, where: str, line_of, libsvm: bool = False):
             a, b = sorted((other, t), key=first.get)
             raise _fail(file, f"{where} writes one number two ways: {_shown(a)} (line {line_of(first[a])}) and "
                         f"{_shown(b)} (line {line_of(first[b])}); plab takes the text of a label as its class and "
-                        "will not guess whether these are one class or two", f"write each class one way (e.g. {_shown(a)} "
-                        "everywhere), or give distinct classes distinct numbers", line_of(first[b]))
+                        "will not guess whether these are one class or two",
+                        f"write each class one way (e.g. {_shown(a)} everywhere), or give distinct classes distinct "
+                        "numbers", line_of(first[b]))
     twin = _unicode_twin(first)
     if twin:
         a, b = sorted(twin, key=first.get)
@@ -211,8 +213,8 @@ def _text_classes(file, texts, where: str, line_of, libsvm: bool = False):
     if len(values) == len(first):
         frac = [t for t, v in values.items() if v != v.to_integral_value()]
         if frac and libsvm:
-            raise _fail(file, f"the label {_shown(frac[0])[1:-1]} is not an integer class label", "use class labels such as -1/+1 "
-                        "or 1..k (LIBSVM regression files cannot be classified)", line_of(first[frac[0]]))
+            raise _fail(file, f"the label {_shown(frac[0])[1:-1]} is not an integer class label", "use class labels "
+                        "such as -1/+1 or 1..k (LIBSVM regression files cannot be classified)", line_of(first[frac[0]]))
         if frac:
             raise _fail(file, f"{where} holds {_shown(frac[0])}, not a class label (numeric labels must be integers)",
                         "choose the class column with dataset.label, or use labels such as -1/+1 or 1..k",
