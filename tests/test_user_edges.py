@@ -88,6 +88,13 @@ def test_a_very_wide_file_loads(tmp_path):
     assert ds.X_train.shape == (4, n) and ds.X_train[3, 5] == (3 * 5) % 7
 
 
+def test_codes_that_merely_contain_digits_stay_categories(tmp_path):
+    content = "a,ip,version,day,t\n1,10.0.0.1,1.2.3,2020-01-01,x\n2,10.0.0.2,1.10.0,2020-01-02,y\n"
+    ds = load_csv(tmp_path, content)
+    assert ds.meta["feature_names"] == ["a", "ip=10.0.0.1", "ip=10.0.0.2", "version=1.10.0", "version=1.2.3",
+                                        "day=2020-01-01", "day=2020-01-02"]
+
+
 def test_decimal_commas_listed_as_categorical_are_categories(tmp_path):
     content = 'a,k,t\n1,"1,5",x\n2,"2,5",y\n3,"1,5",x\n'
     ds = load_csv(tmp_path, content, categorical=["k"])
@@ -117,6 +124,10 @@ CSV_REFUSED = {
     "decimal comma": ('a,b,t\n"0,5",2,yes\n"1,5",1,no\n', "line 2: column 'a' holds '0,5': numbers written with "
                                                           "a decimal comma"),
     "thousands separator": ('a,b,t\n"1,000",2,yes\n"2,500",1,no\n', "column 'a' holds '1,000'"),
+    "space digit groups": ("a,b,t\n1 000,2,yes\n2 500,1,no\n", "column 'a' holds '1 000'"),
+    "grouped decimal comma": ('a,b,t\n"1.000,5",2,yes\n"2.500,25",1,no\n', "column 'a' holds '1.000,5'"),
+    "percent": ("a,b,t\n50%,2,yes\n12.5 %,1,no\n", "column 'a' holds '50%'"),
+    "currency": ("a,b,t\n$5,2,yes\n\u20ac 12.50,1,no\n", "column 'a' holds '$5'"),
     "hex number": (GOOD.replace("0.5,", "0x10,"), "line 2: column 'a' is '0x10', not a number"),
     "comment line": ("# exported\n" + GOOD, "line 1: the header line has 1 column ('# exported')"),
     "label only": ("t\nyes\nno\n", "the header line has 1 column ('t')"),

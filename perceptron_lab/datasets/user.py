@@ -10,8 +10,8 @@ Three formats, chosen by ``dataset.format`` or the file's extension:
   (:mod:`perceptron_lab.datasets.uci`): one 0/1 indicator per value seen in the training file, in
   sorted order, named ``column=value``. A column that mixes numbers with other text is refused
   (a typo is more likely than a category), naming the first value that is not a number, and so is
-  a column of numbers written with a decimal comma or thousands separators ('1,5', '1,000'),
-  unless it is listed in ``dataset.categorical``. A header column without a name (a separator at
+  a column of numbers written with a decimal comma, digit groups, a currency or a percent sign
+  ('1,5', '1,000', '1 000', '$5', '50%'), unless it is listed in ``dataset.categorical``. A header column without a name (a separator at
   the end of each line) is refused.
 * **LIBSVM / SVMlight** (``.libsvm``, ``.svm``, ``.svmlight``): ``label index:value ...`` per line,
   indices increasing along a line, ``#`` comments, ``qid:`` tokens ignored. The features are read
@@ -336,8 +336,12 @@ def _numeric(col: list[str]):
         return None
 
 
-# '1,5', '-2,25', '1,000,000': numbers as spreadsheets in many locales write them.
-_DECIMAL_COMMA = re.compile(r"[+-]?[0-9]{1,3}(?:[ ,.'][0-9]{3})*,[0-9]+|[+-]?[0-9]+,[0-9]+", re.ASCII)
+# Numbers as spreadsheets in many locales write them: a decimal comma ('1,5'), digit groups ('1,000',
+# '1 000', "1'000", '1.000,5'), a currency sign ('$5') or a percent sign ('50%'). float() reads none
+# of them, so a column of them would otherwise become categories.
+_GROUPED = (r"(?:[0-9]{1,3}(?:[ .'\u00a0\u202f\u2019][0-9]{3})+(?:,[0-9]+)?|[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?"
+            r"|[0-9]+,[0-9]+|[0-9]+(?:\.[0-9]*)?)")
+_DISGUISED_NUMBER = re.compile(rf"[+-]?(?:[$\u20ac\u00a3\u00a5] ?{_GROUPED}|{_GROUPED} ?[%\u20ac$\u00a3\u00a5]?)")
 
 
 def _is_number(text: str) -> bool:
@@ -421,11 +425,11 @@ def _load_table(path: Path, test: Path | None, delim: str, label: str, categoric
                 raise _fail(path, f"column {name!r} is {col[i]!r}, not a number ({len(numbers)} of its "
                             f"{len(col)} values are numbers)", "correct the value, or list the column in "
                             "dataset.categorical to read its values as categories", lines[i])
-        if name not in categorical and all(_DECIMAL_COMMA.fullmatch(v) for v in col):
-            raise _fail(path, f"column {name!r} holds {col[0]!r}: numbers written with a decimal comma or a "
-                        "thousands separator would be read as categories", "write the numbers with a decimal "
-                        "point and no separators, or list the column in dataset.categorical to read its values as "
-                        "categories", lines[0])
+        if name not in categorical and all(_DISGUISED_NUMBER.fullmatch(v) for v in col):
+            raise _fail(path, f"column {name!r} holds {col[0]!r}: numbers written with a decimal comma, digit "
+                        "groups, a currency or a percent sign would be read as categories", "write the numbers "
+                        "with a decimal point and nothing else, or list the column in dataset.categorical to read "
+                        "its values as categories", lines[0])
         cats = sorted(set(col))
         twin = _unicode_twin(cats)
         if twin:
