@@ -11,8 +11,8 @@ Three formats, chosen by ``dataset.format`` or the file's extension:
   sorted order, named ``column=value``. A column that mixes numbers with other text is refused
   (a typo is more likely than a category), naming the first value that is not a number, and so is
   a column of numbers written with a decimal comma, digit groups, a currency or a percent sign
-  ('1,5', '1,000', '1 000', '$5', '50%'), unless it is listed in ``dataset.categorical``. A header column without a name (a separator at
-  the end of each line) is refused.
+  ('1,5', '1,000', '1 000', '$5', '50%'), unless it is listed in ``dataset.categorical``. A header
+  column without a name (a separator at the end of each line) is refused.
 * **LIBSVM / SVMlight** (``.libsvm``, ``.svm``, ``.svmlight``): ``label index:value ...`` per line,
   indices increasing along a line, ``#`` comments, ``qid:`` tokens ignored. The features are read
   by scikit-learn's ``load_svmlight_file`` (training and test files together, so they share the
@@ -33,10 +33,11 @@ or split a class. So do two texts that differ only in their Unicode encoding (eq
 a composed and a decomposed 'é', a full-width '１' and '1'). The same rule matches a test file's
 labels to the training file's. The text rule was chosen because the text is what the user wrote
 and what ``results.csv`` gives back in its ``class`` column, exactly; a numeric rule would rewrite
-'+1' or '007', and a float would merge integers beyond 2**53. In a ``.npz`` file the
-labels are numpy's values, compared as :func:`numpy.unique` compares them (integers of any width
-exactly, floats by value with -0.0 equal to 0.0, strings exactly), with no conversion between
-types; a test file's ``y`` must be of the training file's kind (numbers, booleans or text).
+'+1' or '007', and a float would merge integers beyond 2**53. In a ``.npz`` file the labels are
+numpy's values, compared as :func:`numpy.unique` compares them (integers of any width exactly,
+floats by value with -0.0 equal to 0.0, strings exactly), with no conversion between types: the
+array already says what the values are. A test file's ``y`` must be of the training file's kind
+(numbers, booleans or text).
 
 The classes are the sorted distinct labels of the training file: by exact numeric value when they
 are all numbers (returned as Python ints when each is written as a plain integer, else as their
