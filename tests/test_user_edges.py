@@ -200,7 +200,8 @@ def test_libsvm_a_wide_line_loads(tmp_path):
 LIB_REFUSED = {
     "labels but no features": ("+1\n-1\n+1\n", "d.libsvm: holds labels but no features"),
     "index 10^12": (LIB.replace("1:1.5", "1000000000000:1.5"), "line 2: not LIBSVM/SVMlight text: feature index "
-                                                               "1000000000000 is beyond the largest one read"),
+                    "1000000000000 is beyond the largest one read (2147483647); plab makes the data dense, one column "
+                    "per index. Fix: number the features 1..n without gaps."),
     "index 2^31": (LIB.replace("1:1.5", "2147483648:1.5"), "line 2: not LIBSVM/SVMlight text: feature index "
                                                            "2147483648 is beyond"),
     "index 2^31-1": (LIB.replace("1:1.5 2:-1", "2147483647:1.5"), "would take 64.0 GB as a dense matrix"),

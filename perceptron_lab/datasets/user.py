@@ -506,7 +506,7 @@ def _libsvm_labels(file: Path):
 
 
 def _libsvm_problem(file: Path):
-    """(line, problem) of the first line LIBSVM's grammar (or scikit-learn's reader) refuses, or None."""
+    """(line, problem[, fix]) of the first line LIBSVM's grammar (or scikit-learn's reader) refuses, or None."""
     for n, text in _libsvm_lines(file):
         try:
             tokens = text.decode("ascii").split()
@@ -527,7 +527,7 @@ def _libsvm_problem(file: Path):
                 return n, f"feature index {i} is negative"
             if i > MAX_LIBSVM_INDEX:
                 return n, (f"feature index {i} is beyond the largest one read ({MAX_LIBSVM_INDEX}); plab makes the "
-                           "data dense, one column per index")
+                           "data dense, one column per index"), "number the features 1..n without gaps"
             if i <= last:
                 return n, f"feature indices must increase along a line ({i} follows {last})"
             last = i
@@ -555,7 +555,8 @@ def _load_libsvm(path: Path, test: Path | None):
         for f in files:
             found = _libsvm_problem(f)
             if found is not None:
-                raise _fail(f, f"not LIBSVM/SVMlight text: {found[1]}", _LIBSVM_FIX, found[0]) from None
+                fix = found[2] if len(found) > 2 else _LIBSVM_FIX
+                raise _fail(f, f"not LIBSVM/SVMlight text: {found[1]}", fix, found[0]) from None
         raise _fail(path, f"not LIBSVM/SVMlight text ({type(exc).__name__}: {' '.join(str(exc).split())})",
                     "write each line as 'label index:value ...', or set dataset.format") from None
     for f, Xs, (texts, _) in zip(files, parts, labels):
