@@ -18,6 +18,13 @@ first on ties); with two classes one perceptron separates ``classes_[1]`` (score
 ``classes_[0]``. ``kernel="precomputed"`` follows :class:`sklearn.svm.SVC`: ``fit`` takes the
 Gram matrix K(train, train), ``predict`` the matrix K(test, train).
 
+Labels are scikit-learn's: ``classes_`` is :func:`numpy.unique` of ``y`` as numpy holds it, so two
+samples are one class when numpy finds their labels equal (integers of any width exactly, floats
+by value, -0.0 being 0.0, strings exactly), and ``predict`` returns values of ``classes_``, in its
+dtype. A list or object array that numpy could only hold by changing some labels is refused
+rather than merged: strings mixed with numbers ('1' and 1), booleans mixed with numbers (True and
+1), integers that are not exactly floats mixed with floats (2**53 + 1 and 1.5), and missing labels.
+
 Example::
 
     >>> from perceptron_lab import VotedPerceptron
@@ -62,6 +69,64 @@ def _plab_order(seed: int, n: int):
     """(the training order of ``plab run``'s permutation 0 on a fixed test split with
     ``training.seed = seed`` on n examples, the seed of its random rule)."""
     return unit_order(SimpleNamespace(training=SimpleNamespace(seed=seed)), Unit(0, {}, -1, 0), n)
+
+
+def _check_label_types(y, name: str = "y") -> None:
+    """Refuse labels that numpy would merge on conversion to one array: a list or object array
+    mixing strings with numbers ('1' and 1 both become the string '1'), booleans with numbers
+    (True becomes 1), integers with floats when an integer is not exactly a float (2**53 + 1 and
+    2**53 become one float), and missing labels (None, pd.NA). Typed numpy and pandas arrays are
+    already one type: their values are taken as numpy compares them."""
+    dtype = getattr(y, "dtype", None)
+    if y is None or (dtype is not None and getattr(dtype, "kind", "O") != "O"):
+        return  # None: scikit-learn's own check says that y is required
+    values = np.asarray(y, dtype=object).ravel()
+    kinds, first = set(), {}
+    for i, v in enumerate(values.tolist()):
+        if isinstance(v, (str, bytes)):
+            k = "string"
+        elif isinstance(v, (bool, np.bool_)):
+            k = "boolean"
+        elif isinstance(v, Integral):
+            k = "integer"
+        elif isinstance(v, Real):
+            k = "float"
+        else:
+            raise ValueError(f"{name}[{i}] is {v!r}, not a class label: give every sample a label (str, int, float "
+                             "or bool)")
+        if k not in kinds:
+            kinds.add(k)
+            first[k] = (i, v)
+    groups = {"string" if k == "string" else "boolean" if k == "boolean" else "number" for k in kinds}
+    if len(groups) > 1:
+        (i, a), (j, b) = sorted(first.values())[:2]
+        raise ValueError(f"{name} mixes label types ({name}[{i}] = {a!r}, {name}[{j}] = {b!r}), which numpy turns "
+                         "into one type, merging classes such as '1' and 1 or True and 1: give labels of one type")
+    if kinds == {"integer", "float"}:
+        for i, v in enumerate(values.tolist()):
+            if isinstance(v, Integral) and not _exact_float(v):
+                raise ValueError(f"{name}[{i}] = {v} is not exactly a float, and {name} also holds floats: numpy "
+                                 "would round it and may merge two classes; give integer labels only, or an "
+                                 "object array of Python ints")
+
+
+def _exact_float(v) -> bool:
+    v = int(v)  # a Python int: numpy would compare a numpy integer with a float as float64
+    try:
+        return float(v) == v
+    except OverflowError:
+        return False
+
+
+def _encode(y, classes):
+    """Class indices of the labels ``y`` in ``classes`` by exact equality (Python's, which compares
+    ints and floats exactly; np.searchsorted would compare uint64 with int64 as float64)."""
+    index = {c: k for k, c in enumerate(classes.tolist())}
+    values = np.asarray(y).tolist()
+    unknown = [v for v in dict.fromkeys(values) if v not in index]
+    if unknown:
+        raise ValueError(f"labels {unknown[:10]} are not in classes {classes}")
+    return np.fromiter((index[v] for v in values), dtype=np.int64, count=len(values))
 
 
 def _seed(random_state) -> int:
@@ -117,6 +182,7 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         """
         self._validate_params()
         self._check_kernel()
+        _check_label_types(y)
         X, y = _validate_data(self, X, y, dtype=np.float64, reset=True)
         if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
             raise ValueError(f"kernel='precomputed' needs the square Gram matrix K(train, train), got X of shape "
@@ -183,24 +249,24 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError("partial_fit continues a run from data it still holds; this model was reloaded from a "
                              "pickle after fit (which keeps no training data): fit again, or start with "
                              "partial_fit")
+        _check_label_types(y)
         X, y = _validate_data(self, X, y, dtype=np.float64, reset=first)
         check_classification_targets(y)
         if first:
             if classes is None:
                 raise ValueError("classes must be passed on the first call to partial_fit")
+            _check_label_types(classes, "classes")
             self.classes_ = np.unique(np.asarray(classes))
             self._check_two_classes()
             self._rule_seed = _plab_order(_seed(self.random_state), 1)[1]
-        elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
+        elif classes is not None and set(np.unique(np.asarray(classes)).tolist()) != set(self.classes_.tolist()):
             raise ValueError(f"classes {np.unique(classes)} differ from those of the first call, {self.classes_}")
-        unknown = np.setdiff1d(y, self.classes_)
-        if unknown.size:
-            raise ValueError(f"labels {unknown} are not in classes {self.classes_}")
+        y_enc = _encode(y, self.classes_)
         if not first:
             self._check_continuable()
         if first:
             self._start(X)
-        self._continue(X, np.searchsorted(self.classes_, y))
+        self._continue(X, y_enc)
         return self
 
     # ------------------------------------------------------------------ the run partial_fit continues

@@ -14,7 +14,9 @@ class Dataset:
     """A train/test pair of feature matrices and integer labels.
 
     ``X_*`` are float64 arrays (n, f); ``y_*`` are int64 class indices 0..n_classes-1;
-    ``classes`` holds the original label of each index (e.g. digits 0..9, or ``["b", "g"]``).
+    ``classes`` holds the original label of each index (e.g. digits 0..9, or ``["b", "g"]``); for
+    a file of the user's own, the label as written (:mod:`perceptron_lab.datasets.user` says what
+    makes two labels one class), and ``str(classes[k])`` is what ``results.csv`` shows for class k.
     Datasets without a fixed test split (most UCI sets) have ``X_test``/``y_test`` set to ``None``;
     their evaluation is by cross-validation.
     """

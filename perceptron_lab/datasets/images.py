@@ -133,11 +133,20 @@ def read_idx(path: str | Path, ndim: int, dataset: str | None = None) -> np.ndar
                           f"{MAX_IDX_VALUES} plab reads", dataset)
             raw = fh.read(count + 1)
     except FileNotFoundError:
-        raise DatasetError(f"{path} does not exist") from None
+        raise DatasetError(f"{path} does not exist. Fix: download it with `plab data fetch {dataset or 'NAME'}`, "
+                           "or point --data-dir / PLAB_DATA at the folder that holds it.") from None
+    except NotADirectoryError:
+        raise DatasetError(f"{path}: a folder above it is a file. Fix: point --data-dir / PLAB_DATA at the data "
+                           "folder.") from None
+    except IsADirectoryError:
+        raise DatasetError(f"{path} is a folder, not an IDX file. Fix: move the folder away and download the "
+                           f"file with `plab data fetch {dataset or 'NAME'}`.") from None
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise corrupt_file_error(path, f"gzip error ({exc})", dataset) from None
     except OSError as exc:
-        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}. Fix: check its permissions (e.g. "
+                           f"chmod u+r {path.name}), or download it again with "
+                           f"`plab data fetch {dataset or 'NAME'}`.") from None
     if len(raw) != count:
         held = f"{len(raw)}" if len(raw) <= count else "more"
         raise corrupt_file_error(

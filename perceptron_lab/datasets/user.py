@@ -2,28 +2,60 @@
 
 Three formats, chosen by ``dataset.format`` or the file's extension:
 
-* **CSV / TSV** (``.csv``; ``.tsv``, ``.tab``): a header line naming the columns, one example per
-  line; ``dataset.label`` names the label column. A column whose every value is a number is a
-  numeric feature; a column with no numeric value, or one listed in ``dataset.categorical``, is
-  categorical and expanded as the UCI loaders expand nominal attributes
+* **CSV / TSV** (``.csv``; ``.tsv``, ``.tab``): UTF-8 text (a byte-order mark and any line ends are
+  accepted), a header line naming every column, one example per line; ``dataset.label`` names the
+  label column. The spaces around a field are not part of its value. A column whose every value is
+  a number is a numeric feature; a column with no numeric value, or one listed in
+  ``dataset.categorical``, is categorical and expanded as the UCI loaders expand nominal attributes
   (:mod:`perceptron_lab.datasets.uci`): one 0/1 indicator per value seen in the training file, in
   sorted order, named ``column=value``. A column that mixes numbers with other text is refused
-  (a typo is more likely than a category), naming the first value that is not a number.
-* **LIBSVM / SVMlight** (``.libsvm``, ``.svm``, ``.svmlight``): read by scikit-learn's
-  ``load_svmlight_file`` (training and test files together, so they share the feature count) and
-  made dense. Labels must be integers (e.g. -1/+1 or 1..k).
-* **NumPy** (``.npz``): arrays ``X`` (n x features, numbers) and ``y`` (n labels: integers or
-  strings), as written by ``np.savez(path, X=X, y=y)``; no pickled objects.
+  (a typo is more likely than a category), naming the first value that is not a number, and so is
+  a column of numbers written with a decimal comma, digit groups, a currency or a percent sign
+  ('1,5', '1,000', '1 000', '$5', '50%'), unless it is listed in ``dataset.categorical``. A header
+  column without a name (a separator at the end of each line) is refused.
+* **LIBSVM / SVMlight** (``.libsvm``, ``.svm``, ``.svmlight``): ``label index:value ...`` per line,
+  indices increasing along a line, ``#`` comments, ``qid:`` tokens ignored. The features are read
+  by scikit-learn's ``load_svmlight_file`` (training and test files together, so they share the
+  feature count; an index 0 anywhere makes the files zero-based) and made dense; the labels are
+  read from the text. Indices above 2**31 - 1, and a training file without a single
+  ``index:value`` pair, are refused; a line with no pairs is an example whose features are all 0.
+* **NumPy** (``.npz``): arrays ``X`` (n x features, numbers) and ``y`` (n labels: integers, floats
+  with integral values, booleans or strings), as written by ``np.savez(path, X=X, y=y)`` or
+  ``np.savez_compressed``; never unpickled (object arrays are refused), and an array whose header
+  declares more bytes than the file holds is refused before anything is allocated.
+
+**What makes two labels one class.** In a CSV/TSV or LIBSVM file, the text of the label: two rows
+are one class exactly when their labels are the same text. Labels never pass through a float, so
+10000000000000000 and 10000000000000001 are two classes, and 'yes', 'Yes' and 'YES' are three. Two
+different texts of one number ('1' and '1.0', '1' and '+1', '0' and '-0', '7' and '07', '1000' and
+'1e3') stop the run: whether the file means one class or two is doubtful, and guessing would merge
+or split a class. So do two texts that differ only in their Unicode encoding (equal in NFKC form:
+a composed and a decomposed 'é', a full-width '１' and '1'). The same rule matches a test file's
+labels to the training file's. The text rule was chosen because the text is what the user wrote
+and what ``results.csv`` gives back in its ``class`` column, exactly; a numeric rule would rewrite
+'+1' or '007', and a float would merge integers beyond 2**53. In a ``.npz`` file the labels are
+numpy's values, compared as :func:`numpy.unique` compares them (integers of any width exactly,
+floats by value with -0.0 equal to 0.0, strings exactly), with no conversion between types: the
+array already says what the values are. A test file's ``y`` must be of the training file's kind
+(numbers, booleans or text).
+
+The classes are the sorted distinct labels of the training file: by exact numeric value when they
+are all numbers (returned as Python ints when each is written as a plain integer, else as their
+texts), else in code-point order of the texts; ``classes[1]`` is the positive class of a two-class
+problem. Numeric labels must be integers (a column of fractions is a regression target or the
+wrong column). A file with three or more classes may not name one ``all``: ``results.csv`` names
+the rows about all classes so.
 
 Missing values are refused, not imputed: an empty field, ``?``, ``NA``, ``N/A``, ``NaN``, ``null``
-or ``None`` in a CSV/TSV file, and NaN or infinity in any format, stop the run with the file, the
-line (row, for .npz) and the column. The classes are the sorted distinct labels of the training
-file (numerically sorted when they are all numbers); ``classes[1]`` is the positive class of a
-two-class problem. A test file must have the training file's columns (in any order), labels and
-categories among the training file's, and (.npz) as many features.
+or ``None`` in a CSV/TSV file (for labels also the other texts pandas reads as missing, such as
+``#N/A`` and ``<NA>``), NaN or infinity in any format, and an empty string in a ``.npz`` ``y``,
+stop the run with the file, the line (row, for .npz) and the column. A test file must have the
+training file's columns (in any order), labels and categories among the training file's, and
+(.npz) as many features.
 
 Every problem is one :class:`~perceptron_lab.errors.DatasetError` (exit status 3) naming the file,
-the line and the fix.
+the line and the fix: also a path that is a folder, a device or missing, and a file that cannot be
+read.
 """
 
 from __future__ import annotations
@@ -31,7 +63,12 @@ from __future__ import annotations
 import csv
 import difflib
 import io
+import math
+import re
+import unicodedata
 import zipfile
+import zlib
+from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
@@ -62,10 +99,19 @@ def load_user_data(path, fmt: str, *, label: str | None = None, categorical=(), 
     path = Path(path)
     test = Path(test_path) if test_path is not None else None
     for key, f in (("dataset.path", path), ("dataset.test_path", test)):
-        if f is not None and not f.is_file():
-            what = "is a folder, not a file" if f.is_dir() else "not found"
+        if f is None:
+            continue
+        if not f.is_file():
+            what = ("is a folder, not a file" if f.is_dir() else "is not a regular file (a device, pipe or socket)"
+                    if f.exists() else "not found")
             raise _fail(f, what, f"correct {key} in {config} (a relative path is relative to the config "
                         "file's folder; on the command line, to the current folder)")
+        try:
+            with open(f, "rb") as fh:
+                fh.read(1)
+        except OSError as exc:
+            raise _fail(f, f"cannot read the file ({exc.strerror or exc})", "check its permissions (e.g. "
+                        f"chmod u+r {f.name}), or copy it to a folder of your own") from None
     if fmt in ("csv", "tsv"):
         X, y, Xt, yt, classes, names = _load_table(path, test, "," if fmt == "csv" else "\t", label,
                                                    tuple(categorical))
@@ -84,51 +130,139 @@ def load_user_data(path, fmt: str, *, label: str | None = None, categorical=(), 
 
 # ----------------------------------------------------------------------------- labels
 
+#: Label texts refused as missing: :data:`MISSING_TOKENS` and the texts pandas reads as NaN (a class
+#: written so would come back from ``results.csv`` as a missing value). Compared in lower case.
+LABEL_MISSING = MISSING_TOKENS | frozenset({"#n/a", "#n/a n/a", "#na", "-1.#ind", "-1.#qnan", "-nan", "1.#ind",
+                                            "1.#qnan", "<na>"})
+#: ``results.csv`` names the whole-problem rows ``class = all``; a class of that name would be mistaken for them.
+RESERVED_LABEL = "all"
+# A label written as a decimal number (ASCII digits only): the numbers whose exact value is compared.
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+# The canonical text of an integer, str(int(text)) == text: such labels are kept as Python ints.
+_INTEGER = re.compile(r"0|-?[1-9][0-9]*", re.ASCII)
 
-def _canon(values, numeric: bool | None = None):
-    """(labels, numeric): as numbers when every one is a number (so that '1' and '1.0' are one class,
-    and 2 sorts before 10), else as text. With ``numeric`` given, a label of the other kind is None."""
-    if numeric is False:
-        return [str(v) for v in values], False
-    out = []
-    for v in values:
+
+def _shown(text: str, most: int = 60) -> str:
+    """``repr`` of a label, cut short in the middle when it is long."""
+    return repr(text) if len(text) <= most else repr(text[: most // 2]) + "..." + repr(text[-10:])
+
+
+def _unicode_twin(texts):
+    """The first two of ``texts`` (distinct) that are equal in Unicode's NFKC form, or None."""
+    forms = {t: t for t in texts if t.isascii()}  # NFKC leaves ASCII text as it is
+    for t in texts:
+        if not t.isascii():
+            other = forms.setdefault(unicodedata.normalize("NFKC", t), t)
+            if other != t:
+                return other, t
+    return None
+
+
+def _label_value(text: str):
+    """The exact value (a Decimal) of a label text that is a decimal number, else None."""
+    return Decimal(text) if _NUMBER.fullmatch(text) else None
+
+
+def _is_nonfinite_number(text: str) -> bool:
+    """'inf', '-Infinity', 'nan': a number to float() but no decimal number."""
+    try:
+        return not np.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+def _text_classes(file, texts, where: str, line_of, libsvm: bool = False):
+    """(classes, index per row, text -> index) of label texts: the identity of a class is its text.
+
+    Two rows are one class exactly when their label texts are equal (after the surrounding spaces
+    every field loses). Two different texts of one number ('1' and '1.0', '0' and '-0', '7' and
+    '07'), and two texts equal in Unicode's NFKC form (a composed and a decomposed 'é', '１' and
+    '1'), are refused, not merged or split: which the file means is doubtful. Labels that are all
+    numbers must be integers (a column of fractions is a regression target, or the wrong column),
+    sort by their exact value (no rounding: 10000000000000001 is not 10000000000000000) and, when
+    every one is written as a canonical integer, are returned as Python ints; otherwise the classes
+    are the texts in code-point order.
+    """
+    first = {}  # text -> first row
+    for i, t in enumerate(texts):
+        first.setdefault(t, i)
+    values = {}
+    for t, i in first.items():
+        v = _label_value(t)
+        if v is None and _is_nonfinite_number(t):
+            raise _fail(file, f"{where} holds {_shown(t)}, not a class label", "give every example a class label (drop "
+                        "the examples without one)", line_of(i))
+        if v is not None:
+            values[t] = v
+    seen = {}
+    for t, v in values.items():
+        other = seen.setdefault(v, t)
+        if other != t:
+            a, b = sorted((other, t), key=first.get)
+            raise _fail(file, f"{where} writes one number two ways: {_shown(a)} (line {line_of(first[a])}) and "
+                        f"{_shown(b)} (line {line_of(first[b])}); plab takes the text of a label as its class and "
+                        "will not guess whether these are one class or two",
+                        f"write each class one way (e.g. {_shown(a)} everywhere), or give distinct classes distinct "
+                        "numbers", line_of(first[b]))
+    twin = _unicode_twin(first)
+    if twin:
+        a, b = sorted(twin, key=first.get)
+        raise _fail(file, f"{where} writes one label two ways: {ascii(a)} (line {line_of(first[a])}) and "
+                    f"{ascii(b)} (line {line_of(first[b])}), which differ only in their Unicode encoding "
+                    "(composed or decomposed accents, full-width or compatibility characters)", "write each "
+                    "class with the same characters (e.g. normalize the file to NFC)", line_of(first[b]))
+    if len(values) == len(first):
+        frac = [t for t, v in values.items() if v != v.to_integral_value()]
+        if frac and libsvm:
+            raise _fail(file, f"the label {_shown(frac[0])[1:-1]} is not an integer class label", "use class labels "
+                        "such as -1/+1 or 1..k (LIBSVM regression files cannot be classified)", line_of(first[frac[0]]))
+        if frac:
+            raise _fail(file, f"{where} holds {_shown(frac[0])}, not a class label (numeric labels must be integers)",
+                        "choose the class column with dataset.label, or use labels such as -1/+1 or 1..k",
+                        line_of(first[frac[0]]))
+        order = sorted(first, key=values.get)
+    else:
+        order = sorted(first)
+    classes = list(order)
+    if all(_INTEGER.fullmatch(t) for t in order):
         try:
-            n = float(v)
-        except (TypeError, ValueError):
-            if numeric:
-                out.append(None)
-                continue
-            return [str(v) for v in values], False
-        out.append(int(n) if n.is_integer() else n)
-    return out, True
+            classes = [int(t) for t in order]
+        except ValueError:  # beyond Python's digit limit for int(): keep the texts
+            pass
+    _check_class_count(file, where, classes, len(texts), column=not libsvm)
+    index = {t: k for k, t in enumerate(order)}
+    return classes, np.fromiter((index[t] for t in texts), dtype=np.int64, count=len(texts)), index
 
 
-def _classes(file, labels, where: str, line_of=lambda i: None):
-    """(the sorted distinct labels, index per row, label -> index, whether labels are numbers); one
-    class, and numeric labels that are not integers (a regression target), are refused."""
-    canon, numeric = _canon(labels)
-    frac = [i for i, c in enumerate(canon) if isinstance(c, float)] if numeric else []
-    if frac:
-        raise _fail(file, f"{where} holds {labels[frac[0]]!r}, not a class label (numeric labels must be "
-                    "integers)", "choose the class column with dataset.label, or use labels such as -1/+1 or "
-                    "1..k", line_of(frac[0]))
-    classes = sorted(set(canon))
+def _check_class_count(file, where, classes, n_rows, column: bool = False):
     if len(classes) < 2:
-        raise _fail(file, f"{where} holds one class ({classes[0]!r}) in all {len(labels)} rows; a classifier "
-                    "needs at least two", "choose the label column with dataset.label, or use a file with "
-                    "examples of two or more classes")
-    index = {c: i for i, c in enumerate(classes)}
-    return classes, np.fromiter((index[v] for v in canon), dtype=np.int64, count=len(canon)), index, numeric
+        raise _fail(file, f"{where} holds one class ({classes[0]!r}) in all {n_rows} rows; a classifier needs at "
+                    "least two", ("choose the label column with dataset.label, or " if column else "") +
+                    "use a file with examples of two or more classes")
+    if len(classes) > 2 and RESERVED_LABEL in [str(c) for c in classes]:
+        raise _fail(file, f"{where} has a class named {RESERVED_LABEL!r}, the name results.csv gives the rows "
+                    "about all classes together", f"rename that class (e.g. {RESERVED_LABEL + '_'!r})")
 
 
-def _test_labels(test, train, labels, index, numeric, line_of):
-    canon, _ = _canon(labels, numeric)
-    for i, v in enumerate(canon):
-        if v not in index:
-            raise _fail(test, f"label {labels[i]!r} does not occur in the training file {train} (its classes: "
+def _test_texts(test, train, texts, index, line_of):
+    """Class indices of a test file's label texts, by the training file's classes (same identity rule)."""
+    out = np.empty(len(texts), dtype=np.int64)
+    values = None
+    for i, t in enumerate(texts):
+        k = index.get(t)
+        if k is None:
+            if values is None:
+                values = {v: s for s in index if (v := _label_value(s)) is not None}
+            v = _label_value(t)
+            if v is not None and v in values:
+                raise _fail(test, f"label {t!r} is written {values[v]!r} in the training file {train}; plab takes "
+                            "the text of a label as its class", "write each class the same way in both files",
+                            line_of(i))
+            raise _fail(test, f"label {t!r} does not occur in the training file {train} (its classes: "
                         f"{', '.join(map(repr, list(index)[:10]))})", "drop those rows, or add examples of that "
                         "class to the training file", line_of(i))
-    return np.fromiter((index[v] for v in canon), dtype=np.int64, count=len(canon))
+        out[i] = k
+    return out
 
 
 # ----------------------------------------------------------------------------- CSV / TSV
@@ -174,6 +308,11 @@ def _read_table(file: Path, delim: str):
                     reader.line_num) from None
     if header is None:
         raise _fail(file, "the file is empty", "give a file with a header line and one example per line")
+    if "" in header:
+        k = header.index("")
+        trailing = " (a separator at the end of the line?)" if k == len(header) - 1 else ""
+        raise _fail(file, f"column {k + 1} of the header line has no name{trailing}",
+                    "give every column a name, or remove the extra separator from every line", 1)
     dup = [c for c in dict.fromkeys(header) if header.count(c) > 1]
     if dup:
         raise _fail(file, f"column {dup[0]!r} appears {header.count(dup[0])} times in the header",
@@ -198,6 +337,14 @@ def _numeric(col: list[str]):
         return None
 
 
+# Numbers as spreadsheets in many locales write them: a decimal comma ('1,5'), digit groups ('1,000',
+# '1 000', "1'000", '1.000,5'), a currency sign ('$5') or a percent sign ('50%'). float() reads none
+# of them, so a column of them would otherwise become categories.
+_GROUPED = (r"(?:[0-9]{1,3}(?:[ .'\u00a0\u202f\u2019][0-9]{3})+(?:,[0-9]+)?|[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?"
+            r"|[0-9]+,[0-9]+|[0-9]+(?:\.[0-9]*)?)")
+_DISGUISED_NUMBER = re.compile(rf"[+-]?(?:[$\u20ac\u00a3\u00a5] ?{_GROUPED}|{_GROUPED} ?[%\u20ac$\u00a3\u00a5]?)")
+
+
 def _is_number(text: str) -> bool:
     try:
         float(text)
@@ -206,9 +353,9 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _check_present(file, name, col, lines):
+def _check_present(file, name, col, lines, missing=MISSING_TOKENS):
     for v, ln in zip(col, lines):
-        if v.lower() in MISSING_TOKENS:
+        if v.lower() in missing:
             shown = "an empty field" if v == "" else f"{v!r}"
             raise _fail(file, f"column {name!r} has a missing value ({shown})",
                         "fill in the missing values or drop those rows; plab does not impute them", ln)
@@ -241,13 +388,13 @@ def _load_table(path: Path, test: Path | None, delim: str, label: str, categoric
         t_rows = [[r[j] for j in order] for r in t_rows]
     j_label = header.index(label)
     labels = [r[j_label] for r in rows]
-    _check_present(path, label, labels, lines)
-    classes, y, index, numeric = _classes(path, labels, f"the label column {label!r}", lambda i: lines[i])
+    _check_present(path, label, labels, lines, LABEL_MISSING)
+    classes, y, index = _text_classes(path, labels, f"the label column {label!r}", lambda i: lines[i])
     yt = None
     if test is not None:
         t_labels = [r[j_label] for r in t_rows]
-        _check_present(test, label, t_labels, t_lines)
-        yt = _test_labels(test, path, t_labels, index, numeric, lambda i: t_lines[i])
+        _check_present(test, label, t_labels, t_lines, LABEL_MISSING)
+        yt = _test_texts(test, path, t_labels, index, lambda i: t_lines[i])
     blocks, t_blocks, names = [], [], []
     for j, name in enumerate(header):
         if j == j_label:
@@ -279,7 +426,19 @@ def _load_table(path: Path, test: Path | None, delim: str, label: str, categoric
                 raise _fail(path, f"column {name!r} is {col[i]!r}, not a number ({len(numbers)} of its "
                             f"{len(col)} values are numbers)", "correct the value, or list the column in "
                             "dataset.categorical to read its values as categories", lines[i])
+        if name not in categorical and all(_DISGUISED_NUMBER.fullmatch(v) for v in col):
+            raise _fail(path, f"column {name!r} holds {col[0]!r}: numbers written with a decimal comma, digit "
+                        "groups, a currency or a percent sign would be read as categories", "write the numbers "
+                        "with a decimal point and nothing else, or list the column in dataset.categorical to read "
+                        "its values as categories", lines[0])
         cats = sorted(set(col))
+        twin = _unicode_twin(cats)
+        if twin:
+            a, b = sorted(twin, key=col.index)
+            raise _fail(path, f"column {name!r} writes one category two ways: {ascii(a)} (line "
+                        f"{lines[col.index(a)]}) and {ascii(b)}, which differ only in their Unicode encoding",
+                        "write each category with the same characters (e.g. normalize the file to NFC)",
+                        lines[col.index(b)])
         pos = {c: k for k, c in enumerate(cats)}
         block = np.zeros((len(col), len(cats)))
         block[np.arange(len(col)), [pos[v] for v in col]] = 1.0
@@ -302,6 +461,10 @@ def _load_table(path: Path, test: Path | None, delim: str, label: str, categoric
 
 # ----------------------------------------------------------------------------- LIBSVM
 
+_LIBSVM_FIX = "write each line as 'label index:value index:value ...' with increasing indices"
+#: The largest feature index scikit-learn's LIBSVM reader takes (a C int).
+MAX_LIBSVM_INDEX = 2**31 - 1
+
 
 def _libsvm_lines(file: Path):
     """(file line, text) of each example line: not blank, not a comment."""
@@ -312,17 +475,43 @@ def _libsvm_lines(file: Path):
                 yield n, text
 
 
+def _libsvm_labels(file: Path):
+    """(label texts, file line of each example) of a LIBSVM file, read from its text.
+
+    scikit-learn's reader parses labels as float64, which merges labels beyond 2**53 and reads
+    '1' and '1.0' as one number; plab takes the label's text (see :func:`_text_classes`).
+    """
+    texts, lines = [], []
+    for n, text in _libsvm_lines(file):
+        token = text.split(None, 1)[0]
+        if n == 1 and token.startswith(b"\xef\xbb\xbf"):
+            raise _fail(file, "starts with a byte-order mark, which LIBSVM readers take for part of the label",
+                        "save the file without a BOM (e.g. as 'UTF-8', not 'UTF-8 with BOM')", n)
+        try:
+            label = token.decode("ascii")
+        except UnicodeDecodeError:
+            raise _fail(file, "not LIBSVM/SVMlight text: the label holds bytes that are not ASCII text",
+                        _LIBSVM_FIX, n) from None
+        if "," in label:
+            raise _fail(file, f"the label {label!r} holds several labels (a multi-label file); plab classifies "
+                        "examples of one class each", "give each example one label", n)
+        if ":" in label:
+            raise _fail(file, f"the line starts with {label!r}, not with a label", _LIBSVM_FIX, n)
+        if _label_value(label) is None and not _is_nonfinite_number(label):
+            raise _fail(file, f"the label {label!r} is not a number (LIBSVM labels are numbers such as -1/+1 or "
+                        "1..k)", _LIBSVM_FIX, n)
+        texts.append(label)
+        lines.append(n)
+    return texts, lines
+
+
 def _libsvm_problem(file: Path):
-    """(line, problem) of the first line LIBSVM's grammar refuses, or None."""
+    """(line, problem[, fix]) of the first line LIBSVM's grammar (or scikit-learn's reader) refuses, or None."""
     for n, text in _libsvm_lines(file):
         try:
             tokens = text.decode("ascii").split()
         except UnicodeDecodeError:
             return n, "holds bytes that are not ASCII text"
-        try:
-            float(tokens[0].split(",")[0])
-        except ValueError:
-            return n, f"the label {tokens[0]!r} is not a number"
         last = -1
         for tok in tokens[1:]:
             idx, sep, val = tok.partition(":")
@@ -336,100 +525,108 @@ def _libsvm_problem(file: Path):
                 return n, f"{tok!r} is not an index:value pair of an integer and a number"
             if i < 0:
                 return n, f"feature index {i} is negative"
+            if i > MAX_LIBSVM_INDEX:
+                return n, (f"feature index {i} is beyond the largest one read ({MAX_LIBSVM_INDEX}); plab makes the "
+                           "data dense, one column per index"), "number the features 1..n without gaps"
             if i <= last:
                 return n, f"feature indices must increase along a line ({i} follows {last})"
             last = i
     return None
 
 
-def _libsvm_line_of(file: Path, row: int) -> int:
-    for k, (n, _) in enumerate(_libsvm_lines(file)):
-        if k == row:
-            return n
-    return row + 1
-
-
 def _load_libsvm(path: Path, test: Path | None):
     from sklearn.datasets import load_svmlight_file, load_svmlight_files
 
     files = [path] + ([test] if test is not None else [])
+    labels = []
     for f in files:
-        if f.stat().st_size == 0 or not any(True for _ in _libsvm_lines(f)):
+        texts, lines = _libsvm_labels(f)
+        if not texts:
             raise _fail(f, "the file is empty (no example lines)", "give one example per line: label index:value ...")
+        labels.append((texts, lines))
     try:
         if test is None:
-            X, y = load_svmlight_file(str(path), dtype=np.float64)
-            parts = [(X, y)]
+            X, _ = load_svmlight_file(str(path), dtype=np.float64)
+            parts = [X]
         else:
-            X, y, Xt, yt = load_svmlight_files([str(path), str(test)], dtype=np.float64)
-            parts = [(X, y), (Xt, yt)]
-    except (ValueError, UnicodeDecodeError, IndexError) as exc:
+            X, _, Xt, _ = load_svmlight_files([str(path), str(test)], dtype=np.float64)
+            parts = [X, Xt]
+    except (ValueError, UnicodeDecodeError, IndexError, OverflowError) as exc:
         for f in files:
             found = _libsvm_problem(f)
             if found is not None:
-                raise _fail(f, f"not LIBSVM/SVMlight text: {found[1]}", "write each line as "
-                            "'label index:value index:value ...' with increasing indices", found[0]) from None
-        raise _fail(path, f"not LIBSVM/SVMlight text ({' '.join(str(exc).split())})",
+                fix = found[2] if len(found) > 2 else _LIBSVM_FIX
+                raise _fail(f, f"not LIBSVM/SVMlight text: {found[1]}", fix, found[0]) from None
+        raise _fail(path, f"not LIBSVM/SVMlight text ({type(exc).__name__}: {' '.join(str(exc).split())})",
                     "write each line as 'label index:value ...', or set dataset.format") from None
-    n_features = parts[0][0].shape[1]
-    rows = sum(p[0].shape[0] for p in parts)
+    for f, Xs, (texts, _) in zip(files, parts, labels):
+        if Xs.shape[0] != len(texts):  # the two readers must see the same examples
+            raise _fail(f, f"scikit-learn's reader found {Xs.shape[0]} examples, plab's {len(texts)} label(s)",
+                        _LIBSVM_FIX)
+    if parts[0].nnz == 0:
+        raise _fail(path, "holds labels but no features (no index:value pair on any line)", "give each example its "
+                    "features as index:value pairs after the label, e.g. '+1 1:0.5 3:2'")
+    n_features = parts[0].shape[1]
+    rows = sum(p.shape[0] for p in parts)
     if rows * max(n_features, 1) * 8 > MAX_DENSE_BYTES:
         raise _fail(path, f"{rows} examples x {n_features} features would take "
                     f"{rows * n_features * 8 / 2**30:.1f} GB as a dense matrix (more than "
-                    f"{MAX_DENSE_BYTES / 2**30:.0f} GB)", "select fewer features or examples first")
+                    f"{MAX_DENSE_BYTES / 2**30:.0f} GB)", "select fewer features or examples first, or number the "
+                    "features 1..n without gaps")
     dense = []
-    for f, (Xs, ys) in zip(files, parts):
+    for f, Xs, (_, lines) in zip(files, parts, labels):
         Xd = np.ascontiguousarray(Xs.toarray(), dtype=np.float64)
         bad = np.flatnonzero(~np.isfinite(Xd).all(axis=1))
         if bad.size:
             raise _fail(f, "a feature value is NaN or infinite", "replace the non-finite values or drop those lines",
-                        _libsvm_line_of(f, int(bad[0])))
-        frac = np.flatnonzero(~np.isfinite(ys) | (ys != np.round(ys)))
-        if frac.size:
-            raise _fail(f, f"the label {float(ys[frac[0]])!r} is not an integer class label", "use class labels such as "
-                        "-1/+1 or 1..k (LIBSVM regression files cannot be classified)",
-                        _libsvm_line_of(f, int(frac[0])))
-        dense.append((Xd, ys.astype(np.int64)))
-    classes, y, index, numeric = _classes(path, dense[0][1].tolist(), "the label column")
+                        lines[int(bad[0])])
+        dense.append(Xd)
+    (texts, lines), = labels[:1]
+    classes, y, index = _text_classes(path, texts, "the label column", lambda i: lines[i], libsvm=True)
     yt = Xt = None
     if test is not None:
-        yt = _test_labels(test, path, dense[1][1].tolist(), index, numeric, lambda i: _libsvm_line_of(test, i))
-        Xt = dense[1][0]
-    return dense[0][0], y, Xt, yt, classes
+        t_texts, t_lines = labels[1]
+        yt = _test_texts(test, path, t_texts, index, lambda i: t_lines[i])
+        Xt = dense[1]
+    return dense[0], y, Xt, yt, classes
 
 
 # ----------------------------------------------------------------------------- npz
 
+_NPZ_FIX = "write the file with np.savez(path, X=features, y=labels)"
+
 
 def _npz_arrays(file: Path):
-    fix = "write the file with np.savez(path, X=features, y=labels)"
     with open(file, "rb") as fh:
         magic = fh.read(4)
-    if magic != b"PK\x03\x04":
+    if magic not in (b"PK\x03\x04", b"PK\x05\x06"):  # a zip member, or the end record of an empty zip
         what = "an empty file" if not magic else ("a single .npy array" if magic.startswith(b"\x93NUM")
                                                    else "not a zip archive")
-        raise _fail(file, f"cannot read it as a NumPy .npz file ({what})", fix)
+        raise _fail(file, f"cannot read it as a NumPy .npz file ({what})", _NPZ_FIX)
     try:
+        _npz_check_sizes(file)
         with np.load(file, allow_pickle=False) as z:
             keys = list(z.files)
             missing = [k for k in ("X", "y") if k not in keys]
             if missing:
                 raise _fail(file, f"has no array {' or '.join(missing)} (its arrays: "
-                            f"{', '.join(keys) or 'none'})", fix)
+                            f"{', '.join(keys) or 'none'})", _NPZ_FIX)
             X, y = z["X"], z["y"]
     except DatasetError:
         raise
+    except MemoryError:
+        raise _fail(file, "its arrays do not fit in memory", "select fewer examples or features first") from None
     except ValueError as exc:
         if "allow_pickle" in str(exc) or "Object arrays" in str(exc):
-            raise _fail(file, "holds Python objects (a pickled array)", fix + " from numeric (or string-label) "
+            raise _fail(file, "holds Python objects (a pickled array)", _NPZ_FIX + " from numeric (or string-label) "
                         "arrays, not object arrays") from None
-        raise _fail(file, f"not a NumPy .npz file ({' '.join(str(exc).split())})", fix) from None
-    except (OSError, EOFError, KeyError, zipfile.BadZipFile) as exc:
+        raise _fail(file, f"not a NumPy .npz file ({' '.join(str(exc).split())})", _NPZ_FIX) from None
+    except (OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
         raise _fail(file, f"cannot read it as a NumPy .npz file ({type(exc).__name__}: "
-                    f"{' '.join(str(exc).split())})", fix) from None
+                    f"{' '.join(str(exc).split())})", _NPZ_FIX) from None
     if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
         raise _fail(file, f"X has shape {X.shape}; it must be a matrix of n examples x features (n, features >= 1)",
-                    fix)
+                    _NPZ_FIX)
     if y.ndim != 1:
         raise _fail(file, f"y has shape {y.shape}; it must hold one label per example (shape (n,))",
                     "save y.ravel()")
@@ -445,25 +642,90 @@ def _npz_arrays(file: Path):
         i, j = (int(v) for v in bad[0])
         raise _fail(file, f"X[{i}, {j}] (row {i + 1}) is {float(X[i, j])!r}, not a finite number ({len(bad)} such "
                     "value(s))", "replace or drop the non-finite values; plab does not impute them")
-    if y.dtype.kind == "f":
-        frac = np.flatnonzero(~np.isfinite(y) | (y != np.round(y)))
-        if frac.size:
-            raise _fail(file, f"y[{frac[0]}] is {float(y[frac[0]])!r}, not a class label", "use integer or string "
+    return X, _array_labels(file, y)
+
+
+def _npz_check_sizes(file: Path) -> None:
+    """Refuse an array whose header declares more bytes than its member holds, before numpy
+    allocates them (a damaged or crafted header could ask for terabytes)."""
+    with zipfile.ZipFile(file) as zf:
+        for info in zf.infolist():
+            if info.filename not in ("X.npy", "y.npy"):
+                continue
+            with zf.open(info) as fh:
+                version = np.lib.format.read_magic(fh)
+                shape, _, dtype = (np.lib.format.read_array_header_1_0(fh) if version == (1, 0)
+                                   else np.lib.format.read_array_header_2_0(fh))
+            if dtype.hasobject:
+                continue  # np.load refuses it without unpickling (allow_pickle=False)
+            need = math.prod(shape) * dtype.itemsize
+            if need > info.file_size:
+                raise _fail(file, f"{info.filename[0]} declares shape {shape} ({need} bytes) but holds "
+                            f"{info.file_size} bytes: the file is damaged or cut short", _NPZ_FIX)
+
+
+def _array_labels(file: Path, y: np.ndarray):
+    """(labels as Python values, their kind: 'number', 'bool' or 'text') of an array ``y``.
+
+    The identity of a class is numpy's (:func:`numpy.unique` on the array as stored): integers of any
+    width exactly, floats by value (integral values only; -0.0 is 0.0; converted to Python ints,
+    which is exact), booleans, and strings exactly (bytes decoded as UTF-8). Empty strings and the
+    texts read as missing values are refused.
+    """
+    kind = y.dtype.kind
+    if kind == "f":
+        bad = np.flatnonzero(~np.isfinite(y) | (y != np.round(y)))
+        if bad.size:
+            raise _fail(file, f"y[{bad[0]}] is {float(y[bad[0]])!r}, not a class label", "use integer or string "
                         "class labels")
-        y = y.astype(np.int64)
-    elif y.dtype.kind not in "iubUS":
+        return [int(v) for v in y.tolist()], "number"
+    if kind in "iu":
+        return y.tolist(), "number"
+    if kind == "b":
+        return y.tolist(), "bool"
+    if kind not in "US":
         raise _fail(file, f"y holds {y.dtype} values", "use integer or string class labels")
-    return X, [v.decode() if isinstance(v, bytes) else v for v in y.tolist()]
+    labels = y.tolist()
+    if kind == "S":
+        for i, v in enumerate(labels):
+            try:
+                labels[i] = v.decode("utf-8")
+            except UnicodeDecodeError:
+                raise _fail(file, f"y[{i}] is {v!r}, not UTF-8 text", "save the labels as a str array (dtype "
+                            "'U'), or as integers") from None
+    for i, v in enumerate(labels):
+        if v.strip().lower() in LABEL_MISSING:
+            shown = "an empty string" if v == "" else repr(v)
+            raise _fail(file, f"y[{i}] (row {i + 1}) is {shown}, a missing label", "give every row a class label "
+                        "(drop the rows without one); plab does not impute them")
+    return labels, "text"
+
+
+def _value_classes(file, labels, where):
+    """(classes, index per row, label -> index) of Python label values: sorted, distinct by ``==``."""
+    classes = sorted(set(labels))
+    _check_class_count(file, where, classes, len(labels))
+    index = {c: k for k, c in enumerate(classes)}
+    return classes, np.fromiter((index[v] for v in labels), dtype=np.int64, count=len(labels)), index
 
 
 def _load_npz(path: Path, test: Path | None):
-    X, labels = _npz_arrays(path)
-    classes, y, index, numeric = _classes(path, labels, "y")
+    X, (labels, kind) = _npz_arrays(path)
+    classes, y, index = _value_classes(path, labels, "y")
     Xt = yt = None
     if test is not None:
-        Xt, t_labels = _npz_arrays(test)
+        Xt, (t_labels, t_kind) = _npz_arrays(test)
         if Xt.shape[1] != X.shape[1]:
             raise _fail(test, f"X has {Xt.shape[1]} features, but the training file {path} has {X.shape[1]}",
                         "give both files the same features")
-        yt = _test_labels(test, path, t_labels, index, numeric, lambda i: None)
+        if t_kind != kind:
+            raise _fail(test, f"y holds {t_kind} labels, but the training file {path} holds {kind} labels",
+                        "save both files' y with one type")
+        yt = np.empty(len(t_labels), dtype=np.int64)
+        for i, v in enumerate(t_labels):
+            if v not in index:
+                raise _fail(test, f"y[{i}] (row {i + 1}) is {v!r}, a label that does not occur in the training "
+                            f"file {path} (its classes: {', '.join(map(repr, classes[:10]))})", "drop those rows, "
+                            "or add examples of that class to the training file")
+            yt[i] = index[v]
     return X, y, Xt, yt, classes
