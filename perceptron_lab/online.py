@@ -72,6 +72,13 @@ __all__ = ["ALMA", "BudgetKernelPerceptron", "KernelPerceptron"]
 _NO_LIMIT = int(np.iinfo(np.int64).max)
 
 
+
+def _label_kind(y) -> str:
+    """'bool', 'number' or 'other': labels of different kinds are never one class."""
+    if isinstance(y, (bool, np.bool_)):
+        return "bool"
+    return "number" if isinstance(y, numbers.Number) else "other"
+
 class _Online(_Classifier):
     """Features and labels of a stream: dict keys to columns, labels to one-vs-rest columns."""
 
@@ -108,11 +115,15 @@ class _Online(_Classifier):
 
     def _label(self, y) -> int:
         """The class index of y; a new class (when ``classes`` is not given) gets a new column."""
-        try:
-            return self._classes.index(y)
-        except ValueError:
-            if self.classes is not None:
-                raise ValueError(f"label {y!r} is not in classes {self.classes!r}") from None
+        for k, c in enumerate(self._classes):
+            if c == y:
+                if _label_kind(c) != _label_kind(y):
+                    # Python's == makes True == 1 == 1.0: two classes of other kinds must never merge
+                    raise ValueError(f"label {y!r} equals the class {c!r} of another type; use labels of one "
+                                     "type (all numbers, all booleans or all strings)")
+                return k
+        if self.classes is not None:
+            raise ValueError(f"label {y!r} is not in classes {self.classes!r}")
         self._classes.append(y)
         self._new_label()
         return len(self._classes) - 1

@@ -164,3 +164,20 @@ def test_the_last_rule_keeps_memory_within_the_budget():
     for x, _ in stream[:50]:
         a, b = lean.decision_one(x), full.decision_one(x)
         assert a.keys() == b.keys() and np.allclose(list(a.values()), list(b.values()), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("first, second", [(1, True), (True, 1), (1.0, True), (0, False)])
+def test_labels_of_two_kinds_never_merge_into_one_class(first, second):
+    # Python's == makes True == 1 == 1.0; a stream mixing booleans and numbers must stop, not merge them
+    model = online.KernelPerceptron()
+    model.learn_one({"a": 1.0}, first)
+    with pytest.raises(ValueError, match="another type"):
+        model.learn_one({"a": -1.0}, second)
+
+
+def test_ints_and_floats_of_one_value_are_one_class_and_distinct_values_two():
+    model = online.KernelPerceptron()
+    model.learn_one({"a": 1.0}, 2**53)
+    model.learn_one({"a": -1.0}, 2**53 + 1)  # distinct ints beyond float precision stay two classes
+    model.learn_one({"a": 2.0}, float(2**53))  # the same number as an int and a float: one class
+    assert model._classes == [2**53, 2**53 + 1]
