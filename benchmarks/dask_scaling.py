@@ -78,17 +78,19 @@ def draw(rows: list[dict], png: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     dask_rows = [r for r in rows if r["setting"] == "dask LocalCluster"]
-    for rep in sorted({r["repeat"] for r in dask_rows}):
-        pts = sorted((int(r["workers"]), float(r["wall_seconds"])) for r in dask_rows if r["repeat"] == rep)
+    for rep in sorted({int(r["repeat"]) for r in dask_rows}):
+        pts = sorted((int(r["workers"]), float(r["wall_seconds"])) for r in dask_rows if int(r["repeat"]) == rep)
         ax.plot(*zip(*pts), "o-", color="C0", label="Dask LocalCluster" if rep == 0 else None)
     local = [float(r["wall_seconds"]) for r in rows if r["setting"] == "local --jobs 1"]
     if local:
-        ax.axhline(min(local), color="C1", ls="--", label="plab run --jobs 1 (no Dask)")
+        ax.axhline(min(local), color="C1", ls="--", label="plab run --jobs 1, no Dask (fastest repeat)")
     ax.set_xlabel("worker processes (1 thread each)")
     ax.set_ylabel("wall seconds")
     ax.set_xticks(sorted({int(r["workers"]) for r in dask_rows}))
     ax.set_ylim(bottom=0)
-    ax.set_title(f"{rows[0]['permutations']} permutations, MNIST 10000 examples, d = 4", fontsize=10)
+    loads = [float(r[k]) for r in rows for k in ("load_avg_before", "load_avg_after") if r.get(k) not in (None, "")]
+    ax.set_title(f"{rows[0]['permutations']} permutations, MNIST 10000 examples, d = 4\n"
+                 f"{rows[0]['cores']} cores, 1-minute load average {min(loads):.1f}-{max(loads):.1f}", fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(png, dpi=100, metadata={"Software": None})
@@ -100,9 +102,14 @@ def main(argv=None) -> None:
     ap.add_argument("--permutations", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "dask_scaling.csv"))
+    ap.add_argument("--draw-only", action="store_true", help="redraw the figure from the CSV; measure nothing")
     args = ap.parse_args(argv)
-    rows = measure(args.permutations, args.repeats)
     out = Path(args.out)
+    if args.draw_only:
+        with out.open(newline="") as f:
+            draw(list(csv.DictReader(f)), out.with_suffix(".png"))
+        return
+    rows = measure(args.permutations, args.repeats)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS)
