@@ -73,6 +73,11 @@ def md_table(header: list, rows: list, align: list | None = None) -> str:
     return "\n".join(lines)
 
 
+def _text(s) -> str:
+    """Prose from results/ or the papers' plug-ins for Markdown: a ``<`` that would open an HTML tag is escaped."""
+    return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", str(s))
+
+
 def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min"
 
@@ -257,6 +262,13 @@ def dask_measurement(root: Path) -> str:
         table,
         "",
         "![Wall time against Dask worker processes](results/bench/dask_scaling.png)",
+        "",
+        (f"The load stayed above the {r0['cores']} cores throughout, so a second worker process had no idle "
+         "core to take: these rows measure Dask's overhead and the noise of a busy machine, not how plab scales; "
+         "rerun `python -m benchmarks.dask_scaling` on an idle machine for that."
+         if min(loads) > float(r0["cores"]) else
+         "Where the load stayed below the cores, the difference between one and two workers is what the second "
+         "core gave; the rows' spread between repeats is the noise of the machine."),
     ])
 
 
@@ -334,7 +346,7 @@ def _outside_list(t) -> str:
             ours += f" ± {fmt_std(r['ours_std'], r['metric'])}"
         where = " / ".join(str(x) for x in (r["block"], r["row"], r["column"]) if str(x))
         lines.append(f"- **{where}**: paper {_fmt(r['paper'])}, ours {ours} (diff {float(r['diff']):+.3g}, "
-                     f"tolerance {_fmt(r['tolerance'])}). `{r['cause']}`: {r['cause_note']}")
+                     f"tolerance {_fmt(r['tolerance'])}). `{r['cause']}`: {_text(r['cause_note'])}")
     return "\n".join(lines)
 
 
@@ -351,13 +363,17 @@ def paper_page(root: Path, rep, paper) -> str:
     tabs = [t for t in rep.tables if t.paper == paper.name]
     main = [t for t in tabs if not t.variant]
     figs = [f for f in rep.figures if f.name.startswith(paper.name)]
+    # a figure the paper's plug-in combined from every run (results/<paper>/<stem>.png) stands for
+    # the per-run drawings of the same figure
+    combined = {f.stem for f in figs if f.parent.name == paper.name}
+    figs = [f for f in figs if f.parent.name == paper.name or f.stem not in combined]
     log = _reproduce_log(root)
     out = [NOTICE, "", f"# {paper.title}", ""]
     ok, n, both, cons, causes = _counts(main)
     out += [f"**{ok} / {n}** in-scope cells within tolerance with the paper's settings, {cons} / {n} consistent "
             f"with our own sampling ({both} cells compared; outside tolerance: {_causes_text(causes)}). "
             "Runs of settings the paper does not state (*variants*) are shown and kept out of these totals.", ""]
-    out += [f"**How cells are scored.** {paper.scoring_rule()}", ""]
+    out += [f"**How cells are scored.** {_text(paper.scoring_rule())}", ""]
     # per table number
     rows = []
     for number in sorted({t.number for t in main if t.number is not None}):
@@ -380,7 +396,8 @@ def paper_page(root: Path, rep, paper) -> str:
                 f"{c} compared. Source: `{t.run_dir.as_posix()}/{t.name}_comparison.csv`.", ""]
         tnotes = paper.table_notes(t) if paper.table_notes else []
         if tnotes:
-            out += [tnotes[0], ""] + [x if x.startswith("- ") else f"- {x}" for x in tnotes[1:]] + ([""] if tnotes[1:] else [])
+            out += [_text(tnotes[0]), ""] + [_text(x if x.startswith("- ") else f"- {x}") for x in tnotes[1:]] + (
+                [""] if tnotes[1:] else [])
         out += [_grid_html(t), ""]
         if t.causes is not None and len(t.causes):
             out += [f"Outside tolerance ({len(t.causes)}):", "", _outside_list(t), ""]
@@ -396,20 +413,30 @@ def paper_page(root: Path, rep, paper) -> str:
     notes = [n[2:] for n in protocol_notes() if n.startswith(f"- **{paper.short}")]
     variants = _variant_counts(rep, paper.name)
     named: set = set()
-    out += ["## Assumptions and variants", ""]
+    out += ["## Protocol, assumptions and variants", ""]
+    base = root / "perceptron_lab" / "configs" / paper.name / "base.yaml"
+    if base.is_file():
+        head = []
+        for line in base.read_text(encoding="utf-8").splitlines():
+            if not line.startswith("#"):
+                break
+            head.append(line.lstrip("#").strip())
+        if head:
+            out += [f"The protocol as read from the paper (the comment of `configs/{paper.name}/base.yaml`; each "
+                    "table's config cites the passage behind what it sets):", "", "> " + html.escape(" ".join(head), quote=False), ""]
     if notes:
         out += ["Where the paper is silent or inconsistent, plab chooses; each choice below gives its evidence, "
                 "and the alternatives run as variants (below `variants/`), scored but kept out of the totals.", ""]
         for note in notes:
             mentioned = [v for v in variants if f"`{v}`" in note]
             named.update(mentioned)
-            line = f"- {note}"
+            line = f"- {_text(note)}"
             if mentioned:
                 line += " **Variant counts:** " + "; ".join(_variant_text(v, variants[v]) for v in mentioned) + "."
             out.append(line)
         out.append("")
     else:
-        out += ["The report lists no protocol assumption for this paper.", ""]
+        out += ["The report lists no assumption for this paper: what plab reproduces of it, the paper states.", ""]
     rest = [v for v in variants if v not in named]
     if rest:
         vrows = []

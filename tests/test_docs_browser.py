@@ -135,7 +135,7 @@ def test_paper_page(site, tmp_path):
     text, dom, n_img, broken, console = render(page, tmp_path, _shots(tmp_path) / "docs_paper_fs1999.png")
     assert console == [] and broken == []
     assert n_img >= 1 and "fs1999_figure2.png" in dom
-    for needed in ("Regenerating this page", "Assumptions and variants", "Freund & Schapire Table 1, d4",
+    for needed in ("Regenerating this page", "Protocol, assumptions and variants", "Freund & Schapire Table 1, d4",
                    "Freund & Schapire Table 3, d4", "within tolerance"):
         assert needed in text, needed
     assert dom.count('class="plab-grid"') >= 13 and 'class="st-within"' in dom
@@ -149,7 +149,7 @@ def test_paper_page_with_causes(site, tmp_path):
     text, dom, n_img, broken, console = render(page, tmp_path, _shots(tmp_path) / "docs_paper_kw2007_table7.png",
                                                at="t-kw2007-table7-table7-mnist")
     assert console == [] and broken == [] and n_img >= 1
-    for needed in ("Outside tolerance", "paper-inconsistent", "Assumptions and variants", "Variant counts",
+    for needed in ("Outside tolerance", "paper-inconsistent", "Protocol, assumptions and variants", "Variant counts",
                    "table5_raw_units"):
         assert needed in text, needed
     assert 'id="t-kw2007-table7-table7-mnist"' in dom
