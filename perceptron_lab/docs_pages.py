@@ -298,6 +298,39 @@ def _configs_of(paper: str, log: dict) -> list[str]:
         c for c in (log.get("configs") or {}) if c.startswith(f"configs/{paper}/"))
 
 
+def _first_number(text: str):
+    m = re.match(r"\s*(-?\d+(?:\.\d+)?)", text)
+    return float(m.group(1)) if m else None
+
+
+def _paper_number(text: str):
+    m = re.search(r"\((-?\d+(?:\.\d+)?)\)\s*$", text)
+    return float(m.group(1)) if m else None
+
+
+def _layout_texts(t, g) -> list | None:
+    """The paper layout's own cell texts (``results/.../<table>.csv``, our mean from every run at full
+    precision) in the grid's shape, when the layout lines up with the grid cell by cell (same paper
+    value, our value within rounding); else None. The comparison CSV keeps our mean to three
+    decimals, so formatting it again to two can differ in the last digit from the layout."""
+    lay = t.layout
+    rows, ncol = g["rows"], len(g["columns"])
+    if lay is None or lay.empty or len(lay) != len(rows) or lay.shape[1] < ncol:
+        return None
+    cells = lay.iloc[:, lay.shape[1] - ncol:].astype(str).values.tolist()
+    for row, texts in zip(rows, cells):
+        for c, text in zip(row["cells"], texts):
+            if c is None:
+                continue
+            ours, mine = _first_number(c["text"]), _first_number(text)
+            paper, theirs = _paper_number(c["text"]), _paper_number(text)
+            if (ours is None) != (mine is None) or (ours is not None and abs(ours - mine) > 0.0101 * max(1, abs(ours))):
+                return None
+            if (paper is None) != (theirs is None) or (paper is not None and abs(paper - theirs) > 1e-9):
+                return None
+    return cells
+
+
 def _grid_html(t) -> str:
     """The table's cells in the paper's shape, each coloured by its status, the hover text saying
     the paper's value, ours, the tolerance and the cause (:func:`perceptron_lab.report_html.grid`)."""
@@ -308,14 +341,16 @@ def _grid_html(t) -> str:
     head = ("<th>block</th>" if g["has_block"] else "") + "<th></th>" + "".join(f"<th>{e(str(c))}</th>"
                                                                               for c in g["columns"])
     body = []
-    for row in g["rows"]:
+    texts = _layout_texts(t, g)
+    for i, row in enumerate(g["rows"]):
         tds = []
-        for c in row["cells"]:
+        for j, c in enumerate(row["cells"]):
             if c is None:
                 tds.append("<td></td>")
             else:
                 title = e(c["title"]).replace("\n", "&#10;")
-                tds.append(f'<td class="st-{c["status"]}" title="{title}">{e(c["text"])}</td>')
+                text = texts[i][j] if texts else c["text"]
+                tds.append(f'<td class="st-{c["status"]}" title="{title}">{e(text)}</td>')
         body.append("<tr>" + (f"<th>{e(str(row['block']))}</th>" if g["has_block"] else "")
                     + f"<th>{e(str(row['row']))}</th>" + "".join(tds) + "</tr>")
     assert set(STATUS)  # the classes are styled by docs/stylesheets/status.css
@@ -399,6 +434,14 @@ def paper_page(root: Path, rep, paper) -> str:
             out += [_text(tnotes[0]), ""] + [_text(x if x.startswith("- ") else f"- {x}") for x in tnotes[1:]] + (
                 [""] if tnotes[1:] else [])
         out += [_grid_html(t), ""]
+        from .report_html import grid
+
+        if not t.layout.empty and _layout_texts(t, grid(t)) is None:
+            # the grid's shape differs from the paper's printed one: the printed layout too, folded
+            lay = t.layout.astype(str)
+            out += ['??? note "The table in the paper\'s printed layout (ours, the paper\'s in parentheses)"', ""]
+            out += ["    " + line for line in md_table([str(c) for c in lay.columns], lay.values.tolist()).splitlines()]
+            out += [""]
         if t.causes is not None and len(t.causes):
             out += [f"Outside tolerance ({len(t.causes)}):", "", _outside_list(t), ""]
 

@@ -139,6 +139,10 @@ def test_paper_page(site, tmp_path):
                    "Freund & Schapire Table 3, d4", "within tolerance"):
         assert needed in text, needed
     assert dom.count('class="plab-grid"') >= 13 and 'class="st-within"' in dom
+    # the grid shows the committed layout's cells (our mean at full precision, not re-rounded)
+    layout = pd.read_csv(ROOT / "results/fs1999/d4/fs1999_table1_d4.csv", dtype=str, keep_default_na=False)
+    missing = [c for c in layout.iloc[:, 2:].values.ravel() if f">{c}<" not in dom]
+    assert missing == [], missing
     render(page, tmp_path, _shots(tmp_path) / "docs_paper_fs1999_table1_d4.png", at="t-fs1999-table1-d4-d4")
     render(page, tmp_path, _shots(tmp_path) / "docs_paper_fs1999_figures.png", at="figures")
 
