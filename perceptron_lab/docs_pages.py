@@ -547,6 +547,24 @@ def budget_page(root: Path, rep) -> str:
            "jitted engine, each algorithm a setting of it (`stoptron`, `rbp`, `forgetron`, `projectron`, "
            "`projectron++`, `norma`), with the figure or equation of its paper and every reading we had to "
            "choose in the module's docstring. `plab run budget/sonar` runs all six on sonar.", "",
+           md_table(["`algorithm.name`", "paper", "keys"], [
+               ["`stoptron`", "the perceptron until the budget is full, then no update", "`budget`"],
+               ["`rbp`", "randomized budget perceptron: Cavallanti, Cesa-Bianchi & Gentile, Machine Learning 2007 "
+                         "(a random support vector is discarded)", "`budget`"],
+               ["`forgetron`", "self-tuned Forgetron: Dekel, Shalev-Shwartz & Singer, SIAM J. Comput. 2008 (shrink, "
+                               "then remove the oldest)", "`budget`"],
+               ["`projectron`, `projectron++`", "Orabona, Keshet & Caputo, JMLR 2009 (project onto the support set's "
+                                               "span when the new example lies within `eta` of it)", "`budget`, `eta`"],
+               ["`norma`", "Kivinen, Smola & Williamson, IEEE TSP 2004 (shrink every term, add one when the margin "
+                           "is below `rho`; only the `budget` most recent terms kept)",
+                "`budget`, `eta`, `lambda`, `rho`, `schedule` (`constant` or `sqrt`)"],
+           ]), "",
+           "`budget: null` means no limit. They predict with the rules `last` (the current support set), `avg` "
+           "(the sum of the hypotheses after every step; its support is every example that was ever a support "
+           "vector, so it is not budgeted) and `vote` (the sign of the hypothesis after every step, summed with "
+           "Freund & Schapire's survival weights). `mistakes` in the results are prediction mistakes, "
+           "`support_vectors` the support set's size at the checkpoint. The defaults of every key are in the "
+           "[configuration reference](configuration.md).", "",
            "```bash", "make reproduce SET=budget JOBS=2                      # the study's runs, then results/budget/",
            "python -m perceptron_lab.studies.budget --no-train     # redraw from the finished runs",
            "```", ""]
