@@ -143,8 +143,8 @@ def headline_table(root: Path) -> str:
         f"Freund & Schapire (1999) Table 1, d = 4, on MNIST{f' ({sizes})' if sizes else ''}, reproduced by "
         f"`plab run {info.get('config_file', 'configs/fs1999/table1_d4.yaml')}`: our mean ± standard deviation over "
         f"{perms} random permutations, the paper's value in parentheses (test error in %; SupVec and Mistake "
-        f"are totals over the 10 labels). **{ok} / {n}** in-scope cells are within tolerance "
-        f"({plugins.get('fs1999').scoring_rule()}).",
+        f"are totals over the {ds.get('n_classes', '?')} labels). **{ok} / {n}** in-scope cells are within "
+        f"tolerance ({plugins.get('fs1999').scoring_rule().rstrip('.')}).",
         "",
         md_table(header, rows, ["l"] + ["r"] * (len(header) - 1)),
         "",
