@@ -290,6 +290,20 @@ def _variant_text(name: str, counts: list) -> str:
     return f"`{name}` ({'; '.join(parts)})"
 
 
+def _config_comment(path: Path) -> str:
+    """The leading comment of a config file, as one line ("" when there is none)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, IsADirectoryError):
+        return ""
+    head = []
+    for line in lines:
+        if not line.startswith("#"):
+            break
+        head.append(line.lstrip("#").strip())
+    return " ".join(head)
+
+
 def _configs_of(paper: str, log: dict) -> list[str]:
     """The reproduction's configs of one paper, in the order ``make reproduce SET=full`` runs them."""
     from .reproduce import SETS
@@ -471,7 +485,12 @@ def paper_page(root: Path, rep, paper) -> str:
         out += ["Where the paper is silent or inconsistent, plab chooses; each choice below gives its evidence, "
                 "and the alternatives run as variants (below `variants/`), scored but kept out of the totals.", ""]
         for note in notes:
+            # the variants a note names, or (when it names none) those of the one table it is about
             mentioned = [v for v in variants if f"`{v}`" in note]
+            tables = set(re.findall(r"\bTable (\d+)\b", note))
+            if not mentioned and "variant" in note and len(tables) == 1:
+                mentioned = [v for v in variants if v not in named
+                             and any(stem.endswith(f"_table{next(iter(tables))}") for stem, _, _ in variants[v])]
             named.update(mentioned)
             line = f"- {_text(note)}"
             if mentioned:
@@ -485,9 +504,10 @@ def paper_page(root: Path, rep, paper) -> str:
         vrows = []
         for v in rest:
             run = json.loads((root / "results" / paper.name / "variants" / v / "run.json").read_text())
-            desc = ((run.get("config") or {}).get("description") or "").strip().replace("\n", " ")
+            desc = ((run.get("config") or {}).get("description") or "").strip().replace("\n", " ") or _text(
+                _config_comment(root / str(run.get("config_file", ""))))
             vrows.append([f"`{v}`", "; ".join(f"{s}: {a} / {b}" for s, a, b in variants[v]), desc])
-        out += ["Other variants of this paper (run folder, in-scope cells within tolerance, the config's description):",
+        out += ["Other variants of this paper (run folder, in-scope cells within tolerance, and what the config says it changes):",
                 "", md_table(["variant", "within tolerance", "what it changes"], vrows), ""]
 
     # regenerate
