@@ -7,7 +7,7 @@ PLAB_DATA ?= $(abspath ../shared/data)
 export PLAB_DATA
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-full reproduce bench check-configs clean golden docs
+.PHONY: help install demo test test-full reproduce bench check-configs clean golden docs docs-screenshots
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -40,11 +40,17 @@ bench: install ## Speed benchmarks against scikit-learn and River, written to re
 	$(BIN)/python -m benchmarks
 
 clean: ## Remove caches and run outputs (keeps results/)
-	rm -rf runs .pytest_cache build *.egg-info
+	rm -rf runs .pytest_cache build site *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
-docs: install ## Regenerate the README's config reference from the schema (plab config docs)
-	.venv/bin/python -m perceptron_lab.config_docs README.md
+docs: install ## Regenerate the generated pages and README blocks from results/, then build the site into site/
+	$(BIN)/pip install -q -e '.[docs]'
+	$(BIN)/python -m perceptron_lab.docs_pages
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict
+
+docs-screenshots: install ## Screenshots of the built site in headless Chromium, into results/docs/
+	$(BIN)/pip install -q -e '.[docs]'
+	PLAB_DOCS_SCREENSHOTS=results/docs $(BIN)/python -m pytest -q tests/test_docs_browser.py
 
 golden: install ## Recompute the golden values CI guards (results/golden/); only for intended changes
 	$(BIN)/python -m perceptron_lab.golden

@@ -43,8 +43,9 @@ class UsageError(PlabError):
     exit_code = 2
 
 
-# The exit-status contract of every ``plab`` command: (status, meaning). The README and the
-# documentation render this table; ``tests/test_cli.py`` runs at least one error path for each.
+# The exit-status contract of every ``plab`` command: (status, meaning). The documentation renders
+# this table (docs/troubleshooting.md, by perceptron_lab.docs_pages); ``tests/test_cli.py`` runs at
+# least one error path for each.
 EXIT_STATUSES = (
     (0, "done"),
     (1, "the output folder: not writable, too little free disk space, full during the run, in use "

@@ -1,5 +1,6 @@
-"""The config reference: `plab config docs`, the README's table (generated from the same schema;
-this test fails when they drift apart: run `make docs`), and did-you-mean hints for values."""
+"""The config reference: `plab config docs`, the documentation's table (docs/configuration.md,
+generated from the same schema; this test fails when they drift apart: run `make docs`), and
+did-you-mean hints for values."""
 
 from __future__ import annotations
 
@@ -12,13 +13,13 @@ from perceptron_lab import config_docs
 from perceptron_lab.cli import main
 from perceptron_lab.config_schema import SCHEMA
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
 
 
-def test_readme_reference_equals_the_schema():
-    section = config_docs.readme_section(README.read_text(encoding="utf-8"))
-    assert section is not None, "README.md lost its config reference markers"
-    assert section == config_docs.markdown(), "README.md's config reference is stale: run `make docs`"
+def test_docs_reference_equals_the_schema():
+    section = config_docs.readme_section(PAGE.read_text(encoding="utf-8"))
+    assert section is not None, "docs/configuration.md lost its config reference markers"
+    assert section == config_docs.markdown(), "docs/configuration.md is stale: run `make docs`"
 
 
 def test_config_docs_lists_every_key_with_what_a_user_needs():
