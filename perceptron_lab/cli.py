@@ -257,9 +257,9 @@ def _grid_labels(res) -> dict:
     grid = res.out_dir / "grid.csv"
     if not grid.exists():
         return {}
-    import pandas as pd
+    from .store import read_back_csv
 
-    g = pd.read_csv(grid, dtype=str, keep_default_na=False)
+    g = read_back_csv(grid, ["grid_point"])
     cols = [c for c in g.columns if c != "grid_point" and g[c].nunique() > 1]
     return {int(r["grid_point"]): " ".join(f"{c.split('.')[-1]}={r[c]}" for c in cols) for _, r in g.iterrows()}
 
@@ -572,7 +572,7 @@ def compare(run_dirs, only_outside, figure):
     from .compare import plot_side_by_side, side_by_side, table_text
     from .report import collect, compare_text
 
-    papers = [d for d in run_dirs if collect([d]).tables]
+    papers = [d for d in run_dirs if collect([d], strict=True).tables]
     if len(run_dirs) == 1 and papers:
         click.echo(compare_text(run_dirs[0], only_outside=only_outside))
         return

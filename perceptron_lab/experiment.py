@@ -57,7 +57,7 @@ from .errors import PlabError
 from .evaluation import Grid
 from .kernels import load_jit
 from .runtime import settings as runtime_settings
-from .store import RunFolder, code_fingerprint, data_fingerprint, part_key
+from .store import RunFolder, code_fingerprint, data_fingerprint, part_key, read_back_csv, read_back_json
 from .units import (  # noqa: F401  (the units' names, re-exported)
     _DATA_CACHE, DATA_LOCK, NESTED_COLUMNS, RESULT_COLUMNS, Part, Unit, eval_epochs, grid_points, load_data, params_string,
     part_config, part_configs, plan, plan_parts, preprocess, result_columns, rows_to_csv, run_part, run_unit, threads_for,
@@ -510,9 +510,7 @@ def _rewrite_paper_outputs(folder: RunFolder, info_path: Path, res_path: Path, f
     from .config import config_from_dict
 
     run_dir = folder.out
-    info = folder.read_info()
-    if info is None:
-        raise PlabError(f"{run_dir}: run.json is not readable; rerun the config instead")
+    info = read_back_json(info_path, fix="rerun the config with plab run ... --force", keys=("config",))
     if info.get("status") != "complete":
         raise PlabError(f"{run_dir}: the run is not complete (status {info.get('status')!r})")
     cfg = config_from_dict(info["config"], source=str(info.get("config_file") or info_path))
@@ -521,7 +519,7 @@ def _rewrite_paper_outputs(folder: RunFolder, info_path: Path, res_path: Path, f
                         f"(hash {results_hash(cfg)}, recorded {info.get('config_hash')}); rerun the config instead")
     if not figures:
         cfg = with_overrides(cfg, {"output.figures": False})
-    df = pd.read_csv(res_path, dtype=str, keep_default_na=False)
+    df = read_back_csv(res_path, RESULT_COLUMNS[:1], fix="rerun the config with plab run ... --force")
     written = write_paper_outputs(cfg, run_dir, df, (info.get("dataset") or {}).get("n_train"))
     names = [str(Path(p).relative_to(run_dir)) for p in written]
     kept = [] if figures else [n for n in info.get("paper_outputs") or [] if n.endswith(".png") and n not in names]
