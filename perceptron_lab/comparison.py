@@ -125,16 +125,17 @@ REQUIRED_COLUMNS = ("paper",)
 _TEXT_COLUMNS = ("block", "row", "column", "col", "label", "metric")
 
 
-def read_comparison(path, fix: str | None = None) -> pd.DataFrame:
+def read_comparison(path, fix: str | None = None, rows: int | None = None) -> pd.DataFrame:
     """A ``*_comparison.csv`` in the core schema (see :func:`normalize`), validated first
     (:func:`perceptron_lab.store.read_back_csv`): a file cut short, not UTF-8, with short rows,
     without the columns of a comparison or without a single cell raises
     :class:`~perceptron_lab.errors.DamagedFileError` (``fix`` says how to get it again), so that no
-    reader presents fewer cells as if they were all there were."""
+    reader presents fewer cells as if they were all there were; ``rows``: the row count run.json
+    records for it (``csv_rows``), which tells a file cut at a line's end from a whole one."""
     from .store import damaged, read_back_csv
 
     path = Path(path)
-    df = read_back_csv(path, REQUIRED_COLUMNS, fix)
+    df = read_back_csv(path, REQUIRED_COLUMNS, fix, rows)
     if not {"ours_mean", "ours"} & set(df.columns):
         raise damaged(path, "no column ours_mean", fix)
     if df.empty:

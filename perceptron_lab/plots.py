@@ -81,7 +81,7 @@ def read_run(run_dir, info: dict | None = None):
         # a missing run.json leaves the run unnamed; a damaged one stops (DamagedFileError)
         info = read_back_json(run_dir / "run.json") if (run_dir / "run.json").exists() else {}
     need = ["rule", "metric", "value", "epoch", "grid_point", "fold", "permutation"]
-    df = read_back_csv(res, need)
+    df = read_back_csv(res, need, rows=(info.get("csv_rows") or {}).get("results.csv"))
     if "class" in df:
         df = df[df["class"] == "all"]
     df = df.assign(epoch=pd.to_numeric(df["epoch"], errors="coerce"),

@@ -154,6 +154,7 @@ def read_run_tables(d: Path) -> tuple[dict, list]:
     """(run.json, the paper tables) of one run folder, every file validated;
     :class:`~perceptron_lab.errors.DamagedFileError` names the first damaged one."""
     info = read_back_json(d / "run.json", fix="rerun the config with plab run ... --force")
+    rows = info.get("csv_rows") if isinstance(info.get("csv_rows"), dict) else {}
     tables = []
     for comp in sorted(d.glob("*_comparison.csv")):
         stem = comp.name[: -len("_comparison.csv")]
@@ -161,8 +162,10 @@ def read_run_tables(d: Path) -> tuple[dict, list]:
         if paper not in plugins.names():
             continue
         layout_p = d / f"{stem}.csv"
-        layout = read_back_csv(layout_p, fix=_tables_fix(d)) if layout_p.exists() else pd.DataFrame()
-        tables.append(TableResult(paper, stem, d, layout, read_comparison(comp, fix=_tables_fix(d))))
+        layout = (read_back_csv(layout_p, fix=_tables_fix(d), rows=rows.get(layout_p.name)) if layout_p.exists()
+                  else pd.DataFrame())
+        tables.append(TableResult(paper, stem, d, layout,
+                                  read_comparison(comp, fix=_tables_fix(d), rows=rows.get(comp.name))))
     return info, tables
 
 

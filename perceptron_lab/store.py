@@ -268,10 +268,10 @@ def damaged(path: Path, why: str, fix: str | None = None) -> DamagedFileError:
     return DamagedFileError(f"{path} is damaged ({why}); {fix or REWRITE_FIX}")
 
 
-def read_back_text(path, fix: str | None = None) -> str:
+def read_back_text(path, fix: str | None = None, whole_lines: bool = True) -> str:
     """The UTF-8 text of a file plab reads back; :class:`~perceptron_lab.errors.DamagedFileError`
-    when it cannot be read, is not UTF-8 or does not end with a newline (plab ends every text
-    file it writes with one, so a missing one means the file was cut short)."""
+    when it cannot be read, is not UTF-8, is empty or (``whole_lines``) does not end with a newline
+    (plab ends every CSV it writes with one, so a missing one means the file was cut short)."""
     path = Path(path)
     try:
         raw = path.read_bytes()
@@ -283,15 +283,15 @@ def read_back_text(path, fix: str | None = None) -> str:
         raise damaged(path, f"not UTF-8 text: byte {exc.start}", fix) from None
     if not text.strip():
         raise damaged(path, "empty", fix)
-    if not text.endswith("\n"):
+    if whole_lines and not text.endswith("\n"):
         raise damaged(path, "cut short: its last line has no end", fix)
     return text
 
 
 def read_back_json(path, fix: str | None = None, keys=()) -> dict:
     """A JSON object plab wrote (run.json, timings.json, reproduce.json), validated as
-    :func:`read_back_text` does, with ``keys`` present."""
-    text = read_back_text(path, fix)
+    :func:`read_back_text` does (a JSON file cut short does not parse), with ``keys`` present."""
+    text = read_back_text(path, fix, whole_lines=False)
     try:
         obj = json.loads(text)
     except ValueError as exc:
@@ -304,10 +304,18 @@ def read_back_json(path, fix: str | None = None, keys=()) -> dict:
     return obj
 
 
-def read_back_csv(path, columns=(), fix: str | None = None):
+def csv_rows(path) -> int:
+    """The data rows of a CSV file plab wrote (its lines after the header), for run.json's record
+    (``csv_rows``) that lets a reader tell a file cut at a line's end from a whole one."""
+    with open(path, "rb") as fh:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b"")) - 1
+
+
+def read_back_csv(path, columns=(), fix: str | None = None, rows: int | None = None):
     """A CSV plab wrote, every cell as text (``dtype=str``, no NA parsing), validated: UTF-8,
     whole (ends with a newline), every row as long as the header, at least the ``columns``
-    given. :class:`~perceptron_lab.errors.DamagedFileError` otherwise."""
+    given and, when ``rows`` is given (run.json's ``csv_rows``), exactly that many rows.
+    :class:`~perceptron_lab.errors.DamagedFileError` otherwise."""
     import io
 
     import pandas as pd
@@ -321,9 +329,15 @@ def read_back_csv(path, columns=(), fix: str | None = None):
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise damaged(path, f"no column {', '.join(missing)}", fix)
-    short = df.isna().any(axis=1)
-    if short.any():
-        raise damaged(path, f"row {int(short.values.argmax()) + 2} has fewer fields than the header", fix)
+    import csv
+
+    width = len(df.columns)
+    for line, row in enumerate(csv.reader(io.StringIO(text)), 1):
+        if len(row) != width:
+            raise damaged(path, f"line {line} has {len(row)} fields, the header {width}", fix)
+    lines = text.count("\n") - 1
+    if rows is not None and lines != int(rows):
+        raise damaged(path, f"{lines} rows where plab wrote {int(rows)} (run.json's csv_rows)", fix)
     return df
 
 
@@ -535,5 +549,5 @@ class RunFolder:
 
 
 __all__ = ["PART_NAME_RE", "PNG_SOFTWARE", "png_metadata", "plab_wrote", "check_replaceable", "damaged",
-           "read_back_text", "read_back_json", "read_back_csv", "TMP_SUFFIX", "atomic_write_text", "atomic_write_bytes", "write_error", "remove_stale_temporaries", "check_writable",
+           "read_back_text", "read_back_json", "read_back_csv", "csv_rows", "TMP_SUFFIX", "atomic_write_text", "atomic_write_bytes", "write_error", "remove_stale_temporaries", "check_writable",
            "data_fingerprint", "code_fingerprint", "part_key", "encode_part", "decode_part", "RunFolder"]
