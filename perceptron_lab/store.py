@@ -409,6 +409,12 @@ def decode_part(text: str, key: str) -> tuple[str | None, str]:
 # ----------------------------------------------------------------------------- the folder
 
 
+def _not_a_part(path: Path) -> UserFileError:
+    return UserFileError(f"{path} has no plab part header, so plab cannot tell it from a file of yours and will "
+                         "not overwrite it: move it away (delete it if it is a damaged part) and run the same "
+                         "command again")
+
+
 class RunFolder:
     """An output folder, locked for one ``plab run`` while the context is open."""
 
@@ -468,9 +474,7 @@ class RunFolder:
             return None, f"unreadable ({exc.strerror or exc})"
         if not raw.startswith(PART_HEADER) or path.is_symlink():
             # not provably plab's: recomputing would overwrite it
-            raise UserFileError(f"{path} has no plab part header, so plab cannot tell it from a file of yours and "
-                                "will not overwrite it: move it away (delete it if it is a damaged part) and run the "
-                                "same command again")
+            raise _not_a_part(path)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -498,12 +502,20 @@ class RunFolder:
 
     def clear_parts(self) -> None:
         """Remove the parts plab wrote (``--force``): files named as parts that start with plab's
-        part header. Every other file in ``parts/`` is left as it is; one that stands where this
-        run writes a part stops the run when it gets there (:meth:`read_part`)."""
-        if self.parts.is_dir():
-            for p in self.parts.glob("*.csv"):
-                if plab_wrote(p) and PART_NAME_RE.match(p.name):
-                    p.unlink()
+        part header. Every other file in ``parts/`` is left as it is; a file named as a part but
+        without the header stops the run first (:class:`~perceptron_lab.errors.UserFileError`),
+        before anything is removed, since a run may have to write there."""
+        if not self.parts.is_dir():
+            return
+        mine = []
+        for p in sorted(self.parts.glob("*.csv")):
+            if not PART_NAME_RE.match(p.name):
+                continue
+            if not plab_wrote(p):
+                raise _not_a_part(p)
+            mine.append(p)
+        for p in mine:
+            p.unlink()
 
     # -- run.json, timings.json and the final outputs
 
