@@ -118,9 +118,9 @@ def check_run_size(cfg, n_train: int, allow_large: bool = False) -> dict:
     """Refuse (ConfigError, exit status 2) a run beyond the limits above, with its estimate, and
     one whose folds or epochs do not fit its data (:func:`check_folds`, :func:`check_steps`)."""
     check_folds(cfg, n_train)
-    check_steps(cfg, n_train)
     e = estimate(cfg, n_train)
     if allow_large:
+        check_steps(cfg, n_train)
         return e
     what = None
     if e["units"] > MAX_UNITS:
@@ -135,6 +135,7 @@ def check_run_size(cfg, n_train: int, allow_large: bool = False) -> dict:
         raise ConfigError(f"{cfg.source}: this run would need {what}: about {e['hours']:.3g} hours of training "
                           f"and {e['plan_gb']:.3g} GB for its plan. Fix: check training.epochs, "
                           "training.permutations and evaluation.grid, or pass --allow-large to run it anyway")
+    check_steps(cfg, n_train)
     return e
 
 

@@ -193,7 +193,7 @@ def collect(paths, warn=warn, strict: bool = False) -> Report:
         log = p / "reproduce.json"
         if p.is_dir() and log.is_file():
             try:
-                content = read_back_json(log, fix="run the reproduction again (make reproduce)")
+                content = read_back_json(log, fix=LOG_FIX)
             except DamagedFileError as exc:
                 if strict:
                     raise
@@ -220,12 +220,16 @@ def _assign_causes(rep: Report, paths) -> None:
     rep.unused_rules = [r for k, r in enumerate(rules) if k not in used]
 
 
+#: How to get a whole reproduction log again.
+LOG_FIX = "move it away (the times it held are lost) and run the reproduction again"
+
+
 def read_log(log_path) -> dict:
     """A reproduction log (``results/reproduce.json``); empty when missing,
     :class:`~perceptron_lab.errors.DamagedFileError` when damaged."""
     if not Path(log_path).is_file():
         return {}
-    return read_back_json(log_path, fix="run the reproduction again (make reproduce)")
+    return read_back_json(log_path, fix=LOG_FIX)
 
 
 def recorded_seconds(configs: dict) -> dict:

@@ -20,7 +20,7 @@ can prove it wrote it, by its name *and* its header (:func:`plab_wrote`): a part
 ``# plab-part``; a CSV output's header line begins with the same two column names as the one plab
 writes now; a Markdown output's title line matches plab's; an HTML page's ``<title>`` ends with
 ``perceptron_lab report``; ``run.json`` is a JSON object with plab's ``name`` and ``config_hash``,
-``timings.json`` one of unit records, ``reproduce.json`` one with plab's ``set`` and ``configs``;
+``timings.json`` one of unit records, ``reproduce.json`` one with plab's ``configs``;
 a PNG carries plab's ``Software`` text (figures drawn before it did: matplotlib's, under a figure
 name plab uses). Any other file where plab must write stops the command with one line and exit
 status 1 (:class:`~perceptron_lab.errors.UserFileError`) *before* anything is replaced: stopping
@@ -176,7 +176,7 @@ def plab_wrote(path: Path, new: bytes | None = None) -> bool:
         if name == TIMINGS_NAME:
             return all(isinstance(v, dict) and "unit" in v for v in obj.values())
         if name == "reproduce.json":
-            return {"set", "configs"} <= set(obj)
+            return "configs" in obj
         return True   # plab's own caches (e.g. the dataset checksum cache)
     return new is not None and _first_line(head) == _first_line(new) and len(_first_line(head)) > 1
 
@@ -442,6 +442,13 @@ class RunFolder:
             fh.close()
             raise PlabError(f"{self.out} is in use by another plab run ({holder}); wait for it to finish or "
                             "choose another output folder with --out") from None
+        fh.seek(0)
+        held = fh.read()
+        if held.strip() and not re.fullmatch(r"pid \d+\n?", held):   # not plab's lock record: keep it
+            fh.close()
+            raise UserFileError(f"{path} was not written by plab (plab's lock file holds 'pid N'), and plab never "
+                                "overwrites a file it did not write: move it away (or choose another output folder "
+                                "with --out) and run the same command again")
         fh.seek(0)
         fh.truncate()
         fh.write(f"pid {os.getpid()}\n")

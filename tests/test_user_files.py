@@ -227,7 +227,7 @@ def test_reproduction_log_of_someone_else_is_not_replaced(tmp_path):
     log.write_text('{"my": "log"}\n')
     with pytest.raises(UserFileError):
         atomic_write_text(log, json.dumps({"set": "core", "configs": {}}))
-    log.write_text(json.dumps({"set": "core", "configs": {}}))
+    log.write_text(json.dumps({"set": "core", "configs": {}}))   # plab's log: it has configs
     atomic_write_text(log, json.dumps({"set": "full", "configs": {}}))
     assert json.loads(log.read_text())["set"] == "full"
 
@@ -242,3 +242,12 @@ def test_no_temporary_file_is_left_when_a_write_is_refused(tmp_path):
 
 def test_missing_file_is_always_writable(tmp_path):
     check_replaceable(tmp_path / "anything.csv", b"x\n")
+
+
+def test_a_users_file_named_like_the_lock_is_kept(cfg, tmp_path):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / ".plab.lock").write_text("my notes\n")
+    r = run(cfg, out)
+    assert r.exit_code == 1 and ".plab.lock was not written by plab" in errors(r)[0]
+    assert (out / ".plab.lock").read_text() == "my notes\n"
