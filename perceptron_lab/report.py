@@ -175,7 +175,17 @@ def collect(paths, warn=warn, strict: bool = False) -> Report:
     with ``strict`` (``plab compare``, which shows one run's cells) it stops the command instead
     (:class:`~perceptron_lab.errors.DamagedFileError`, exit status 1)."""
     rep = Report()
-    rep.study_items = next((its for its in map(budget_study.report_items, paths) if its), [])
+    for p in paths:
+        try:
+            rep.study_items = budget_study.report_items(p)
+        except DamagedFileError as exc:
+            if strict:
+                raise
+            warn(f"{exc}; the budget study is not shown")
+            rep.damaged.append((Path(p) / budget_study.STUDY_DIR, str(exc)))
+            continue
+        if rep.study_items:
+            break
     for d in find_run_dirs(paths):
         try:
             info, tables = read_run_tables(d)

@@ -278,3 +278,15 @@ def test_damaged_reference_table_is_one_line_error(tmp_path, monkeypatch):
     monkeypatch.setattr(reference, "_files", lambda: {"fs1999_table1": bad})
     with pytest.raises(DamagedFileError, match="not UTF-8.*reinstall perceptron_lab"):
         reference.reference_table("fs1999_table1")
+
+
+def test_damaged_budget_study_summary_is_marked(tmp_path):
+    study = tmp_path / "results" / "budget"
+    study.mkdir(parents=True)
+    src = ROOT / "results" / "budget" / "summary.csv"
+    (study / "summary.csv").write_bytes(src.read_bytes()[: len(src.read_bytes()) // 2])
+    r, md, _ = report(tmp_path, tmp_path / "results")
+    assert r.exit_code == 0
+    (w,) = notes(r, "warning")
+    assert "summary.csv is damaged" in w and "the budget study is not shown" in w
+    assert "DAMAGED" in md and "Beyond the papers: kernel perceptrons on a memory budget" not in md
