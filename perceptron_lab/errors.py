@@ -83,8 +83,9 @@ EXIT_STATUSES = (
         "reads back (results.csv, run.json, a comparison, a part without its header) damaged"),
     (2, "usage and configs: an unknown option or command, an invalid config, a config that does not "
         "fit its data (`train_size` beyond the data, a holdout on a dataset without a test split), "
-        "a run whose estimated size is absurd (`--allow-large` insists), epochs that cover less than one "
-        "training step, an invalid causes file"),
+        "a run whose estimated size is absurd (`--allow-large` insists), epochs or checkpoints that cover "
+        "less than one training step, settings the engine cannot run with, `--executor` options that do not fit "
+        "together (`dask` without `--scheduler`) or need the dask extra, an invalid causes file"),
     (3, "data: a dataset missing, corrupt or not matching its sha256 (`plab run`, `plab data verify`; "
         "`--no-verify` insists), an unknown dataset name, a data file of your own that cannot be "
         "used (`dataset.path`)"),
