@@ -500,6 +500,10 @@ def write_paper_outputs(cfg: ExperimentConfig, out: Path, df: pd.DataFrame, n_tr
     return [Path(p) for p in paper.write_outputs(cfg, table, out, df, n_train)]
 
 
+#: How to get a whole run.json or results.csv of a run folder again.
+RERUN_FIX = "move it away and run the config again with plab run (the same --out reuses its finished parts)"
+
+
 def rewrite_paper_outputs(run_dir, figures: bool = False) -> list[Path]:
     """Rewrite a finished run's paper tables from its ``results.csv`` and the config recorded in
     its ``run.json``, without training (after a change to the table code). Figures are redrawn
@@ -518,7 +522,7 @@ def _rewrite_paper_outputs(folder: RunFolder, info_path: Path, res_path: Path, f
     from .config import config_from_dict
 
     run_dir = folder.out
-    info = read_back_json(info_path, fix="rerun the config with plab run ... --force", keys=("config",))
+    info = read_back_json(info_path, fix=RERUN_FIX, keys=("config",))
     if info.get("status") != "complete":
         raise PlabError(f"{run_dir}: the run is not complete (status {info.get('status')!r})")
     cfg = config_from_dict(info["config"], source=str(info.get("config_file") or info_path))
@@ -527,7 +531,7 @@ def _rewrite_paper_outputs(folder: RunFolder, info_path: Path, res_path: Path, f
                         f"(hash {results_hash(cfg)}, recorded {info.get('config_hash')}); rerun the config instead")
     if not figures:
         cfg = with_overrides(cfg, {"output.figures": False})
-    df = read_back_csv(res_path, RESULT_COLUMNS[:1], fix="rerun the config with plab run ... --force",
+    df = read_back_csv(res_path, RESULT_COLUMNS[:1], fix=RERUN_FIX,
                        rows=(info.get("csv_rows") or {}).get("results.csv"))
     written = write_paper_outputs(cfg, run_dir, df, (info.get("dataset") or {}).get("n_train"))
     names = [str(Path(p).relative_to(run_dir)) for p in written]

@@ -146,6 +146,10 @@ def warn(message: str) -> None:
     print(f"plab: warning: {message}", file=sys.stderr, flush=True)
 
 
+#: How to get a whole run.json or results.csv again.
+RUN_FIX = "move it away and run the config again with plab run (the same --out reuses its finished parts)"
+
+
 def _tables_fix(d: Path) -> str:
     return f"move it away and run 'plab tables {d}' to write it again from results.csv"
 
@@ -153,7 +157,7 @@ def _tables_fix(d: Path) -> str:
 def read_run_tables(d: Path) -> tuple[dict, list]:
     """(run.json, the paper tables) of one run folder, every file validated;
     :class:`~perceptron_lab.errors.DamagedFileError` names the first damaged one."""
-    info = read_back_json(d / "run.json", fix="rerun the config with plab run ... --force")
+    info = read_back_json(d / "run.json", fix=RUN_FIX)
     rows = info.get("csv_rows") if isinstance(info.get("csv_rows"), dict) else {}
     tables = []
     for comp in sorted(d.glob("*_comparison.csv")):

@@ -260,7 +260,8 @@ def check_writable(out: Path):
 
 
 #: What a damaged file's message suggests when its reader gives no better fix.
-REWRITE_FIX = "it changed after plab wrote it: run the command that wrote it again (for a run folder: plab run ... --force)"
+REWRITE_FIX = ("move it away and run the command that wrote it again (plab run with the same config and --out "
+               "reuses the run's finished parts)")
 
 
 def damaged(path: Path, why: str, fix: str | None = None) -> DamagedFileError:

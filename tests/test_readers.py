@@ -290,3 +290,23 @@ def test_damaged_budget_study_summary_is_marked(tmp_path):
     (w,) = notes(r, "warning")
     assert "summary.csv is damaged" in w and "the budget study is not shown" in w
     assert "DAMAGED" in md and "Beyond the papers: kernel perceptrons on a memory budget" not in md
+
+
+@pytest.mark.parametrize("what, damage", [("results.csv", cut_at_line_end), ("results.csv", not_utf8),
+                                          ("run.json", lambda p: p.write_text("{"))],
+                         ids=["results-cut", "results-latin1", "run-json"])
+def test_the_fix_for_a_damaged_run_file_works(tmp_path, what, damage):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("name: c\ndataset: {name: sonar}\ntraining: {epochs: 1}\nevaluation: {mode: kfold, folds: 2}\n")
+    out = tmp_path / "o"
+    assert plab("run", cfg, "--out", out, "-q").exit_code == 0
+    whole = (out / "results.csv").read_bytes()
+    damage(out / what)
+    r = plab("plot", out, "--out", tmp_path / "f")
+    (e,) = notes(r, "error")
+    assert r.exit_code == 1 and "move it away and run" in e and "plab run" in e
+    (out / what).rename(tmp_path / "moved")
+    r = plab("run", cfg, "--out", out, "-q")
+    assert r.exit_code == 0 and "0 run(s) computed, 2 reused" in r.output
+    assert (out / "results.csv").read_bytes() == whole
+    assert plab("plot", out, "--out", tmp_path / "f").exit_code == 0
