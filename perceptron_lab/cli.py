@@ -23,7 +23,8 @@ INTERRUPT_STATUS = 130
 
 def _stop_handler(owner: int):
     """A handler raising :class:`~perceptron_lab.errors.Stopped` (a KeyboardInterrupt) in the process
-    that installed it; a child that inherited it by fork ends as the signal's default would."""
+    that installed it, once: later stop signals are ignored while it unwinds (the handlers are restored
+    when the command ends). A child that inherited it by fork ends as the signal's default would."""
     import os
     import signal
 
@@ -34,6 +35,9 @@ def _stop_handler(owner: int):
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
             return
+        for name, _ in STOP_SIGNALS:   # a second signal must not cut the cleanup short
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), signal.SIG_IGN)
         raise Stopped(signum, signal.Signals(signum).name)
 
     return handler

@@ -29,9 +29,10 @@ while overwriting would destroy work plab cannot recreate. ``plab run --force`` 
 parts that pass the same test; other files in ``parts/`` are left alone.
 
 **Files plab reads back are validated** (:func:`read_back_text`, :func:`read_back_json`,
-:func:`read_back_csv`): a file that is not UTF-8, not parseable, cut short (plab ends every CSV
-and JSON file with a newline), with rows shorter than the header or without the columns its
-reader needs raises :class:`~perceptron_lab.errors.DamagedFileError` (exit status 1) naming the
+:func:`read_back_csv`): a file that is empty, not UTF-8 or not parseable, cut short (a CSV whose
+last line has no end -- plab ends every CSV with one -- or with fewer rows than run.json's
+``csv_rows`` records for it), with a row whose field count is not the header's, or without the
+columns its reader needs raises :class:`~perceptron_lab.errors.DamagedFileError` (exit status 1) naming the
 file and how to get a whole copy again; readers of many files (``plab report``) catch it, warn
 and mark the run instead of leaving it out silently.
 """
