@@ -113,6 +113,10 @@ PATHS = [
     (2, "an invalid config", lambda t: ["run", _write(t, "bad.yaml", SMALL + "trainng: {}\n"), "--out", t / "b"]),
     (2, "epochs below one training step", lambda t: ["run", _small(t), "--out", t / "e", "-q", "training.epochs=1.0e-9"]),
     (2, "a YAML 1.1 float read as text", lambda t: ["run", _small(t), "--out", t / "e", "-q", "training.epochs=1e-9"]),
+    (2, "a YAML 1.1 float in a config file", lambda t: ["run", _write(t, "y.yaml", SMALL.replace(
+        "{epochs: 1}", "{epochs: 1e-9}")), "--out", t / "y", "-q"]),
+    (2, "a YAML 1.1 float in a checkpoint list", lambda t: ["run", _write(t, "z.yaml", SMALL.replace(
+        "{epochs: 1}", "{epochs: 1, checkpoints: [5e-1]}")), "--out", t / "z", "-q"]),
     (2, "a checkpoint below one step", lambda t: ["run", _write(t, "cp.yaml", SMALL.replace(
         "{epochs: 1}", "{epochs: 1, checkpoints: [0.000001]}")), "--out", t / "cp", "-q"]),
     (2, "train_size beyond the data", lambda t: ["run", _write(t, "big.yaml", "name: b\ndataset: {name: sonar, "
@@ -185,6 +189,11 @@ def test_the_messages_name_the_config_and_a_fix_that_works(tmp_path):
     assert r.exit_code == 2 and "write 1.0e-1 for the number" in r.output
     r = CliRunner().invoke(main, ["run", str(small), "--out", str(tmp_path / "y"), "-q", "training.epochs=1.0e-1"])
     assert r.exit_code == 0
+    r = CliRunner().invoke(main, ["run", str(small), "--out", str(tmp_path / "z"), "-q", "training.epochs=5E3"])
+    assert r.exit_code == 2 and "write 5.0e+3 for the number" in r.output
+    import yaml
+
+    assert yaml.safe_load("5.0e+3") == 5000.0 and yaml.safe_load("1.0e-9") == 1e-9   # the fixes parse as numbers
 
 
 # ----------------------------------------------------------------------------- every status plab can exit with
