@@ -77,11 +77,50 @@ def check_folds(cfg, n_train: int) -> None:
                               f"use at most {part}")
 
 
+def smallest_training_part(cfg, n_train: int) -> int:
+    """The fewest examples any unit of the run trains on: the training set, a cross-validation
+    fold's training part, or an inner fold's."""
+    ev = cfg.evaluation
+    n = n_train
+    outer = ev.mode == "kfold" or (ev.mode == "nested" and ev.outer == "kfold")
+    if outer:
+        n -= -(-n_train // ev.folds)
+    if ev.mode == "nested":
+        n -= -(-n // ev.inner_folds)
+    return max(n, 1)
+
+
+def _epoch_values(cfg) -> list[float]:
+    """Every epoch count a unit trains to or records at: checkpoints (training.epochs among them),
+    the first curve point, and the grid's values of training.epochs and training.checkpoints."""
+    vals = [float(c) for c in cfg.training.checkpoints]
+    if cfg.training.curve_every:
+        vals.append(float(cfg.training.curve_every))
+    for key in ("training.epochs", "training.checkpoints"):
+        for v in cfg.evaluation.grid.get(key, ()):
+            vals += [float(x) for x in (v if isinstance(v, (list, tuple)) else [v])
+                     if isinstance(x, (int, float)) and not isinstance(x, bool)]
+    return vals
+
+
+def check_steps(cfg, n_train: int) -> None:
+    """Every epoch count (training.epochs, a checkpoint) must cover at least one training step
+    (``round(epochs * n)`` with ``n`` the smallest training part) on the data actually read."""
+    n = smallest_training_part(cfg, n_train)
+    low = [e for e in _epoch_values(cfg) if round(e * n) < 1]
+    if low:
+        raise ConfigError(f"{cfg.source}: training.epochs or a checkpoint of {min(low):g} epochs covers less than "
+                          f"one training step on the {n} examples of a training part of {cfg.dataset.title}; "
+                          f"use at least {1.0 / n:.3g} epochs (one example)")
+
+
 def check_run_size(cfg, n_train: int, allow_large: bool = False) -> dict:
-    """Refuse (ConfigError, exit status 2) a run beyond the limits above, with its estimate."""
+    """Refuse (ConfigError, exit status 2) a run beyond the limits above, with its estimate, and
+    one whose folds or epochs do not fit its data (:func:`check_folds`, :func:`check_steps`)."""
     check_folds(cfg, n_train)
     e = estimate(cfg, n_train)
     if allow_large:
+        check_steps(cfg, n_train)
         return e
     what = None
     if e["units"] > MAX_UNITS:
@@ -96,8 +135,9 @@ def check_run_size(cfg, n_train: int, allow_large: bool = False) -> dict:
         raise ConfigError(f"{cfg.source}: this run would need {what}: about {e['hours']:.3g} hours of training "
                           f"and {e['plan_gb']:.3g} GB for its plan. Fix: check training.epochs, "
                           "training.permutations and evaluation.grid, or pass --allow-large to run it anyway")
+    check_steps(cfg, n_train)
     return e
 
 
-__all__ = ["check_folds", "MAX_UNITS", "MAX_TRAIN_STEPS", "MAX_CHECKPOINTS_PER_UNIT", "grid_size", "fold_pairs", "estimate",
+__all__ = ["check_folds", "check_steps", "smallest_training_part", "MAX_UNITS", "MAX_TRAIN_STEPS", "MAX_CHECKPOINTS_PER_UNIT", "grid_size", "fold_pairs", "estimate",
            "check_run_size"]

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import PlabError
+from .errors import ConfigError
 
 #: Cause -> what it means (the report prints these).
 VOCABULARY = {
@@ -58,7 +58,9 @@ class Rule:
 
 
 def load_rules(path) -> list[Rule]:
-    """The rules of a causes file; a missing file has none. Bad content is one-line error."""
+    """The rules of a causes file; a missing file has none. A file that cannot be read (not UTF-8,
+    not YAML) or holds a bad rule is one line and exit status 2
+    (:class:`~perceptron_lab.errors.ConfigError`: the causes file is the report's config)."""
     import yaml
 
     path = Path(path)
@@ -67,27 +69,29 @@ def load_rules(path) -> list[Rule]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise PlabError(f"{path}: not a readable YAML file ({type(exc).__name__})") from None
+        why = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else type(exc).__name__
+        raise ConfigError(f"{path}: not a readable YAML file ({why}); fix it, or move it away to report without "
+                          "causes") from None
     items = (data or {}).get("causes") if isinstance(data, dict) else None
     if not isinstance(items, list):
-        raise PlabError(f"{path}: expected a mapping with a 'causes' list")
+        raise ConfigError(f"{path}: expected a mapping with a 'causes' list")
     rules = []
     for i, item in enumerate(items, 1):
         where = f"{path}: causes[{i}]"
         if not isinstance(item, dict):
-            raise PlabError(f"{where} must be a mapping, got {item!r}")
+            raise ConfigError(f"{where} must be a mapping, got {item!r}")
         unknown = set(item) - set(_FIELDS) - {"cause", "note"}
         if unknown:
-            raise PlabError(f"{where}: unknown key {sorted(unknown)[0]!r}; expected some of "
+            raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r}; expected some of "
                             f"{', '.join(_FIELDS + ('cause', 'note'))}")
         cause = item.get("cause")
         if cause == "sampling":
-            raise PlabError(f"{where}: 'sampling' is computed from the results, not asserted; remove the rule")
+            raise ConfigError(f"{where}: 'sampling' is computed from the results, not asserted; remove the rule")
         if cause not in ASSERTABLE:
-            raise PlabError(f"{where}: cause must be one of {', '.join(ASSERTABLE)}, got {cause!r}")
+            raise ConfigError(f"{where}: cause must be one of {', '.join(ASSERTABLE)}, got {cause!r}")
         note = item.get("note")
         if not isinstance(note, str) or not note.strip():
-            raise PlabError(f"{where}: a rule needs a one-line 'note' with its evidence")
+            raise ConfigError(f"{where}: a rule needs a one-line 'note' with its evidence")
         rules.append(Rule(cause=cause, note=" ".join(note.split()),
                           **{f: str(item[f]) for f in _FIELDS if f in item}))
     return rules

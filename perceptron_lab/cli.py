@@ -15,11 +15,67 @@ import click
 from . import __version__
 from .errors import DatasetError, PlabError
 
+#: Signals that end a command the way Ctrl-C does: (signal name, exit status 128 + its number, as a shell
+#: reports a process that signal ended; batch schedulers and supervisors read it so).
+STOP_SIGNALS = (("SIGTERM", 143), ("SIGHUP", 129))
+INTERRUPT_STATUS = 130
+
+
+def _stop_handler(owner: int):
+    """A handler raising :class:`~perceptron_lab.errors.Stopped` (a KeyboardInterrupt) in the process
+    that installed it, once: later stop signals are ignored while it unwinds (the handlers are restored
+    when the command ends). A child that inherited it by fork ends as the signal's default would."""
+    import os
+    import signal
+
+    from .errors import Stopped
+
+    def handler(signum, frame):
+        if os.getpid() != owner:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        for name, _ in STOP_SIGNALS:   # a second signal must not cut the cleanup short
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), signal.SIG_IGN)
+        raise Stopped(signum, signal.Signals(signum).name)
+
+    return handler
+
+
+def _install_stop_handlers() -> list:
+    """SIGTERM and SIGHUP unwind like Ctrl-C (workers stopped, finished parts kept, temporaries
+    removed); returns what to restore. Only the main thread can set handlers (else nothing is set)."""
+    import os
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return []
+    saved, handler = [], _stop_handler(os.getpid())
+    for name, _ in STOP_SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is None:
+            continue
+        old = signal.getsignal(sig)
+        if old is signal.SIG_IGN:   # nohup: the user asked for this signal to be ignored
+            continue
+        signal.signal(sig, handler)
+        saved.append((sig, old))
+    return saved
+
+
 def friendly_errors(fn):
-    """Turn PlabError into 'plab: error: ...' lines and its exit code."""
+    """Turn PlabError into 'plab: error: ...' lines and its exit code; Ctrl-C, SIGTERM and SIGHUP into
+    one 'plab: error:' line saying how to resume and the statuses 130, 143 and 129."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        import signal
+
+        from .errors import Stopped
+
+        saved = _install_stop_handlers()
         try:
             return fn(*args, **kwargs)
         except PlabError as exc:
@@ -27,10 +83,17 @@ def friendly_errors(fn):
             for line in lines:
                 click.echo(f"plab: error: {line}", err=True)
             sys.exit(exc.exit_code)
-        except KeyboardInterrupt:
-            click.echo("\nplab: interrupted; finished runs are kept, run the same command again to resume",
-                       err=True)
-            sys.exit(130)
+        except KeyboardInterrupt as exc:
+            if isinstance(exc, Stopped):
+                what, status = f"stopped by {exc.name}", 128 + exc.signum
+            else:
+                what, status = "interrupted (Ctrl-C)", INTERRUPT_STATUS
+            click.echo(f"\nplab: error: {what}; finished runs are kept (a run folder's parts/): run the same "
+                       "command again to resume", err=True)
+            sys.exit(status)
+        finally:
+            for sig, old in saved:
+                signal.signal(sig, old)
 
     return wrapper
 
@@ -51,8 +114,8 @@ class _Plab(click.Group):
             click.echo(f"plab: error: {' '.join(exc.format_message().split())}{hint}", err=True)
             sys.exit(exc.exit_code)
         except click.exceptions.Abort:
-            click.echo("plab: interrupted", err=True)
-            sys.exit(130)
+            click.echo("plab: error: interrupted (Ctrl-C)", err=True)
+            sys.exit(INTERRUPT_STATUS)
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
@@ -198,9 +261,9 @@ def _grid_labels(res) -> dict:
     grid = res.out_dir / "grid.csv"
     if not grid.exists():
         return {}
-    import pandas as pd
+    from .store import read_back_csv
 
-    g = pd.read_csv(grid, dtype=str, keep_default_na=False)
+    g = read_back_csv(grid, ["grid_point"])
     cols = [c for c in g.columns if c != "grid_point" and g[c].nunique() > 1]
     return {int(r["grid_point"]): " ".join(f"{c.split('.')[-1]}={r[c]}" for c in cols) for _, r in g.iterrows()}
 
@@ -513,7 +576,7 @@ def compare(run_dirs, only_outside, figure):
     from .compare import plot_side_by_side, side_by_side, table_text
     from .report import collect, compare_text
 
-    papers = [d for d in run_dirs if collect([d]).tables]
+    papers = [d for d in run_dirs if collect([d], strict=True).tables]
     if len(run_dirs) == 1 and papers:
         click.echo(compare_text(run_dirs[0], only_outside=only_outside))
         return

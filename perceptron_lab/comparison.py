@@ -120,10 +120,36 @@ def _with_sampling(c: pd.DataFrame) -> None:
         c.loc[need, "sampling_basis"] = "runs"
 
 
-def read_comparison(path) -> pd.DataFrame:
-    """A ``*_comparison.csv`` in the core schema (see :func:`normalize`)."""
-    return normalize(pd.read_csv(Path(path), dtype={"block": str, "row": str, "column": str, "col": str,
-                                                    "label": str, "metric": str}, keep_default_na=True))
+#: Columns every comparison file has, in every schema it was written in (:func:`normalize`).
+REQUIRED_COLUMNS = ("paper",)
+_TEXT_COLUMNS = ("block", "row", "column", "col", "label", "metric")
+
+
+def read_comparison(path, fix: str | None = None, rows: int | None = None) -> pd.DataFrame:
+    """A ``*_comparison.csv`` in the core schema (see :func:`normalize`), validated first
+    (:func:`perceptron_lab.store.read_back_csv`): a file cut short, not UTF-8, with short rows,
+    without the columns of a comparison or without a single cell raises
+    :class:`~perceptron_lab.errors.DamagedFileError` (``fix`` says how to get it again), so that no
+    reader presents fewer cells as if they were all there were; ``rows``: the row count run.json
+    records for it (``csv_rows``), which tells a file cut at a line's end from a whole one."""
+    from .store import damaged, read_back_csv
+
+    path = Path(path)
+    df = read_back_csv(path, REQUIRED_COLUMNS, fix, rows)
+    if not {"ours_mean", "ours"} & set(df.columns):
+        raise damaged(path, "no column ours_mean", fix)
+    if df.empty:
+        raise damaged(path, "no cells: a comparison has one row per cell of the paper's table", fix)
+    for k in df.columns:   # empty cells are missing; text columns stay text, others are numbers where all parse
+        col = df[k].replace("", math.nan)
+        if k in _TEXT_COLUMNS:
+            df[k] = col
+            continue
+        try:
+            df[k] = pd.to_numeric(col)
+        except (ValueError, TypeError):
+            df[k] = col
+    return normalize(df)
 
 
 def compared(c: pd.DataFrame) -> pd.Series:

@@ -114,6 +114,23 @@ class _Check:
             return INVALID
 
 
+#: A number in exponent notation that YAML 1.1 (which PyYAML reads) takes for a string, as it wants
+#: a dot in the mantissa and a sign in the exponent (``1e-9``, ``5E3``, ``1.0e9``); YAML 1.2 and
+#: Python read them as floats.
+_YAML11_FLOAT = re.compile(r"^([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))[eE]([-+]?)([0-9]+)$")
+
+
+def _yaml11_hint(text: str) -> str:
+    """The fix for a number YAML read as text: the same number with a dot in its mantissa and a
+    sign in its exponent (``1e-9`` -> ``1.0e-9``, ``5E3`` -> ``5.0e+3``)."""
+    mant, sign, digits = _YAML11_FLOAT.match(text).groups()
+    if "." not in mant:
+        mant += ".0"
+    elif mant.endswith("."):
+        mant += "0"
+    return f"YAML reads {text} as text; write {mant}e{sign or '+'}{digits} for the number"
+
+
 class _Number(_Check):
     """A real number (never a bool) in a range; finite unless an alternative allows inf."""
 
@@ -137,6 +154,8 @@ class _Number(_Check):
         return f"must be {self._noun(finite=bool(m and m.nonfinite))}"
 
     def convert(self, value):
+        if isinstance(value, str) and _YAML11_FLOAT.match(value.strip()):
+            raise _Mismatch(wrong_type=True, hint=_yaml11_hint(value.strip()))
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise _Mismatch(wrong_type=True)
         if self.integer:

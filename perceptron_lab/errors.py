@@ -43,19 +43,58 @@ class UsageError(PlabError):
     exit_code = 2
 
 
-# The exit-status contract of every ``plab`` command: (status, meaning). The documentation renders
-# this table (docs/troubleshooting.md, by perceptron_lab.docs_pages); ``tests/test_cli.py`` runs at
-# least one error path for each.
+class DamagedFileError(OutputError):
+    """A file plab reads back (results, tables, run records, parts, logs) is damaged: cut short,
+    not UTF-8, not parseable, or missing columns. The message names the file and how to get a
+    whole copy again. Exit status 1, as for every other problem of an output folder."""
+
+
+class UserFileError(OutputError):
+    """A file plab did not write stands where plab must write (or is asked to remove) one of its
+    own: plab stops instead of overwriting or deleting it (exit status 1)."""
+
+
+class WorkerError(PlabError):
+    """The processes that compute the runs failed: the Dask scheduler cannot be reached, has no
+    workers or went away, its workers cannot run this perceptron_lab, or a worker process (local
+    or Dask) died. Finished parts are kept; the same command resumes."""
+
+    exit_code = 5
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP received: unwinds like Ctrl-C (workers stopped, finished parts kept) and
+    ends with the shell's status for that signal, 128 + its number."""
+
+    def __init__(self, signum: int, name: str):
+        super().__init__(name)
+        self.signum = signum
+        self.name = name
+
+
+# The exit-status contract of every ``plab`` command: (status, meaning). The README and the
+# documentation render this table (docs/troubleshooting.md, by perceptron_lab.docs_pages); ``tests/test_exit_contract.py`` maps each status to several
+# error paths that must end with it, and checks that ``plab`` exits with no status left out here.
 EXIT_STATUSES = (
     (0, "done"),
-    (1, "the output folder: not writable, too little free disk space, full during the run, in use "
-        "by another `plab run`, or holding another config's results"),
+    (1, "the output folder and the files plab reads back: not writable, too little free disk space, full "
+        "during the run, in use by another `plab run`, holding another config's results, a file plab did not "
+        "write standing where plab writes one of its own (plab never overwrites or deletes it), or a file plab "
+        "reads back (results.csv, run.json, a comparison, a part without its header) damaged"),
     (2, "usage and configs: an unknown option or command, an invalid config, a config that does not "
         "fit its data (`train_size` beyond the data, a holdout on a dataset without a test split), "
-        "a run whose estimated size is absurd (`--allow-large` insists)"),
+        "a run whose estimated size is absurd (`--allow-large` insists), epochs or checkpoints that cover "
+        "less than one training step, settings the engine cannot run with, `--executor` options that do not fit "
+        "together (`dask` without `--scheduler`) or need the dask extra, an invalid causes file"),
     (3, "data: a dataset missing, corrupt or not matching its sha256 (`plab run`, `plab data verify`; "
         "`--no-verify` insists), an unknown dataset name, a data file of your own that cannot be "
         "used (`dataset.path`)"),
     (4, "numerics: kernel values or scores that would overflow, underflow or stop being finite"),
+    (5, "workers: the Dask scheduler cannot be reached, has no workers or went away, its workers cannot run "
+        "this perceptron_lab, a worker process died; finished parts are kept and the same command resumes"),
+    (129, "stopped by SIGHUP (the terminal closed); as for Ctrl-C, finished parts are kept and the same "
+          "command resumes"),
     (130, "interrupted (Ctrl-C); finished parts are kept and the same command resumes"),
+    (143, "stopped by SIGTERM (`kill`, a batch scheduler's time limit); as for Ctrl-C, finished parts are "
+          "kept and the same command resumes"),
 )

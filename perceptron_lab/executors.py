@@ -26,7 +26,7 @@ import time
 import uuid
 
 from . import __version__
-from .errors import PlabError
+from .errors import PlabError, UsageError, WorkerError
 
 EXECUTORS = ("local", "dask")
 #: Seconds to wait for the Dask scheduler to answer, and for it to have at least one worker.
@@ -43,23 +43,24 @@ DASK_LOST_SECONDS = 10.0
 
 
 def check_executor(executor: str, scheduler: str | None, jobs: int = 1):
-    """Fail before any work when the executor options do not fit together or dask is missing."""
+    """Fail before any work (:class:`~perceptron_lab.errors.UsageError`, exit status 2) when the executor
+    options do not fit together or the dask extra is missing."""
     if executor not in EXECUTORS:
-        raise PlabError(f"unknown executor {executor!r}; choose one of {', '.join(EXECUTORS)}")
+        raise UsageError(f"unknown executor {executor!r}; choose one of {', '.join(EXECUTORS)}")
     if executor == "local":
         if scheduler:
-            raise PlabError("--scheduler applies to --executor dask only")
+            raise UsageError("--scheduler applies to --executor dask only")
         return
     if not scheduler:
-        raise PlabError("--executor dask needs --scheduler ADDRESS (where 'dask scheduler' listens, "
+        raise UsageError("--executor dask needs --scheduler ADDRESS (where 'dask scheduler' listens, "
                         "e.g. tcp://head-node:8786)")
     if jobs > 1:
-        raise PlabError("--jobs applies to --executor local; with --executor dask the cluster's "
+        raise UsageError("--jobs applies to --executor local; with --executor dask the cluster's "
                         "worker processes set the parallelism")
     try:
         import distributed  # noqa: F401
     except ImportError:
-        raise PlabError(f"--executor dask needs the dask extra: {DASK_INSTALL_HINT}") from None
+        raise UsageError(f"--executor dask needs the dask extra: {DASK_INSTALL_HINT}") from None
 
 
 def _reason(exc: BaseException) -> str:
@@ -82,30 +83,30 @@ def connect_dask(scheduler: str, timeout: float = DASK_CONNECT_SECONDS):
                                 timeout + DASK_GRACE_SECONDS, not_dask)
     except (OSError, TimeoutError, ValueError, TypeError) as exc:
         why = "" if "timed out" in _reason(exc).lower() else f" ({_reason(exc)})"
-        raise PlabError(f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s{why}; "
+        raise WorkerError(f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s{why}; "
                         "start it with 'dask scheduler' and check the address") from None
     except (MemoryError, OverflowError, EOFError) as exc:  # garbage read as a frame length
-        raise PlabError(f"{not_dask} ({type(exc).__name__} while reading its reply)") from None
+        raise WorkerError(f"{not_dask} ({type(exc).__name__} while reading its reply)") from None
     except PlabError:
         raise
     except Exception as exc:  # a protocol error of another kind: still one line
-        raise PlabError(f"{not_dask} ({_reason(exc)})") from None
+        raise WorkerError(f"{not_dask} ({_reason(exc)})") from None
     finally:
         _restore_logs(saved)
     try:
         try:
             client.wait_for_workers(1, timeout=timeout)
         except (TimeoutError, OSError):
-            raise PlabError(f"the Dask scheduler at {scheduler} has no workers after {timeout:g} s; start "
+            raise WorkerError(f"the Dask scheduler at {scheduler} has no workers after {timeout:g} s; start "
                             f"them with 'dask worker {scheduler} --nworkers N --nthreads 1'") from None
         try:
             found = client.run(_worker_version)
         except Exception as exc:
-            raise PlabError(f"Dask workers cannot run perceptron_lab ({_reason(exc)}); install "
+            raise WorkerError(f"Dask workers cannot run perceptron_lab ({_reason(exc)}); install "
                             f"perceptron_lab {__version__} in every worker's environment") from None
         other = sorted({v for v in found.values() if v != __version__})
         if other:
-            raise PlabError(f"Dask workers run perceptron_lab {', '.join(other)}, this process "
+            raise WorkerError(f"Dask workers run perceptron_lab {', '.join(other)}, this process "
                             f"{__version__}; install the same version everywhere")
     except BaseException:
         client.close()
@@ -136,11 +137,11 @@ def _probe(scheduler: str, timeout: float) -> None:
         except (TimeoutError, socket.timeout):
             pass
     if len(head) < 8:
-        raise PlabError(f"{scheduler} does not answer as a Dask scheduler within {timeout:g} s (it sent "
+        raise WorkerError(f"{scheduler} does not answer as a Dask scheduler within {timeout:g} s (it sent "
                         f"{len(head)} bytes of the handshake); check the address (start one with 'dask scheduler')")
     (n,) = struct.unpack("Q", head)
     if n > DASK_HANDSHAKE_MAX_BYTES:
-        raise PlabError(f"{scheduler} is not a Dask scheduler: its first bytes {head!r} are no Dask handshake; "
+        raise WorkerError(f"{scheduler} is not a Dask scheduler: its first bytes {head!r} are no Dask handshake; "
                         "check the address")
 
 
@@ -159,7 +160,7 @@ def _with_deadline(fn, seconds: float, message: str):
     t.start()
     t.join(seconds)
     if t.is_alive():
-        raise PlabError(message)
+        raise WorkerError(message)
     if "error" in box:
         raise box["error"]
     return box["value"]
@@ -271,7 +272,7 @@ def _run_dask(cfg, todo, data_dir, scheduler, finished, bar, timeout):
                         or client.scheduler_comm.comm.closed():
                     lost_since = lost_since or time.monotonic()
                     if time.monotonic() - lost_since > DASK_LOST_SECONDS:
-                        raise PlabError(_lost(scheduler, f"no connection for {DASK_LOST_SECONDS:g} s"))
+                        raise WorkerError(_lost(scheduler, f"no connection for {DASK_LOST_SECONDS:g} s"))
                 else:
                     lost_since = None
                 time.sleep(DASK_POLL_SECONDS)
@@ -280,17 +281,17 @@ def _run_dask(cfg, todo, data_dir, scheduler, finished, bar, timeout):
             for fut in done:
                 try:
                     key, text, tms, steps = fut.result()
-                except PlabError as exc:
+                except PlabError as exc:   # a worker's own error keeps its exit status (data 3, numerics 4)
                     err = PlabError(f"on a Dask worker: {exc}")
                     err.exit_code = exc.exit_code
                     raise err from None
                 except KilledWorker as exc:
-                    raise PlabError(f"Dask workers died while running {fut.key} ({_reason(exc)}); "
+                    raise WorkerError(f"Dask workers died while running {fut.key} ({_reason(exc)}); "
                                     "check the workers' memory and logs") from None
                 except BaseException as exc:  # the scheduler went away, the task was cancelled ...
                     if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                         raise
-                    raise PlabError(_lost(scheduler, _reason(exc))) from None
+                    raise WorkerError(_lost(scheduler, _reason(exc))) from None
                 finished(by_key[key], text, tms)
                 done_keys.add(key)
                 if bar is not None:
@@ -447,7 +448,7 @@ class WorkerPool:
                 try:
                     key, text, tms, steps = fut.result()
                 except BrokenProcessPool:
-                    raise PlabError("a worker process died while computing a part (out of memory? "
+                    raise WorkerError("a worker process died while computing a part (out of memory? "
                                     "see the system log); the finished parts are kept: run the same "
                                     "command again to resume, with fewer --jobs if memory ran out") from None
                 total += steps

@@ -57,7 +57,8 @@ from .errors import PlabError
 from .evaluation import Grid
 from .kernels import load_jit
 from .runtime import settings as runtime_settings
-from .store import RunFolder, code_fingerprint, data_fingerprint, part_key
+from .store import (RunFolder, code_fingerprint, csv_rows, data_fingerprint, part_key, read_back_csv,
+                    read_back_json)
 from .units import (  # noqa: F401  (the units' names, re-exported)
     _DATA_CACHE, DATA_LOCK, NESTED_COLUMNS, RESULT_COLUMNS, Part, Unit, eval_epochs, grid_points, load_data, params_string,
     part_config, part_configs, plan, plan_parts, preprocess, result_columns, rows_to_csv, run_part, run_unit, threads_for,
@@ -424,7 +425,14 @@ def write_outputs(cfg: ExperimentConfig, folder: RunFolder, df: pd.DataFrame, n_
 
         figs = plot_run(out, info={"name": cfg.name, "config": cfg.to_dict()})
         entries.setdefault("outputs", []).extend(str(Path(p).relative_to(out)) for p in figs)
+    entries["csv_rows"] = _csv_rows(out, ["results.csv"] + entries.get("outputs", []) + entries["paper_outputs"])
     return df, entries
+
+
+def _csv_rows(out: Path, names) -> dict:
+    """{name: data rows} of the CSV files among ``names``, for readers to check them against
+    (:func:`perceptron_lab.store.read_back_csv`)."""
+    return {n: csv_rows(out / n) for n in names if n.endswith(".csv") and (out / n).is_file()}
 
 
 class _TimingsWriter:
@@ -492,6 +500,10 @@ def write_paper_outputs(cfg: ExperimentConfig, out: Path, df: pd.DataFrame, n_tr
     return [Path(p) for p in paper.write_outputs(cfg, table, out, df, n_train)]
 
 
+#: How to get a whole run.json or results.csv of a run folder again.
+RERUN_FIX = "move it away and run the config again with plab run (the same --out reuses its finished parts)"
+
+
 def rewrite_paper_outputs(run_dir, figures: bool = False) -> list[Path]:
     """Rewrite a finished run's paper tables from its ``results.csv`` and the config recorded in
     its ``run.json``, without training (after a change to the table code). Figures are redrawn
@@ -510,9 +522,7 @@ def _rewrite_paper_outputs(folder: RunFolder, info_path: Path, res_path: Path, f
     from .config import config_from_dict
 
     run_dir = folder.out
-    info = folder.read_info()
-    if info is None:
-        raise PlabError(f"{run_dir}: run.json is not readable; rerun the config instead")
+    info = read_back_json(info_path, fix=RERUN_FIX, keys=("config",))
     if info.get("status") != "complete":
         raise PlabError(f"{run_dir}: the run is not complete (status {info.get('status')!r})")
     cfg = config_from_dict(info["config"], source=str(info.get("config_file") or info_path))
@@ -521,11 +531,13 @@ def _rewrite_paper_outputs(folder: RunFolder, info_path: Path, res_path: Path, f
                         f"(hash {results_hash(cfg)}, recorded {info.get('config_hash')}); rerun the config instead")
     if not figures:
         cfg = with_overrides(cfg, {"output.figures": False})
-    df = pd.read_csv(res_path, dtype=str, keep_default_na=False)
+    df = read_back_csv(res_path, RESULT_COLUMNS[:1], fix=RERUN_FIX,
+                       rows=(info.get("csv_rows") or {}).get("results.csv"))
     written = write_paper_outputs(cfg, run_dir, df, (info.get("dataset") or {}).get("n_train"))
     names = [str(Path(p).relative_to(run_dir)) for p in written]
     kept = [] if figures else [n for n in info.get("paper_outputs") or [] if n.endswith(".png") and n not in names]
     info["paper_outputs"] = names + kept  # figures not redrawn are kept as they were
+    info["csv_rows"] = {**(info.get("csv_rows") or {}), **_csv_rows(run_dir, names)}
     folder.write_info(info)
     return written
 

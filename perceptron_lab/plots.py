@@ -23,6 +23,7 @@ import math
 from pathlib import Path
 
 from .errors import PlabError
+from .store import read_back_csv, read_back_json
 
 #: (colour, line style, marker) per line, in order: every line differs in all three.
 LINE_STYLES = (("C0", "-", "o"), ("C3", "--", "s"), ("C2", ":", "^"), ("C1", "-.", "D"),
@@ -41,10 +42,12 @@ def style(k: int) -> dict:
 
 
 def save_figure(fig, out, **kwargs) -> None:
-    """Render ``fig`` as PNG and write it atomically (like every other output)."""
-    from .store import atomic_write_bytes
+    """Render ``fig`` as PNG, marked as plab's (:func:`perceptron_lab.store.png_metadata`), and
+    write it atomically (like every other output)."""
+    from .store import atomic_write_bytes, png_metadata
 
     buf = io.BytesIO()
+    kwargs.setdefault("metadata", png_metadata())
     fig.savefig(buf, format="png", **kwargs)
     atomic_write_bytes(out, buf.getvalue())
 
@@ -75,14 +78,10 @@ def read_run(run_dir, info: dict | None = None):
     if not res.is_file():
         raise PlabError(f"{run_dir}: no results.csv; give a run folder written by 'plab run'")
     if info is None:
-        try:
-            info = json.loads((run_dir / "run.json").read_text())
-        except (OSError, ValueError):
-            info = {}
-    df = pd.read_csv(res, dtype=str, keep_default_na=False)
-    need = {"rule", "metric", "value", "epoch", "grid_point", "fold", "permutation"}
-    if not need <= set(df.columns):
-        raise PlabError(f"{res}: not a results file of plab (missing columns {', '.join(sorted(need - set(df.columns)))})")
+        # a missing run.json leaves the run unnamed; a damaged one stops (DamagedFileError)
+        info = read_back_json(run_dir / "run.json") if (run_dir / "run.json").exists() else {}
+    need = ["rule", "metric", "value", "epoch", "grid_point", "fold", "permutation"]
+    df = read_back_csv(res, need, rows=(info.get("csv_rows") or {}).get("results.csv"))
     if "class" in df:
         df = df[df["class"] == "all"]
     df = df.assign(epoch=pd.to_numeric(df["epoch"], errors="coerce"),
@@ -109,7 +108,7 @@ def grid_labels(run_dir) -> dict:
     g = Path(run_dir) / "grid.csv"
     if not g.is_file():
         return {}
-    t = pd.read_csv(g, dtype=str, keep_default_na=False)
+    t = read_back_csv(g, ["grid_point"])
     cols = [c for c in t.columns if c != "grid_point" and t[c].nunique() > 1]
     return {int(r["grid_point"]): ", ".join(f"{c.split('.')[-1]}={r[c]}" for c in cols) for _, r in t.iterrows()}
 
@@ -252,7 +251,7 @@ def plot_parameter_curve(df, info, run_dir, out) -> Path | None:
         return None
     last = err["epoch"].max()
     curves = _mean_std(err[err["epoch"] == last], ["gp", "label"])
-    g = pd.read_csv(Path(run_dir) / "grid.csv", dtype=str, keep_default_na=False) \
+    g = read_back_csv(Path(run_dir) / "grid.csv", ["grid_point"]) \
         if (Path(run_dir) / "grid.csv").is_file() else pd.DataFrame({"grid_point": []})
     cols = [c for c in g.columns if c != "grid_point" and g[c].nunique() > 1]
     xs = dict(zip(g["grid_point"].astype(int), _numeric(g[cols[0]]) or [])) if len(cols) == 1 else {}

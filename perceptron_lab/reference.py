@@ -34,16 +34,30 @@ def reference_table(name: str) -> pd.DataFrame:
     """One packaged reference table, e.g. ``reference_table("fs1999_table1")``.
 
     ``name`` may be given with or without the ``.csv`` suffix. Numeric columns are parsed as
-    numbers (``value`` as float); cells the paper leaves empty have no row.
+    numbers (``value`` as float); cells the paper leaves empty have no row. A damaged file (not
+    UTF-8, cut short, empty) raises :class:`~perceptron_lab.errors.DamagedFileError`.
     """
     stem = name[:-4] if name.endswith(".csv") else name
     files = _files()
     if stem not in files:
         raise KeyError(f"no reference table {stem!r}; available: {', '.join(sorted(files))}")
-    with open(files[stem], encoding="utf-8") as fh:
-        df = pd.read_csv(fh)
+    import io
+
+    from .store import read_back_text
+
+    fix = "the package's copy is damaged: reinstall perceptron_lab"
+    df = pd.read_csv(io.StringIO(read_back_text(files[stem], fix=fix)))
+    if df.isna().all(axis=1).any() or df.empty:
+        from .store import damaged
+
+        raise damaged(files[stem], "rows without cells" if not df.empty else "no cells", fix)
     if "value" in df.columns:
-        df["value"] = pd.to_numeric(df["value"], errors="raise").astype(float)
+        try:
+            df["value"] = pd.to_numeric(df["value"], errors="raise").astype(float)
+        except (ValueError, TypeError) as exc:
+            from .store import damaged
+
+            raise damaged(files[stem], f"a value is not a number: {exc}", fix) from None
     return df
 
 

@@ -12,14 +12,23 @@ Every run folder (a folder holding ``run.json``) below the given paths is read, 
 later runs write (e.g. Gentile Tables 3-4 on MNIST, Khardon & Wachman Tables 5 and 7) appear
 without changes here. Figures are read from anywhere below the paths (e.g. the combined
 ``results/fs1999/fs1999_figure2.png``). ``results/golden`` (the CI subset) is left out.
+
+Damage is shown, never hidden. Every file read back is validated
+(:func:`perceptron_lab.store.read_back_json`, :func:`perceptron_lab.store.read_back_csv`): a run
+folder whose ``run.json``, a comparison or a layout is damaged (cut short, not UTF-8, not
+parseable, rows shorter than the header, columns missing) gets one ``plab: warning:`` line, is
+marked ``DAMAGED`` in the list of runs, and none of its tables is counted; the summary and the
+landing page say how many runs were left out of the counts and why (``damaged: 1 run not
+counted``). A damaged ``reproduce.json`` is marked the same way. A causes file that cannot be used
+stops the report (exit status 2, as an invalid config).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +39,8 @@ from .causes import FILE_NAME as CAUSES_FILE
 from .causes import VOCABULARY, assign, load_rules
 from .comparison import compared, consistent, read_comparison, sampling_covers, scored
 from .report_html import _causes_text, _tally, write_pages
-from .store import atomic_write_text
+from .errors import DamagedFileError
+from .store import atomic_write_text, read_back_csv, read_back_json
 from .studies import budget as budget_study
 
 def _table_match(name: str):
@@ -100,6 +110,12 @@ class Report:
     unused_rules: list = field(default_factory=list)
     #: The budget study's report items (:func:`perceptron_lab.studies.budget.report_items`), [] when not run.
     study_items: list = field(default_factory=list)
+    #: (run folder or log, the one-line damage message) of every run or log left out of the counts.
+    damaged: list = field(default_factory=list)
+
+    @property
+    def damaged_runs(self) -> int:
+        return len(self.damaged)
 
 
 def _skip(p: Path) -> bool:
@@ -125,30 +141,80 @@ def find_figures(paths) -> list[Path]:
     return sorted(figs)
 
 
-def collect(paths) -> Report:
+def warn(message: str) -> None:
+    """One ``plab: warning:`` line on stderr."""
+    print(f"plab: warning: {message}", file=sys.stderr, flush=True)
+
+
+#: How to get a whole run.json or results.csv again.
+RUN_FIX = "move it away and run the config again with plab run (the same --out reuses its finished parts)"
+
+
+def _tables_fix(d: Path) -> str:
+    return f"move it away and run 'plab tables {d}' to write it again from results.csv"
+
+
+def read_run_tables(d: Path) -> tuple[dict, list]:
+    """(run.json, the paper tables) of one run folder, every file validated;
+    :class:`~perceptron_lab.errors.DamagedFileError` names the first damaged one."""
+    info = read_back_json(d / "run.json", fix=RUN_FIX)
+    rows = info.get("csv_rows") if isinstance(info.get("csv_rows"), dict) else {}
+    tables = []
+    for comp in sorted(d.glob("*_comparison.csv")):
+        stem = comp.name[: -len("_comparison.csv")]
+        paper = stem.split("_", 1)[0]
+        if paper not in plugins.names():
+            continue
+        layout_p = d / f"{stem}.csv"
+        layout = (read_back_csv(layout_p, fix=_tables_fix(d), rows=rows.get(layout_p.name)) if layout_p.exists()
+                  else pd.DataFrame())
+        tables.append(TableResult(paper, stem, d, layout,
+                                  read_comparison(comp, fix=_tables_fix(d), rows=rows.get(comp.name))))
+    return info, tables
+
+
+def collect(paths, warn=warn, strict: bool = False) -> Report:
+    """Every run folder, table, figure and reproduction log below ``paths``. A damaged run folder
+    or log is warned about (``warn``), listed in ``Report.damaged`` and left out of the counts;
+    with ``strict`` (``plab compare``, which shows one run's cells) it stops the command instead
+    (:class:`~perceptron_lab.errors.DamagedFileError`, exit status 1)."""
     rep = Report()
-    rep.study_items = next((its for its in map(budget_study.report_items, paths) if its), [])
+    for p in paths:
+        try:
+            rep.study_items = budget_study.report_items(p)
+        except DamagedFileError as exc:
+            if strict:
+                raise
+            warn(f"{exc}; the budget study is not shown")
+            rep.damaged.append((Path(p) / budget_study.STUDY_DIR, str(exc)))
+            continue
+        if rep.study_items:
+            break
     for d in find_run_dirs(paths):
         try:
-            info = json.loads((d / "run.json").read_text())
-        except (OSError, ValueError):
+            info, tables = read_run_tables(d)
+        except DamagedFileError as exc:
+            if strict:
+                raise
+            warn(f"{exc}; run {d} is marked damaged and not counted")
+            rep.damaged.append((d, str(exc)))
+            rep.runs.append((d, {"damaged": str(exc)}))
             continue
         rep.runs.append((d, info))
-        for comp in sorted(d.glob("*_comparison.csv")):
-            stem = comp.name[: -len("_comparison.csv")]
-            paper = stem.split("_", 1)[0]
-            if paper not in plugins.names():
-                continue
-            layout_p = d / f"{stem}.csv"
-            layout = pd.read_csv(layout_p, dtype=str, keep_default_na=False) if layout_p.exists() else pd.DataFrame()
-            rep.tables.append(TableResult(paper, stem, d, layout, read_comparison(comp)))
+        rep.tables += tables
     rep.figures = find_figures(paths)
     for p in map(Path, paths):
         log = p / "reproduce.json"
         if p.is_dir() and log.is_file():
-            content = read_log(log)
-            if content:
-                rep.reproductions.append((log, content))
+            try:
+                content = read_back_json(log, fix=LOG_FIX)
+            except DamagedFileError as exc:
+                if strict:
+                    raise
+                warn(f"{exc}; its run times are not shown")
+                rep.damaged.append((log, str(exc)))
+                continue
+            rep.reproductions.append((log, content))
     _assign_causes(rep, paths)
     return rep
 
@@ -168,12 +234,16 @@ def _assign_causes(rep: Report, paths) -> None:
     rep.unused_rules = [r for k, r in enumerate(rules) if k not in used]
 
 
+#: How to get a whole reproduction log again.
+LOG_FIX = "move it away (the times it held are lost) and run the reproduction again"
+
+
 def read_log(log_path) -> dict:
-    """A reproduction log (``results/reproduce.json``); empty when missing or unreadable."""
-    try:
-        return json.loads(Path(log_path).read_text())
-    except (OSError, ValueError):
+    """A reproduction log (``results/reproduce.json``); empty when missing,
+    :class:`~perceptron_lab.errors.DamagedFileError` when damaged."""
+    if not Path(log_path).is_file():
         return {}
+    return read_back_json(log_path, fix=LOG_FIX)
 
 
 def recorded_seconds(configs: dict) -> dict:
@@ -246,10 +316,26 @@ def protocol_notes() -> list[str]:
     ]
 
 
+def damage_lines(rep: Report) -> list[str]:
+    """The runs and logs left out of the counts because a file of theirs is damaged (empty when none)."""
+    if not rep.damaged:
+        return []
+    n = rep.damaged_runs
+    return [f"- **DAMAGED: {n} run folder{'s' if n > 1 else ''} or log{'s' if n > 1 else ''} not counted** "
+            "in any total below:"] + [f"  - `{d}`: {why}" for d, why in rep.damaged]
+
+
+def damage_note(rep: Report) -> str:
+    """``; damaged: N run(s) not counted`` for the totals' lines (empty when none)."""
+    n = rep.damaged_runs
+    return f"; damaged: {n} run{'s' if n > 1 else ''} not counted" if n else ""
+
+
 def summary_lines(rep: Report) -> list[str]:
     """Per table, per paper (the paper's settings; variants apart) and overall: the strict count
-    of cells within tolerance, the count consistent with sampling and the causes of the rest."""
-    lines = []
+    of cells within tolerance, the count consistent with sampling and the causes of the rest;
+    first, the damaged runs left out of every count."""
+    lines = damage_lines(rep)
     for t in rep.tables:
         ok, n, both = t.counts
         extra = f" ({both - n} shown, not scored)" if both > n else ""
@@ -273,7 +359,7 @@ def summary_lines(rep: Report) -> list[str]:
     ok, n, both, cons, causes = _tally(main)
     lines.append(f"- **Overall, the papers' settings: {ok}/{n} in-scope cells within tolerance**, {cons}/{n} "
                  f"consistent with sampling ({both} cells compared)"
-                 + (f"; outside: {_causes_text(causes)}" if causes else ""))
+                 + (f"; outside: {_causes_text(causes)}" if causes else "") + damage_note(rep))
     var = [t for t in rep.tables if t.variant]
     if var:
         ok, n, both, cons, _ = _tally(var)
@@ -359,6 +445,9 @@ def reproduction_lines(rep: Report) -> list[str]:
 def run_lines(rep: Report) -> list[str]:
     out = []
     for d, info in rep.runs:
+        if "damaged" in info:
+            out.append(f"- `{d}`: **DAMAGED, not counted**: {info['damaged']}")
+            continue
         v = info.get("versions") or {}
 
         def g(k, src=info):
@@ -474,6 +563,7 @@ def write_report(paths, out_dir) -> tuple[Path, Path]:
     atomic_write_text(md_path, to_markdown(items, out))
     studies = [(f"{budget_study.STUDY_DIR}.html", "kernel perceptrons on a memory budget", rep.study_items)]
     html_paths = write_pages(rep, out, {"scoring": scoring_rules(), "protocol": protocol_notes(),
+                                        "damaged": damage_lines(rep), "damage_note": damage_note(rep),
                                         "cause_lines": cause_lines(rep), "missing": missing_lines(rep),
                                         "reproductions": reproduction_lines(rep), "runs": run_lines(rep)},
                              studies if rep.study_items else [])
@@ -484,7 +574,7 @@ def compare_text(run_dir, only_outside: bool = False, cells: bool = True) -> str
     """The comparison of one run folder (or every run folder below it), for the terminal.
     ``only_outside``: list only the in-scope cells outside tolerance, with their causes;
     ``cells=False``: only each table's counts."""
-    rep = collect([run_dir])
+    rep = collect([run_dir], strict=True)
     if not rep.tables:
         unfinished = [f"{d} ({info.get('status', '?')})" for d, info in rep.runs if info.get("status") != "complete"]
         why = f"; unfinished runs: {', '.join(unfinished)}" if unfinished else ""

@@ -258,7 +258,9 @@ def pages(rep, out: Path, text: dict, studies=()) -> dict[str, str]:
     """File name -> HTML of every page: ``index.html`` and ``<paper>.html`` per paper with results,
     and one page per study (``studies``: (file name, title, report items)).
     ``text``: the report's bullet lists (``scoring``, ``protocol``, ``cause_lines``, ``missing``,
-    ``reproductions``, ``runs``), as :mod:`perceptron_lab.report` writes them for the Markdown."""
+    ``reproductions``, ``runs``, ``damaged``) and ``damage_note``, as :mod:`perceptron_lab.report`
+    writes them for the Markdown: a damaged run is marked in a box under the landing page's total,
+    in the totals' line (``damaged: 1 run not counted``) and in the list of runs."""
     env = _env()
     out = Path(out)
     papers = []

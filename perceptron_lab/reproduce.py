@@ -47,7 +47,6 @@ if __name__ == "__main__":
 
 from . import plugins  # noqa: E402  (after the process settings)
 from .config import load_config  # noqa: E402
-from .errors import PlabError  # noqa: E402
 from .experiment import run_experiment, verify_inputs  # noqa: E402
 from .store import atomic_write_text  # noqa: E402
 from .units import peak_rss_mb  # noqa: E402
@@ -315,18 +314,13 @@ def run_side_by_side(cfgs: dict, args, earlier: dict, times: dict, t0: float, sa
 
 
 def cli(argv=None) -> None:
-    """:func:`main` with the command line's errors: a PlabError (a missing dataset, a bad config ...)
-    is one ``plab: error:`` line and its exit status, an interruption says what is kept."""
-    try:
-        main(argv)
-    except PlabError as exc:
-        for line in getattr(exc, "problems", None) or str(exc).splitlines() or [type(exc).__name__]:
-            print(f"plab: error: {line}", file=sys.stderr)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        print("\nplab: interrupted; finished parts are kept, run the same command again to resume",
-              file=sys.stderr)
-        sys.exit(130)
+    """:func:`main` with the command line's errors, as ``plab`` has them
+    (:func:`perceptron_lab.cli.friendly_errors`): a PlabError (a missing dataset, a bad config ...)
+    is one ``plab: error:`` line and its exit status; Ctrl-C, SIGTERM and SIGHUP say what is kept
+    and end with 130, 143 and 129."""
+    from .cli import friendly_errors
+
+    friendly_errors(main)(argv)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,27 @@ DVC reuse an output only when its inputs' checksums match):
   lock on ``OUT/.plab.lock`` while it runs (the kernel releases it when the process dies);
 * every file is written to a temporary ``.NAME.PID.plab.tmp`` and moved into place; only files
   named in that pattern, of processes no longer running, are ever cleaned up.
+
+**A user's files are never deleted or overwritten.** plab replaces or removes a file only when it
+can prove it wrote it, by its name *and* its header (:func:`plab_wrote`): a part starts with
+``# plab-part``; a CSV output's header line begins with the same two column names as the one plab
+writes now; a Markdown output's title line matches plab's; an HTML page's ``<title>`` ends with
+``perceptron_lab report``; ``run.json`` is a JSON object with plab's ``name`` and ``config_hash``,
+``timings.json`` one of unit records, ``reproduce.json`` one with plab's ``configs``;
+a PNG carries plab's ``Software`` text (figures drawn before it did: matplotlib's, under a figure
+name plab uses). Any other file where plab must write stops the command with one line and exit
+status 1 (:class:`~perceptron_lab.errors.UserFileError`) *before* anything is replaced: stopping
+loses nothing (the finished parts stay and the same command resumes once the file is moved),
+while overwriting would destroy work plab cannot recreate. ``plab run --force`` removes only the
+parts that pass the same test; other files in ``parts/`` are left alone.
+
+**Files plab reads back are validated** (:func:`read_back_text`, :func:`read_back_json`,
+:func:`read_back_csv`): a file that is empty, not UTF-8 or not parseable, cut short (a CSV whose
+last line has no end -- plab ends every CSV with one -- or with fewer rows than run.json's
+``csv_rows`` records for it), with a row whose field count is not the header's, or without the
+columns its reader needs raises :class:`~perceptron_lab.errors.DamagedFileError` (exit status 1) naming the
+file and how to get a whole copy again; readers of many files (``plab report``) catch it, warn
+and mark the run instead of leaving it out silently.
 """
 
 from __future__ import annotations
@@ -30,7 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from .constants import MIN_FREE_DISK_MB
-from .errors import OutputError, PlabError
+from .errors import DamagedFileError, OutputError, PlabError, UserFileError
 
 #: Suffix of plab's temporary files; nothing else is ever removed by a cleanup.
 TMP_SUFFIX = ".plab.tmp"
@@ -52,13 +73,15 @@ def atomic_write_text(path: Path, text: str):
 
 
 def atomic_write_bytes(path: Path, data: bytes):
-    """:func:`atomic_write_text` for bytes (figures)."""
+    """:func:`atomic_write_text` for bytes (figures). A file already at ``path`` is replaced only when
+    plab wrote it (:func:`plab_wrote`); otherwise :class:`~perceptron_lab.errors.UserFileError`."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}{TMP_SUFFIX}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_dir():
             raise PlabError(f"{path} is a folder where plab writes a file; move it away and run the command again")
+        check_replaceable(path, data)
         with open(tmp, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -72,6 +95,103 @@ def atomic_write_bytes(path: Path, data: bytes):
         if isinstance(exc, OSError):
             raise write_error(path, exc) from None
         raise
+
+
+# ----------------------------------------------------------------------------- whose file is it
+
+
+PART_HEADER = b"# plab-part "
+#: The names of plab's part files (``g003``, ``g000_f+02_p001``, ``g000_f-01_i03_p000``).
+PART_NAME_RE = re.compile(r"^g\d+(_f[+-]\d+(_i\d+)?_p\d+)?\.csv$")
+#: Figures plab drew before it marked its PNGs: matplotlib's mark is accepted under these names.
+_LEGACY_FIGURE_RE = re.compile(r"^(learning_curves|counts|parameter_curve|folds|[a-z0-9]+_figure[\w-]*|"
+                               r"error_vs_budget_[\w-]+|seconds_vs_budget|mistakes_vs_examples)\.png$")
+#: The ``Software`` text plab writes into its PNG figures (:func:`png_metadata`).
+PNG_SOFTWARE = "perceptron_lab"
+_HEAD_BYTES = 4096
+
+
+def png_metadata() -> dict:
+    """PNG text for plab's figures: the mark that proves plab drew them (``savefig(metadata=...)``)."""
+    from . import __version__
+
+    return {"Software": f"{PNG_SOFTWARE} {__version__} (matplotlib)"}
+
+
+def _first_line(data: bytes) -> bytes:
+    return data.split(b"\n", 1)[0].rstrip(b"\r")
+
+
+def _json_object(data: bytes):
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def plab_wrote(path: Path, new: bytes | None = None) -> bool:
+    """Whether the file at ``path`` is one plab wrote, by its name and its header (see the module's
+    docstring); ``new`` is what plab is about to write there (its header line is compared)."""
+    path = Path(path)
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_HEAD_BYTES)
+    except OSError:
+        return False
+    name, suffix = path.name, path.suffix.lower()
+    if head.startswith(PART_HEADER):
+        return PART_NAME_RE.match(name) is not None and (new is None or new.startswith(PART_HEADER))
+    if suffix == ".csv":
+        if path.parent.name == "parts" and PART_NAME_RE.match(name):
+            return False   # a part without plab's header line
+        old_cols = _first_line(head).split(b",")
+        if new is None or len(old_cols) < 2:
+            return False
+        return old_cols[:2] == _first_line(new).split(b",")[:2]
+    if suffix == ".md":
+        old = _first_line(head)
+        if new is None or not old.startswith(b"# "):
+            return False
+        new_line = _first_line(new)
+        return old == new_line or (b":" in old and old.split(b":", 1)[0] == new_line.split(b":", 1)[0])
+    if suffix == ".html":
+        return re.search(rb"<title>[^<]*perceptron_lab report</title>", head) is not None
+    if suffix == ".png":
+        if not head.startswith(b"\x89PNG\r\n\x1a\n"):
+            return False
+        if b"tEXtSoftware\x00" + PNG_SOFTWARE.encode() in head:
+            return True
+        return b"tEXtSoftware\x00Matplotlib" in head and _LEGACY_FIGURE_RE.match(name) is not None
+    if suffix == ".json":
+        try:
+            obj = _json_object(path.read_bytes())
+        except OSError:
+            return False
+        if obj is None:
+            return False
+        if name == INFO_NAME:
+            return {"name", "config_hash"} <= set(obj)
+        if name == TIMINGS_NAME:
+            return all(isinstance(v, dict) and "unit" in v for v in obj.values())
+        if name == "reproduce.json":
+            return "configs" in obj
+        return True   # plab's own caches (e.g. the dataset checksum cache)
+    return new is not None and _first_line(head) == _first_line(new) and len(_first_line(head)) > 1
+
+
+def check_replaceable(path: Path, new: bytes | None = None) -> None:
+    """Raise :class:`~perceptron_lab.errors.UserFileError` when a file plab did not write (by
+    :func:`plab_wrote`) stands at ``path``, where plab is about to write ``new``."""
+    path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        return
+    if not plab_wrote(path, new):
+        raise UserFileError(f"{path} was not written by plab (its name or its first line is not plab's), and plab "
+                            "never overwrites a file it did not write: move it away (or choose another output "
+                            "folder with --out) and run the same command again")
 
 
 def write_error(path: Path, exc: OSError) -> OutputError:
@@ -135,6 +255,92 @@ def check_writable(out: Path):
         raise OutputError(f"only {free / 2**20:.1f} MB free on the disk of output folder {out}; a run needs "
                           f"at least {MIN_FREE_DISK_MB} MB for its results: free some disk space or choose "
                           "another folder with --out")
+
+
+# ----------------------------------------------------------------------------- reading back
+
+
+#: What a damaged file's message suggests when its reader gives no better fix.
+REWRITE_FIX = ("move it away and run the command that wrote it again (plab run with the same config and --out "
+               "reuses the run's finished parts)")
+
+
+def damaged(path: Path, why: str, fix: str | None = None) -> DamagedFileError:
+    """The one-line error for a file plab reads back that is not whole."""
+    return DamagedFileError(f"{path} is damaged ({why}); {fix or REWRITE_FIX}")
+
+
+def read_back_text(path, fix: str | None = None, whole_lines: bool = True) -> str:
+    """The UTF-8 text of a file plab reads back; :class:`~perceptron_lab.errors.DamagedFileError`
+    when it cannot be read, is not UTF-8, is empty or (``whole_lines``) does not end with a newline
+    (plab ends every CSV it writes with one, so a missing one means the file was cut short)."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise damaged(path, f"unreadable: {exc.strerror or exc}", fix) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise damaged(path, f"not UTF-8 text: byte {exc.start}", fix) from None
+    if not text.strip():
+        raise damaged(path, "empty", fix)
+    if whole_lines and not text.endswith("\n"):
+        raise damaged(path, "cut short: its last line has no end", fix)
+    return text
+
+
+def read_back_json(path, fix: str | None = None, keys=()) -> dict:
+    """A JSON object plab wrote (run.json, timings.json, reproduce.json), validated as
+    :func:`read_back_text` does (a JSON file cut short does not parse), with ``keys`` present."""
+    text = read_back_text(path, fix, whole_lines=False)
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        raise damaged(Path(path), f"not JSON: {str(exc).split(':')[0]}", fix) from None
+    if not isinstance(obj, dict):
+        raise damaged(Path(path), f"a JSON {type(obj).__name__}, not an object", fix)
+    missing = [k for k in keys if k not in obj]
+    if missing:
+        raise damaged(Path(path), f"no {', '.join(missing)}", fix)
+    return obj
+
+
+def csv_rows(path) -> int:
+    """The data rows of a CSV file plab wrote (its lines after the header), for run.json's record
+    (``csv_rows``) that lets a reader tell a file cut at a line's end from a whole one."""
+    with open(path, "rb") as fh:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b"")) - 1
+
+
+def read_back_csv(path, columns=(), fix: str | None = None, rows: int | None = None):
+    """A CSV plab wrote, every cell as text (``dtype=str``, no NA parsing), validated: UTF-8,
+    whole (ends with a newline), every row as long as the header, at least the ``columns``
+    given and, when ``rows`` is given (run.json's ``csv_rows``), exactly that many rows.
+    :class:`~perceptron_lab.errors.DamagedFileError` otherwise."""
+    import io
+
+    import pandas as pd
+
+    path = Path(path)
+    text = read_back_text(path, fix)
+    try:
+        df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+        raise damaged(path, f"not a CSV table: {' '.join(str(exc).split())[:80]}", fix) from None
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise damaged(path, f"no column {', '.join(missing)}", fix)
+    import csv
+
+    width = len(df.columns)
+    for line, row in enumerate(csv.reader(io.StringIO(text)), 1):
+        if len(row) != width:
+            raise damaged(path, f"line {line} has {len(row)} fields, the header {width}", fix)
+    lines = text.count("\n") - 1
+    if rows is not None and lines != int(rows):
+        raise damaged(path, f"{lines} rows where plab wrote {int(rows)} (run.json's csv_rows)", fix)
+    return df
 
 
 # ----------------------------------------------------------------------------- fingerprints and keys
@@ -205,6 +411,12 @@ def decode_part(text: str, key: str) -> tuple[str | None, str]:
 # ----------------------------------------------------------------------------- the folder
 
 
+def _not_a_part(path: Path) -> UserFileError:
+    return UserFileError(f"{path} has no plab part header, so plab cannot tell it from a file of yours and will "
+                         "not overwrite it: move it away (delete it if it is a damaged part) and run the same "
+                         "command again")
+
+
 class RunFolder:
     """An output folder, locked for one ``plab run`` while the context is open."""
 
@@ -233,6 +445,13 @@ class RunFolder:
             raise PlabError(f"{self.out} is in use by another plab run ({holder}); wait for it to finish or "
                             "choose another output folder with --out") from None
         fh.seek(0)
+        held = fh.read()
+        if held.strip() and not re.fullmatch(r"pid \d+\n?", held):   # not plab's lock record: keep it
+            fh.close()
+            raise UserFileError(f"{path} was not written by plab (plab's lock file holds 'pid N'), and plab never "
+                                "overwrites a file it did not write: move it away (or choose another output folder "
+                                "with --out) and run the same command again")
+        fh.seek(0)
         fh.truncate()
         fh.write(f"pid {os.getpid()}\n")
         fh.flush()
@@ -259,11 +478,16 @@ class RunFolder:
         if path.is_dir():
             raise PlabError(f"{path} is a folder, not a part plab wrote; move it away and run the command again")
         try:
-            text = path.read_bytes().decode("utf-8")
-        except UnicodeDecodeError:
-            return None, "not UTF-8 text"
+            raw = path.read_bytes()
         except OSError as exc:
             return None, f"unreadable ({exc.strerror or exc})"
+        if not raw.startswith(PART_HEADER) or path.is_symlink():
+            # not provably plab's: recomputing would overwrite it
+            raise _not_a_part(path)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None, "not UTF-8 text"
         return decode_part(text, key)
 
     def reusable(self, names_keys) -> dict:
@@ -286,10 +510,21 @@ class RunFolder:
         atomic_write_text(self.part_path(name), encode_part(key, csv_text))
 
     def clear_parts(self) -> None:
-        if self.parts.is_dir():
-            for p in self.parts.glob("*.csv"):
-                if p.is_file() or p.is_symlink():
-                    p.unlink()
+        """Remove the parts plab wrote (``--force``): files named as parts that start with plab's
+        part header. Every other file in ``parts/`` is left as it is; a file named as a part but
+        without the header stops the run first (:class:`~perceptron_lab.errors.UserFileError`),
+        before anything is removed, since a run may have to write there."""
+        if not self.parts.is_dir():
+            return
+        mine = []
+        for p in sorted(self.parts.glob("*.csv")):
+            if not PART_NAME_RE.match(p.name):
+                continue
+            if not plab_wrote(p):
+                raise _not_a_part(p)
+            mine.append(p)
+        for p in mine:
+            p.unlink()
 
     # -- run.json, timings.json and the final outputs
 
@@ -303,7 +538,11 @@ class RunFolder:
 
     def check_config(self, config_hash: str, force: bool) -> None:
         """Refuse a folder whose run.json records another config (unless ``force``). An unreadable
-        run.json refuses nothing: every part still has to prove it belongs to this run."""
+        run.json refuses nothing: every part still has to prove it belongs to this run. A run.json
+        or timings.json that plab did not write (or that is damaged past recognition) stops the run
+        before any work, even with ``force``: plab would have to overwrite it."""
+        for name in (INFO_NAME, TIMINGS_NAME):
+            check_replaceable(self.out / name)
         old = None if force else self.read_info()
         if old is not None and old.get("config_hash") not in (None, config_hash):
             raise PlabError(f"{self.out} holds results of a different config (hash {old.get('config_hash')}, "
@@ -330,5 +569,6 @@ class RunFolder:
         return path
 
 
-__all__ = ["TMP_SUFFIX", "atomic_write_text", "atomic_write_bytes", "write_error", "remove_stale_temporaries", "check_writable",
+__all__ = ["PART_NAME_RE", "PNG_SOFTWARE", "png_metadata", "plab_wrote", "check_replaceable", "damaged",
+           "read_back_text", "read_back_json", "read_back_csv", "csv_rows", "TMP_SUFFIX", "atomic_write_text", "atomic_write_bytes", "write_error", "remove_stale_temporaries", "check_writable",
            "data_fingerprint", "code_fingerprint", "part_key", "encode_part", "decode_part", "RunFolder"]

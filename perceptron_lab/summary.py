@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .store import read_back_csv
+
 COUNT_ROWS = ("mistakes", "support_vectors")
 
 
@@ -52,7 +54,7 @@ def search_lines(out_dir) -> list[str]:
     lines = []
     s = out / "search.csv"
     if s.is_file():
-        t = pd.read_csv(s, dtype=str, keep_default_na=False)
+        t = read_back_csv(s, ["search", "rule"])
         lines.append("parameter search (the same folds chose and report the point, so its error is optimistic): "
                      "the chosen point per plan and rule, its cross-validated test error %")
         for _, r in t.iterrows():
@@ -62,7 +64,7 @@ def search_lines(out_dir) -> list[str]:
                          f"{err:6.2f} ± {_num(r.get('sd_pct')):.2f}")
     n = out / "nested.csv"
     if n.is_file():
-        t = pd.read_csv(n, dtype=str, keep_default_na=False)
+        t = read_back_csv(n, ["search", "rule", "choices"])
         inner = _inner_errors(out)
         lines.append("nested search: the points chosen on the inner folds (how often), their mean inner-CV error % "
                      "and the outer folds' test error % of the chosen points (± the maximum-likelihood sd over "
@@ -83,7 +85,7 @@ def _inner_errors(out: Path) -> dict:
     res = out / "results.csv"
     if not res.is_file():
         return {}
-    d = pd.read_csv(res, dtype=str, keep_default_na=False)
+    d = read_back_csv(res, ["metric", "rule", "normalized", "fold", "value"])
     if "search" not in d:
         return {}
     d = d[(d["search"] != "") & (d["metric"] == "inner_cv_error_pct")]

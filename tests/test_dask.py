@@ -80,7 +80,7 @@ def test_dask_matches_local_and_resumes(tmp_path, scheduler):
 
 def test_option_errors_are_one_line(tmp_path):
     r = CliRunner().invoke(main, ["run", "--executor", "dask", "-q", "--out", str(tmp_path / "o")])
-    assert r.exit_code == 1
+    assert r.exit_code == 2   # usage
     assert r.output.strip().splitlines() == [
         "plab: error: --executor dask needs --scheduler ADDRESS (where 'dask scheduler' listens, "
         "e.g. tcp://head-node:8786)"]
@@ -154,7 +154,7 @@ def test_scheduler_killed_mid_run_is_one_line_and_resume_works(tmp_path):
             p.kill()
             p.wait(timeout=30)
     errors = [ln for ln in stderr.splitlines() if ln.startswith("plab: error:")]
-    assert run.returncode == 1 and "Traceback" not in stderr, stderr
+    assert run.returncode == 5 and "Traceback" not in stderr, stderr   # workers
     assert len(errors) == 1 and "lost the Dask scheduler at" in errors[0] and "resume" in errors[0], stderr
     assert not (out / "results.csv").exists()
     kept = len(list((out / "parts").glob("*.csv")))

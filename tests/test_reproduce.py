@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from perceptron_lab.errors import DamagedFileError
 from perceptron_lab.reproduce import CORE, SETS, read_log, record, recorded_seconds, time_left
 
 
@@ -33,7 +34,8 @@ def test_read_log_tolerates_a_missing_or_broken_log(tmp_path):
     assert read_log(tmp_path / "none.json") == {}
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    assert read_log(bad) == {}
+    with pytest.raises(DamagedFileError, match="bad.json is damaged .*move it away"):
+        read_log(bad)   # shown, not taken for an empty log (which the next write would replace)
     good = tmp_path / "good.json"
     good.write_text(json.dumps({"configs": {"a.yaml": {"wall_seconds": 1.5, "ran": 1, "reused": 0}}}))
     assert recorded_seconds(read_log(good)["configs"]) == {"a.yaml": 1.5}

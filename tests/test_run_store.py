@@ -99,15 +99,27 @@ def test_changed_data_file_recomputes_every_part(tmp_path):
     assert (out / "results.csv").read_bytes() == (ref / "results.csv").read_bytes()
 
 
-@pytest.mark.parametrize("damage", ["delete", "corrupt"])
-def test_lost_run_json_and_changed_epochs_do_not_mix_epochs(tmp_path, damage):
+def test_lost_run_json_and_changed_epochs_do_not_mix_epochs(tmp_path):
     out = tmp_path / "out"
     assert plab(write_cfg(tmp_path, epochs=3), out).exit_code == 0
-    if damage == "delete":
-        (out / "run.json").unlink()
-    else:
-        (out / "run.json").write_text("{not json")
+    (out / "run.json").unlink()
     cfg5 = write_cfg(tmp_path, epochs=5, name="store5.yaml")
+    r = plab(cfg5, out)
+    assert r.exit_code == 0 and len(notes(r)) == 1 and "not reused" in notes(r)[0]
+    assert (out / "results.csv").read_bytes() == reference(tmp_path, cfg5)
+
+
+def test_corrupt_run_json_is_never_overwritten_and_the_run_resumes_once_it_is_moved(tmp_path):
+    # plab cannot prove it wrote "{not json": it stops before any work rather than overwrite it
+    out = tmp_path / "out"
+    assert plab(write_cfg(tmp_path, epochs=3), out).exit_code == 0
+    (out / "run.json").write_text("{not json")
+    cfg5 = write_cfg(tmp_path, epochs=5, name="store5.yaml")
+    r = plab(cfg5, out)
+    assert r.exit_code == 1 and len(notes(r)) == 1 and notes(r)[0].startswith(f"plab: error: {out / 'run.json'} "
+                                                                            "was not written by plab")
+    assert (out / "run.json").read_text() == "{not json"
+    (out / "run.json").rename(tmp_path / "moved.json")   # the fix the message gives
     r = plab(cfg5, out)
     assert r.exit_code == 0 and len(notes(r)) == 1 and "not reused" in notes(r)[0]
     assert (out / "results.csv").read_bytes() == reference(tmp_path, cfg5)
@@ -128,9 +140,7 @@ def test_unchanged_config_reuses_every_part_silently(tmp_path):
 @pytest.mark.parametrize("damage, why", [
     (lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]), "damaged: its rows do not match their checksum"),
     (lambda p: p.write_bytes(p.read_bytes()[:-40]), "damaged: its rows do not match their checksum"),
-    (lambda p: p.write_bytes(b""), "no plab part header"),
-    (lambda p: p.write_bytes(b"\xff\xfe\x00garbage"), "not UTF-8 text"),
-    (lambda p: p.write_text(p.read_text().split("\n", 1)[1]), "no plab part header"),  # header removed
+    (lambda p: p.write_bytes(p.read_bytes().split(b"\n", 1)[0] + b"\n\xff\xfe\x00garbage\n"), "not UTF-8 text"),
     (lambda p: p.write_text(p.read_text().replace(",last,", ",vote,", 1)), "damaged: its rows do not match their checksum"),
 ])
 def test_damaged_part_is_recomputed_with_one_warning(tmp_path, damage, why):

@@ -19,7 +19,10 @@ RULE_CODES = {"perceptron": RULE_PERCEPTRON, "alma": RULE_ALMA2}
 
 
 class EngineError(PlabError):
-    """The engine cannot run with the given settings (e.g. the kernel cache would not fit)."""
+    """The engine cannot run with the given settings (e.g. the kernel cache would not fit): a
+    settings problem, exit status 2 like an invalid config."""
+
+    exit_code = 2
 
 
 @dataclass(frozen=True)

@@ -449,6 +449,9 @@ def report_items(results_dir) -> list[tuple]:
     out = Path(results_dir) / STUDY_DIR
     if not (out / "summary.csv").exists():
         return []
+    from ..store import read_back_csv
+
+    read_back_csv(out / "summary.csv", ["panel"])   # damaged: DamagedFileError, which the report shows
     df = pd.read_csv(out / "summary.csv")
     items = [("h2", "Beyond the papers: kernel perceptrons on a memory budget"),
              ("p", "Stoptron, randomized budget perceptron, self-tuned Forgetron, Projectron, Projectron++ and "

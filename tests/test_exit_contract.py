@@ -1,0 +1,342 @@
+"""One exit-status contract for every path: ``perceptron_lab.errors.EXIT_STATUSES`` is the table, and
+each documented status is reached by several error paths here, each ending with exactly that status
+and (for a non-zero one) exactly one ``plab: error:`` line and no traceback. A path whose status is
+not the documented one fails; so does a status ``plab`` can exit with that the table leaves out."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import perceptron_lab
+from perceptron_lab import cli as plab_cli
+from perceptron_lab.cli import main
+from perceptron_lab.errors import EXIT_STATUSES, PlabError
+from perceptron_lab.store import RunFolder
+
+DOCUMENTED = {code for code, _ in EXIT_STATUSES}
+SMALL = "name: small\ndataset: {name: sonar}\ntraining: {epochs: 1}\nevaluation: {mode: kfold, folds: 2}\n"
+
+
+def _write(tmp, name, text):
+    p = tmp / name
+    p.write_text(text)
+    return p
+
+
+def _small(tmp):
+    return _write(tmp, "small.yaml", SMALL)
+
+
+def _not_dask_server():
+    """A TCP server that answers like a web server, not a Dask scheduler; returns its address."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+
+    def serve():
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            conn.sendall(b"HTTP/1.0 400 Bad Request\r\n\r\n")
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"tcp://127.0.0.1:{srv.getsockname()[1]}"
+
+
+def _busy(tmp):
+    out = tmp / "busy"
+    folder = RunFolder(out)
+    folder.__enter__()          # held until the test's process ends the lock (closed at teardown)
+    _busy.held = folder
+    return ["run", _small(tmp), "--out", out, "-q"]
+
+
+def _other_config(tmp):
+    small = _small(tmp)
+    assert CliRunner().invoke(main, ["run", str(small), "--out", str(tmp / "o"), "-q"]).exit_code == 0
+    return ["run", small, "--out", tmp / "o", "-q", "training.epochs=2"]
+
+
+def _users_results(tmp):
+    small = _small(tmp)
+    assert CliRunner().invoke(main, ["run", str(small), "--out", str(tmp / "o"), "-q"]).exit_code == 0
+    (tmp / "o" / "results.csv").write_text("mine\n")
+    return ["run", small, "--out", tmp / "o", "-q"]
+
+
+def _damaged_comparison(tmp):
+    import shutil
+
+    d = tmp / "usps"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "results" / "gentile2001" / "usps_perceptron", d)
+    comp = d / "gentile2001_table1_comparison.csv"
+    comp.write_bytes(comp.read_bytes()[:200])
+    return ["compare", d]
+
+
+def _out_below_a_file(tmp):
+    _write(tmp, "file", "x")
+    return ["run", _small(tmp), "--out", tmp / "file" / "out", "-q"]
+
+
+# (documented status, what the path is, a function of a temporary folder giving the arguments)
+PATHS = [
+    (0, "a small run", lambda t: ["run", _small(t), "--out", t / "ok", "-q"]),
+    (0, "a config check", lambda t: ["config", "check", _small(t)]),
+    (0, "the packaged configs", lambda t: ["configs"]),
+    (0, "epochs written as a YAML float", lambda t: ["run", _small(t), "--out", t / "f", "-q", "training.epochs=1.0e-1"]),
+    (1, "a folder in use by another run", _busy),
+    (1, "a folder holding another config's results", _other_config),
+    (1, "a results.csv plab did not write", _users_results),
+    (1, "--out below a file", _out_below_a_file),
+    (2, "--out is a file", lambda t: ["run", _small(t), "--out", _write(t, "file", "x"), "-q"]),
+    (1, "a damaged comparison", _damaged_comparison),
+    (2, "an unknown option", lambda t: ["run", "--no-such-option"]),
+    (2, "an unknown command", lambda t: ["no-such-command"]),
+    (2, "an extra argument", lambda t: ["run", _small(t), "notakeyvalue"]),
+    (2, "an invalid config", lambda t: ["run", _write(t, "bad.yaml", SMALL + "trainng: {}\n"), "--out", t / "b"]),
+    (2, "epochs below one training step", lambda t: ["run", _small(t), "--out", t / "e", "-q", "training.epochs=1.0e-9"]),
+    (2, "a YAML 1.1 float read as text", lambda t: ["run", _small(t), "--out", t / "e", "-q", "training.epochs=1e-9"]),
+    (2, "a YAML 1.1 float in a config file", lambda t: ["run", _write(t, "y.yaml", SMALL.replace(
+        "{epochs: 1}", "{epochs: 1e-9}")), "--out", t / "y", "-q"]),
+    (2, "a YAML 1.1 float in a checkpoint list", lambda t: ["run", _write(t, "z.yaml", SMALL.replace(
+        "{epochs: 1}", "{epochs: 1, checkpoints: [5e-1]}")), "--out", t / "z", "-q"]),
+    (2, "a checkpoint below one step", lambda t: ["run", _write(t, "cp.yaml", SMALL.replace(
+        "{epochs: 1}", "{epochs: 1, checkpoints: [0.000001]}")), "--out", t / "cp", "-q"]),
+    (2, "train_size beyond the data", lambda t: ["run", _write(t, "big.yaml", "name: b\ndataset: {name: sonar, "
+                                                               "train_size: 5000}\n"), "--out", t / "big", "-q"]),
+    (2, "more folds than examples", lambda t: ["run", _write(t, "k.yaml", SMALL.replace("folds: 2", "folds: 500")),
+                                               "--out", t / "k", "-q"]),
+    (2, "--executor dask without --scheduler", lambda t: ["run", _small(t), "--out", t / "d", "--executor", "dask"]),
+    (2, "--scheduler without --executor dask", lambda t: ["run", _small(t), "--out", t / "d", "--scheduler",
+                                                          "tcp://127.0.0.1:1"]),
+    (2, "--jobs with --executor dask", lambda t: ["run", _small(t), "--out", t / "d", "--executor", "dask",
+                                                  "--scheduler", "tcp://127.0.0.1:1", "--jobs", "2"]),
+    (2, "an invalid causes file", lambda t: [(_write(t, "causes.yaml", "causes: [\n"), "report")[1], t,
+                                             "--out", t / "rep"]),
+    (3, "a dataset not in the data folder", lambda t: ["run", _write(t, "m.yaml", "name: m\ndataset: {name: mnist}\n"),
+                                                       "--out", t / "m", "-q", "--data-dir", t / "empty"]),
+    (3, "plab data verify without the files", lambda t: ["data", "verify", "mnist", "--data-dir", t / "empty"]),
+    (3, "an unknown dataset name", lambda t: ["data", "path", "no_such_data"]),
+    (3, "a data file of one's own that is missing", lambda t: ["run", _write(t, "u.yaml", "name: u\ndataset: "
+                                                               "{path: nowhere.csv, label: y}\nevaluation: {mode: kfold, "
+                                                               "folds: 2}\n"), "--out", t / "u", "-q"]),
+    (3, "a data file of one's own that is empty", lambda t: ["run", _write(t, "v.yaml", f"name: v\ndataset: "
+                                                             f"{{path: {_write(t, 'd.csv', '')}, label: y}}\n"
+                                                             "evaluation: {mode: kfold, folds: 2}\n"), "--out", t / "v", "-q"]),
+    (4, "a Gaussian width that makes K the identity", lambda t: ["run", _write(t, "n.yaml", SMALL + "kernel: {type: "
+                                                                 "gaussian, sigma: 0.0001}\n"), "--out", t / "n", "-q"]),
+    (4, "a polynomial kernel that overflows float64", lambda t: ["run", _write(t, "p.yaml", SMALL.replace(
+        "{epochs: 1}", "{epochs: 1, dtype: float64}") + "kernel: {type: poly, degree: 300}\n"), "--out", t / "p", "-q"]),
+    (4, "a Gaussian width of 1e-200", lambda t: ["run", _write(t, "g.yaml", SMALL + "kernel: {type: gaussian, "
+                                                 "sigma: 1.0e-200}\n"), "--out", t / "g", "-q"]),
+    (5, "an unreachable Dask scheduler", lambda t: ["run", _small(t), "--out", t / "d", "-q", "--executor", "dask",
+                                                    "--scheduler", "tcp://127.0.0.1:1"]),
+    (5, "a server that is not a Dask scheduler", lambda t: ["run", _small(t), "--out", t / "d", "-q", "--executor", "dask",
+                                                            "--scheduler", _not_dask_server()]),
+]
+
+
+@pytest.mark.parametrize("code, what, args", PATHS, ids=[f"{c}-{w}" for c, w, _ in PATHS])
+def test_each_path_ends_with_its_documented_status(tmp_path, code, what, args):
+    assert code in DOCUMENTED, f"{what}: status {code} is not in EXIT_STATUSES"
+    argv = [str(a) for a in args(tmp_path)]
+    try:
+        r = CliRunner().invoke(main, argv, catch_exceptions=False)
+    finally:
+        held = getattr(_busy, "held", None)
+        if held is not None:
+            held.__exit__(None, None, None)
+            _busy.held = None
+    assert "Traceback" not in r.output
+    errors = [ln for ln in r.output.splitlines() if ln.startswith("plab: error:")]
+    assert r.exit_code == code, f"{what}: exit status {r.exit_code}, documented {code}: {r.output[-500:]}"
+    assert len(errors) == (code != 0), r.output
+
+
+def test_every_documented_status_has_several_paths():
+    counts = {c: sum(1 for code, _, _ in PATHS if code == c) for c in DOCUMENTED}
+    signals = {plab_cli.INTERRUPT_STATUS, *(s for _, s in plab_cli.STOP_SIGNALS)}
+    thin = {c: n for c, n in counts.items() if c not in signals and n < 2}
+    assert not thin, f"statuses with fewer than two error paths here: {thin}"
+
+
+def test_the_messages_name_the_config_and_a_fix_that_works(tmp_path):
+    small = _small(tmp_path)
+    r = CliRunner().invoke(main, ["run", str(small), "--out", str(tmp_path / "e"), "-q", "training.epochs=1.0e-9"])
+    (line,) = r.output.splitlines()
+    assert str(small) in line and "training.epochs" in line
+    least = re.search(r"use at least ([0-9.e-]+) epochs", line).group(1)
+    r = CliRunner().invoke(main, ["run", str(small), "--out", str(tmp_path / "e"), "-q", f"training.epochs={least}"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, ["run", str(small), "--out", str(tmp_path / "y"), "-q", "training.epochs=1e-1"])
+    assert r.exit_code == 2 and "write 1.0e-1 for the number" in r.output
+    r = CliRunner().invoke(main, ["run", str(small), "--out", str(tmp_path / "y"), "-q", "training.epochs=1.0e-1"])
+    assert r.exit_code == 0
+    r = CliRunner().invoke(main, ["run", str(small), "--out", str(tmp_path / "z"), "-q", "training.epochs=5E3"])
+    assert r.exit_code == 2 and "write 5.0e+3 for the number" in r.output
+    import yaml
+
+    assert yaml.safe_load("5.0e+3") == 5000.0 and yaml.safe_load("1.0e-9") == 1e-9   # the fixes parse as numbers
+
+
+# ----------------------------------------------------------------------------- every status plab can exit with
+
+
+def _all_modules():
+    for m in pkgutil.walk_packages(perceptron_lab.__path__, "perceptron_lab."):
+        if m.name.endswith("__main__"):
+            continue
+        try:
+            yield importlib.import_module(m.name)
+        except ImportError:   # an optional extra that is not installed
+            continue
+
+
+def _subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+def test_every_status_plab_can_exit_with_is_documented():
+    list(_all_modules())
+    import click
+
+    statuses = {getattr(c, "exit_code") for c in _subclasses(PlabError)}
+    statuses |= {c.exit_code for c in _subclasses(click.ClickException) if c.__module__.startswith("click")
+                 and c is not click.exceptions.FileError and c is not click.ClickException}
+    statuses |= {plab_cli.INTERRUPT_STATUS, *(s for _, s in plab_cli.STOP_SIGNALS), 0}
+    # literal statuses in the command-line modules
+    for mod in ("cli.py", "reproduce.py"):
+        text = (Path(perceptron_lab.__file__).parent / mod).read_text()
+        statuses |= {int(x) for x in re.findall(r"sys\.exit\((\d+)\)", text)}
+    missing = statuses - DOCUMENTED
+    assert not missing, f"plab can exit with {sorted(missing)}, which EXIT_STATUSES does not document"
+    # and each PlabError subclass carries one of the statuses its docstring's family allows
+    assert {c.__name__: c.exit_code for c in _subclasses(PlabError)}["WorkerError"] == 5
+
+
+def test_click_file_errors_are_not_reachable_as_status_1():
+    # click.FileError (exit 1) comes only from click.File / click.Path(exists=True) on a file open;
+    # plab's options open no files through click, so status 1 stays the output folder's
+    text = (Path(perceptron_lab.__file__).parent / "cli.py").read_text()
+    assert "click.File(" not in text
+
+
+# ----------------------------------------------------------------------------- signals
+
+
+CONFIG = """
+name: sig
+dataset: {name: ionosphere}
+algorithm: {eta: 0.1, theta_init: avg_sq_norm, C: theta_init}
+training: {epochs: 300, checkpoints: [1, 300], permutations: 4}
+prediction: {rules: [last, vote, avg]}
+evaluation: {mode: kfold, folds: 4}
+"""
+
+
+def _start(cfg, out, jobs):
+    def child():
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    return subprocess.Popen([sys.executable, "-m", "perceptron_lab.cli", "run", str(cfg), "--out", str(out), "-q",
+                             "--jobs", str(jobs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=child)
+
+
+def _wait_parts(out, proc, n=2, timeout=120):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if len(list((out / "parts").glob("*.csv"))) >= n:
+            return
+        if proc.poll() is not None:
+            pytest.fail(proc.stderr.read())
+        time.sleep(0.05)
+    pytest.fail("no progress")
+
+
+def _descendants(pid):
+    kids = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        kids.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = set(), [pid]
+    while todo:
+        for c in kids.get(todo.pop(), []):
+            out.add(c)
+            todo.append(c)
+    return out
+
+
+def _alive(pid):
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("sig, status, jobs", [(signal.SIGTERM, 143, 2), (signal.SIGHUP, 129, 2),
+                                               (signal.SIGTERM, 143, 1), (signal.SIGINT, 130, 2)],
+                         ids=["SIGTERM-jobs2", "SIGHUP-jobs2", "SIGTERM-jobs1", "SIGINT-jobs2"])
+def test_signals_end_like_ctrl_c_with_their_documented_status(tmp_path, sig, status, jobs):
+    assert status in DOCUMENTED
+    cfg = _write(tmp_path, "sig.yaml", CONFIG)
+    out = tmp_path / "out"
+    p = _start(cfg, out, jobs)
+    _wait_parts(out, p)
+    everyone = _descendants(p.pid)
+    p.send_signal(sig)
+    code = p.wait(timeout=60)
+    err = p.stderr.read()
+    assert code == status, err
+    errors = [ln for ln in err.splitlines() if ln.startswith("plab: error:")]
+    assert len(errors) == 1 and "run the same command again to resume" in errors[0], err
+    assert "leaked semaphore" not in err and "Traceback" not in err, err
+    t0 = time.time()
+    while time.time() - t0 < 20 and any(_alive(q) for q in everyone):
+        time.sleep(0.2)
+    assert not [q for q in everyone if _alive(q)], "workers outlived plab"
+    assert not [f for f in out.rglob("*") if f.name.endswith(".tmp")]
+    done = len(list((out / "parts").glob("*.csv")))
+    r = subprocess.run([sys.executable, "-m", "perceptron_lab.cli", "run", str(cfg), "--out", str(out), "-q"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and f"{done} reused" in r.stdout, r.stderr
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_worker_that_dies_ends_the_run_with_status_5(tmp_path):
+    cfg = _write(tmp_path, "sig.yaml", CONFIG)
+    out = tmp_path / "out"
+    p = _start(cfg, out, 2)
+    _wait_parts(out, p, n=1)
+    workers = [q for q in _descendants(p.pid)
+               if "multiprocessing" in Path(f"/proc/{q}/cmdline").read_text(errors="replace")
+               and "resource_tracker" not in Path(f"/proc/{q}/cmdline").read_text(errors="replace")]
+    assert workers
+    os.kill(workers[0], signal.SIGKILL)
+    code = p.wait(timeout=60)
+    err = p.stderr.read()
+    assert code == 5, err
+    assert [ln for ln in err.splitlines() if ln.startswith("plab: error:")] and "Traceback" not in err
