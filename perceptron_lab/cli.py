@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .errors import DatasetError, PlabError
+from .errors import DatasetError, PlabError, UserFileError
 
 #: Signals that end a command the way Ctrl-C does: (signal name, exit status 128 + its number, as a shell
 #: reports a process that signal ended; batch schedulers and supervisors read it so).
@@ -585,7 +585,12 @@ def compare(run_dirs, only_outside, figure):
         click.echo("runs side by side: test error % at each run's last epoch, then counts (totals over labels); "
                    "mean ± std over folds and permutations")
         click.echo(table_text(side_by_side(users)))
-        fig = plot_side_by_side(users, figure or "compare.png")
+        target = Path(figure or "compare.png")
+        try:
+            fig = plot_side_by_side(users, target)
+        except UserFileError:
+            raise UserFileError(f"{target} was not written by plab, and plab never overwrites a file it did not "
+                                "write: move it away, or name another file with --figure") from None
         click.echo(f"figure: {fig}")
     for d in run_dirs:
         if d not in users and d not in papers:

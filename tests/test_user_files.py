@@ -160,6 +160,9 @@ def test_compare_does_not_overwrite_a_users_compare_png(cfg, tmp_path, monkeypat
     (tmp_path / "compare.png").write_bytes(mine)
     r = plab("compare", out, out)
     assert r.exit_code == 1 and "compare.png was not written by plab" in errors(r)[0]
+    assert "--figure" in errors(r)[0]
+    assert (tmp_path / "compare.png").read_bytes() == mine
+    assert plab("compare", out, out, "--figure", tmp_path / "other.png").exit_code == 0   # the fix it names
     assert (tmp_path / "compare.png").read_bytes() == mine
     (tmp_path / "compare.png").unlink()
     assert plab("compare", out, out).exit_code == 0
