@@ -12,13 +12,14 @@ and compares what it wrote with the committed run under the config's ``output.di
 * for the golden cases (``configs/golden/``) the golden file ``results/golden/<case>.csv``
   (:func:`perceptron_lab.golden.compute`'s aggregation).
 
-The variants (:data:`VARIANTS`): the machine's own OpenBLAS kernel with one thread (``default``);
-two BLAS, OpenMP and numba threads (``threads2``); each ``OPENBLAS_CORETYPE`` this build of
-OpenBLAS (DYNAMIC_ARCH, bundled with numpy) selects on an x86-64 CPU that has AVX-512: SSE3
-(``Prescott``), SSE4.2 (``Nehalem``), AVX (``Sandybridge``), AVX2 (``Haswell``, also the kernels of
-AMD ``Zen``) and AVX-512 (``SkylakeX``); and the other floating point type (``dtype``: the config's
-``training.dtype`` flipped between float32 and float64), which is a different computation, not
-another machine, and is reported apart.
+The variants (:data:`VARIANTS`) are the machines of this kind (x86-64 with AVX2 at least) that
+one CPU can stand in for: ``avx2`` runs the code an AVX2 CPU runs (numba compiled for Haswell,
+OpenBLAS's Haswell kernels, which are also AMD Zen's, numpy without its AVX-512 loops); ``host``
+is what this CPU picks by itself (AVX-512 here); ``avx2+blas=NAME`` changes only OpenBLAS's kernel
+(``OPENBLAS_CORETYPE``: SSE3 ``Prescott``, SSE4.2 ``Nehalem``, AVX ``Sandybridge``, AVX-512
+``SkylakeX``; OpenBLAS is DYNAMIC_ARCH, bundled with numpy); ``avx2+threads2`` runs two BLAS, OpenMP
+and numba threads instead of one; ``avx2+dtype`` flips ``training.dtype`` between float32 and
+float64, which is a different computation, not another machine, and is reported apart.
 
 Each variant writes one row to ``results/spread/<config>.csv``: the variant, its environment and
 the kernel OpenBLAS reports it used, the rows compared, the rows that differ and the largest
@@ -47,11 +48,12 @@ GOLDEN_DIR = ROOT / "results" / "golden"
 
 _ONE = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 _TWO = {"OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "2", "NUMBA_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
-_AVX2 = {"NUMBA_CPU_NAME": "haswell", "OPENBLAS_CORETYPE": "Haswell"}
+_AVX2 = {"NUMBA_CPU_NAME": "haswell", "OPENBLAS_CORETYPE": "Haswell",
+         "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR"}
 #: The variants: name -> environment of the rerun, on top of the current one with every key below
 #: removed first. ``avx2`` is code for an AVX2 x86-64 CPU (numba compiled for Haswell, OpenBLAS's
-#: Haswell kernels, which are also AMD Zen's); ``host`` is what this CPU selects by itself; the
-#: others change one thing from ``avx2``. ``dtype`` is handled apart (an override of ``avx2``).
+#: Haswell kernels, which are also AMD Zen's, numpy's loops without their AVX-512 versions);
+#: ``host`` is what this CPU selects by itself; the others change one thing from ``avx2``. ``dtype`` is handled apart (an override of ``avx2``).
 VARIANTS = {
     "avx2": {**_ONE, **_AVX2},
     "host": dict(_ONE),
