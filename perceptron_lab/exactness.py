@@ -32,6 +32,9 @@ from .kernels import integer_features, sq_norms64
 
 ROOT = Path(__file__).resolve().parents[1]
 SPREAD_SUMMARY = ROOT / "results" / "spread" / "summary.csv"
+#: Every committed config's exactness (``python -m perceptron_lab.spread --exactness``), for runs
+#: whose run.json predates the ``exactness`` entry.
+EXACTNESS_TABLE = ROOT / "results" / "spread" / "exactness.csv"
 #: Rules that divide by a norm (their scores are not integers).
 NORM_RULES = ("last_norm", "avg_norm", "random_norm", "vote_norm")
 #: Every integer of magnitude below this is a float64.
@@ -125,9 +128,35 @@ def exactness(cfg, X_train, X_test=None) -> dict:
             "measured_spread": measured_spread(getattr(cfg, "source", None))}
 
 
+def _from_table(config_file) -> dict | None:
+    """A committed config's ``exactness`` entry from results/spread/exactness.csv."""
+    if not config_file or not EXACTNESS_TABLE.exists():
+        return None
+    import pandas as pd
+
+    try:
+        df = pd.read_csv(EXACTNESS_TABLE, keep_default_na=False)
+    except (OSError, ValueError):
+        return None
+    p = Path(str(config_file))
+    rel = (p.resolve().relative_to(ROOT) if p.is_absolute() and p.resolve().is_relative_to(ROOT) else p).as_posix()
+    row = df[df["config"] == rel]
+    if row.empty:
+        return None
+    r = row.iloc[0]
+    return {"exact_by_construction": str(r["exact_by_construction"]) == "True", "reason": r["reason"],
+            "measured_spread": measured_spread(rel)}
+
+
 def exactness_note(info: dict) -> str:
-    """One line for the report from a run.json's ``exactness`` (empty for runs without one)."""
-    ex = info.get("exactness") if isinstance(info, dict) else None
+    """One line for the report from a run.json: whether its numbers are exact by construction and
+    the spread measured for its config (from results/spread/exactness.csv for a run.json written
+    before the ``exactness`` entry; empty when neither says)."""
+    if not isinstance(info, dict):
+        return ""
+    ex = info.get("exactness")
+    if not isinstance(ex, dict):
+        ex = _from_table(info.get("config_file"))
     if not isinstance(ex, dict):
         return ""
     if ex.get("exact_by_construction"):

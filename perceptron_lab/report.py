@@ -29,6 +29,7 @@ from . import plugins
 from .causes import FILE_NAME as CAUSES_FILE
 from .causes import VOCABULARY, assign, load_rules
 from .comparison import compared, consistent, read_comparison, sampling_covers, scored
+from .exactness import exactness_note
 from .report_html import _causes_text, _tally, write_pages
 from .store import atomic_write_text
 from .studies import budget as budget_study
@@ -371,7 +372,8 @@ def run_lines(rep: Report) -> list[str]:
                    f"loading {g('load_seconds')} s, writing {g('write_seconds')} s; peak memory "
                    f"{g('peak_rss_gb_per_process')} GB per process); "
                    f"finished {g('finished')}; perceptron_lab {g('perceptron_lab', v)}, numpy {g('numpy', v)}, "
-                   f"numba {g('numba', v)}, {g('cpus', v)} CPUs, {g('platform', v)}; git {g('git_revision')}")
+                   f"numba {g('numba', v)}, {g('cpus', v)} CPUs, {g('platform', v)}; git {g('git_revision')}"
+                   + (f"; {note}" if (note := exactness_note(info)) else ""))
     return out
 
 

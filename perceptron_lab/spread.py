@@ -25,6 +25,10 @@ Each variant writes one row to ``results/spread/<config>.csv``: the variant, its
 the kernel OpenBLAS reports it used, the rows compared, the rows that differ and the largest
 absolute difference of test errors (percentage points) and of counts (mistakes, support vectors,
 corrections), per compared file. ``results/spread/summary.csv`` gathers every config's rows.
+
+``python -m perceptron_lab.spread --exactness`` writes ``results/spread/exactness.csv``: every
+committed config, whether it is exact by construction (:mod:`perceptron_lab.exactness`) and why,
+and the spread measured for it.
 """
 
 from __future__ import annotations
@@ -214,7 +218,8 @@ def write(config: str, df: pd.DataFrame, append: bool = False) -> Path:
         df = pd.concat([old[~old.set_index(["variant", "overrides", "file"]).index.isin(
             df.set_index(["variant", "overrides", "file"]).index)], df], ignore_index=True)
     df.to_csv(path, index=False, lineterminator="\n", float_format="%.6g")
-    parts = [pd.read_csv(p, keep_default_na=False) for p in sorted(SPREAD_DIR.glob("*.csv")) if p.name != "summary.csv"]
+    parts = [pd.read_csv(p, keep_default_na=False) for p in sorted(SPREAD_DIR.glob("*.csv"))
+             if p.name not in ("summary.csv", "exactness.csv")]
     pd.concat(parts, ignore_index=True).to_csv(SPREAD_DIR / "summary.csv", index=False, lineterminator="\n",
                                                float_format="%.6g")
     return path
@@ -228,15 +233,71 @@ def read_spread(config: str | None = None) -> pd.DataFrame:
     return pd.read_csv(path, keep_default_na=False)
 
 
+def committed_configs() -> list[str]:
+    """Every config whose run is committed under results/ (its output.dir holds a run.json), and
+    the golden cases."""
+    from .config import load_config
+
+    out = []
+    for path in sorted((ROOT / "configs").rglob("*.yaml")):
+        rel = path.relative_to(ROOT).as_posix()
+        try:
+            cfg = load_config(path)
+        except Exception:  # noqa: BLE001  (base files that are not runnable on their own)
+            continue
+        if path.parent.name == "golden" or (cfg.output.dir and (ROOT / cfg.output.dir / "run.json").exists()):
+            out.append(rel)
+    return out
+
+
+def exactness_table(configs=None, data_dir=None) -> pd.DataFrame:
+    """One row per committed config: exact by construction or not, why, and the spread measured
+    for it (machine variants; the dtype variant apart). Written to results/spread/exactness.csv."""
+    from .config import load_config
+    from .exactness import exactness
+    from .experiment import read_inputs
+
+    summary = read_spread()
+    rows = []
+    for config in configs or committed_configs():
+        cfg = load_config(ROOT / config)
+        ds, _ = read_inputs(cfg, data_dir, False)
+        e = exactness(cfg, ds.X_train, ds.X_test)
+        s = summary[summary["config"] == config] if len(summary) else summary
+        machine = s[~s["variant"].astype(str).str.contains("dtype")] if len(s) else s
+        dt = s[s["variant"].astype(str).str.contains("dtype")] if len(s) else s
+        rows.append({"config": config, "exact_by_construction": e["exact_by_construction"], "reason": e["reason"],
+                     "variants_measured": len(set(machine["variant"])) if len(machine) else 0,
+                     "rows_compared": int(machine["rows_compared"].max()) if len(machine) else "",
+                     "rows_differing": int(machine["rows_differing"].max()) if len(machine) else "",
+                     "max_abs_diff_test_error_pct": float(machine["max_abs_diff_test_error_pct"].max())
+                     if len(machine) else "",
+                     "max_abs_diff_counts": float(machine["max_abs_diff_counts"].max()) if len(machine) else "",
+                     "dtype_rows_differing": int(dt["rows_differing"].max()) if len(dt) else "",
+                     "dtype_max_abs_diff_test_error_pct": float(dt["max_abs_diff_test_error_pct"].max())
+                     if len(dt) else ""})
+    return pd.DataFrame(rows)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("configs", nargs="+", help="config files, relative to the project root")
+    ap.add_argument("configs", nargs="*", help="config files, relative to the project root")
+    ap.add_argument("--exactness", action="store_true",
+                    help="write results/spread/exactness.csv (every committed config) and stop")
+    ap.add_argument("--data-dir", default=os.environ.get("PLAB_DATA"))
     ap.add_argument("--variants", nargs="+", default=[*VARIANTS, DTYPE_VARIANT],
                     choices=[*VARIANTS, DTYPE_VARIANT])
     ap.add_argument("--set", dest="overrides", action="append", default=[],
                     help="KEY=VALUE override for every rerun (e.g. a subset of the grid)")
     ap.add_argument("--append", action="store_true", help="add to the config's spread file")
     args = ap.parse_args(argv)
+    if args.exactness:
+        SPREAD_DIR.mkdir(parents=True, exist_ok=True)
+        table = exactness_table(args.configs or None, args.data_dir)
+        table.to_csv(SPREAD_DIR / "exactness.csv", index=False, lineterminator="\n", float_format="%.6g")
+        print(f"wrote results/spread/exactness.csv ({len(table)} configs, "
+              f"{int(table['exact_by_construction'].sum())} exact by construction)")
+        return
     for config in args.configs:
         df = measure(config, args.variants, args.overrides)
         print("wrote", write(config, df, append=args.append).relative_to(ROOT), flush=True)
