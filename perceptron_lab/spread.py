@@ -167,7 +167,7 @@ def _config_name(config: str) -> str:
     return f"{p.parent.name}_{p.stem}"
 
 
-def measure(config: str, variants: list[str], overrides: list[str], keep_going: bool = True) -> pd.DataFrame:
+def measure(config: str, variants: list[str], overrides: list[str]) -> pd.DataFrame:
     """Rerun ``config`` under each variant and compare with its committed outputs (one row per
     variant and compared file)."""
     from .config import load_config
