@@ -5,7 +5,8 @@ each config once per variant, in a temporary folder and a fresh process (nice 15
 and compares what it wrote with the committed run under the config's ``output.dir``:
 
 * ``results.csv`` row by row, keyed by every column but ``grid_point`` and ``value`` (so a run
-  over a subset of the grid, ``--set``, is compared on the rows it has);
+  over a subset of the grid, ``--set``, is compared on the rows it has), or by ``grid_point`` too
+  where the other columns do not tell the grid points apart;
 * ``search.csv`` (parameter searches), keyed by the cell and the search, on the rows whose search
   saw as many candidates as the committed one (a subset of the grid along a cell's own
   parameters is left out);
@@ -120,9 +121,13 @@ def compare_results(committed: Path, new: Path) -> dict:
     read = lambda p: pd.read_csv(p, dtype=str, keep_default_na=False)  # noqa: E731
     o, n = read(committed), read(new)
     key = [c for c in o.columns if c not in ("grid_point", "value")]
+    if o.duplicated(key).any():
+        # grid points that differ in a setting no other column names: the grid point is part of
+        # the key, which holds for a rerun of the whole grid only
+        key = [c for c in o.columns if c != "value"]
     o, n = o.set_index(key)["value"], n.set_index(key)["value"]
     if not o.index.is_unique or not n.index.is_unique:
-        raise SystemExit(f"plab: error: {committed}: rows are not unique without grid_point")
+        raise SystemExit(f"plab: error: {committed}: rows are not unique; compare a rerun of the whole grid")
     counts = pd.Series(n.index.get_level_values("metric").isin(COUNT_METRICS), index=n.index)
     return _diff_summary(o, n, counts)
 
