@@ -129,3 +129,15 @@ def test_the_report_states_each_runs_exactness():
     assert line.endswith("exact by construction (same bits on any x86-64 machine): integers")
     (line,) = run_lines(SimpleNamespace(runs=[("results/x", {"name": "x"})]))
     assert "exact" not in line
+
+
+def test_compare_results_keys_by_grid_point_when_nothing_else_tells_points_apart(tmp_path):
+    old = _results([10.0, 20.0], ["test_error_pct"] * 2)
+    old["fold"] = 0                              # two grid points, same other columns
+    new = old.copy()
+    new["value"] = [10.0, 20.5]
+    old.to_csv(tmp_path / "old.csv", index=False)
+    new.to_csv(tmp_path / "new.csv", index=False)
+    out = spread.compare_results(tmp_path / "old.csv", tmp_path / "new.csv")
+    assert out["rows_compared"] == 2 and out["rows_differing"] == 1
+    assert out["max_abs_diff_test_error_pct"] == pytest.approx(0.5)
