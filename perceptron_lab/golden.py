@@ -30,8 +30,8 @@ can make it move, and no more:
   the machines one CPU can stand in for (``python -m perceptron_lab.spread
   configs/golden/<case>.yaml``, written to ``results/spread/golden_<case>.csv``; the variants that
   change ``training.dtype`` are left out, they are another computation), and never by less than
-  one step of the cell: one test prediction in one run for a test error (100 / the number of test
-  predictions behind the mean), one update in one run for a count (1 / the number of runs). A case
+  one step of the cell: one test prediction in the smallest run for a test error (100 / (its test
+  examples x the runs behind the mean)), one update in one run for a count (1 / the runs). A case
   that is not exact and has no measured spread is refused, with the command that measures it.
 """
 
@@ -73,17 +73,17 @@ def compute(case: str, data_dir=None) -> pd.DataFrame:
     """Run a golden case in a temporary folder; mean over runs of every multiclass metric.
 
     ``attrs`` of the frame hold what :func:`tolerances` needs: ``exact_by_construction`` (from
-    the run's ``run.json``), ``runs`` (runs behind each mean) and ``predictions`` (test predictions
-    behind each mean test error)."""
+    the run's ``run.json``), ``runs`` (runs behind each mean: permutations, times folds) and
+    ``smallest_test`` (the fewest test examples of a run: the test set, or the smallest fold)."""
     cfg = load_config(ROOT / CASES[case])
     with tempfile.TemporaryDirectory() as tmp:
         res = run_experiment(cfg, out_dir=Path(tmp) / case, data_dir=data_dir, progress=False)
     out = aggregate(res.results)
     info, ds = res.run_info, res.run_info["dataset"]
     runs = int(cfg.training.permutations) * (int(cfg.evaluation.folds) if cfg.evaluation.mode == "kfold" else 1)
-    per_pass = ds["n_train"] if cfg.evaluation.mode == "kfold" else ds["n_test"]
+    smallest = ds["n_train"] // int(cfg.evaluation.folds) if cfg.evaluation.mode == "kfold" else ds["n_test"]
     out.attrs.update(exact_by_construction=bool(info["exactness"]["exact_by_construction"]), runs=runs,
-                     predictions=int(per_pass) * int(cfg.training.permutations))
+                     smallest_test=int(smallest))
     return out
 
 
@@ -112,7 +112,7 @@ def measured_spread(case: str) -> dict | None:
             "variants": sorted(set(df["variant"]))}
 
 
-def tolerances(case: str, exact: bool, runs: int, predictions: int) -> dict:
+def tolerances(case: str, exact: bool, runs: int, smallest_test: int) -> dict:
     """How far each metric of ``case`` may move (test error: points; counts: relative to the
     golden value, with an absolute floor): 0 when the case is exact by construction, otherwise
     :data:`SPREAD_MARGIN` times the measured spread, at least one step of the cell.
@@ -126,7 +126,8 @@ def tolerances(case: str, exact: bool, runs: int, predictions: int) -> dict:
         raise SpreadNotMeasured(
             f"{CASES[case]}: not exact by construction and its cross-machine spread was not measured; "
             f"run `python -m perceptron_lab.spread {CASES[case]}` to measure it")
-    err_step, count_step = 100.0 / max(predictions, 1), 1.0 / max(runs, 1)
+    # one prediction of the smallest run moves a mean test error by this much; one update, a count
+    err_step, count_step = 100.0 / max(smallest_test * runs, 1), 1.0 / max(runs, 1)
     tol = {"test_error_pct": (SPREAD_MARGIN * spread["test_error_pct"], err_step)}
     for m in METRICS[1:]:
         tol[m] = (SPREAD_MARGIN * spread["counts_relative"], count_step)
@@ -140,7 +141,7 @@ def compare(golden: pd.DataFrame, new: pd.DataFrame, case: str, tol: dict | None
     :func:`compute` sets them)."""
     if tol is None:
         a = new.attrs
-        tol = tolerances(case, a["exact_by_construction"], a["runs"], a["predictions"])
+        tol = tolerances(case, a["exact_by_construction"], a["runs"], a["smallest_test"])
     def keyed(df):
         df = df.copy()
         for k in KEY:

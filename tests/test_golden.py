@@ -44,7 +44,7 @@ def test_exact_case_is_exact_by_construction_and_guarded_exactly(data_dir, monke
     monkeypatch.setenv("PLAB_DATA", str(data_dir))
     new = golden.compute("kw2007_mnist_exact", data_dir)
     assert new.attrs["exact_by_construction"] is True
-    tol = golden.tolerances("kw2007_mnist_exact", True, new.attrs["runs"], new.attrs["predictions"])
+    tol = golden.tolerances("kw2007_mnist_exact", True, new.attrs["runs"], new.attrs["smallest_test"])
     assert all(v == (0.0, 0.0) for v in tol.values())
     moved = new.copy()
     i = moved.index[moved["metric"] == "test_error_pct"][0]
@@ -75,28 +75,28 @@ def test_tolerance_is_the_margin_times_the_measured_spread(tmp_path, monkeypatch
     and is left out), and never below one step of the cell."""
     monkeypatch.setattr(golden, "SPREAD_DIR", tmp_path)
     _spread_csv(tmp_path, "kw2007_sonar", [("avx2", 0.0, 0.0), ("host", 0.3, 0.02), ("avx2+dtype=float32", 5.0, 0.5)])
-    tol = golden.tolerances("kw2007_sonar", False, runs=10, predictions=208)
-    assert tol["test_error_pct"] == (pytest.approx(0.6), pytest.approx(100 / 208))
+    tol = golden.tolerances("kw2007_sonar", False, runs=10, smallest_test=20)
+    assert tol["test_error_pct"] == (pytest.approx(0.6), pytest.approx(100 / 200))
     assert tol["mistakes"] == (pytest.approx(0.04), pytest.approx(0.1))
     g = pd.DataFrame({"grid_point": ["0"] * 2, "epoch": ["1"] * 2, "rule": ["vote", "none"],
                       "normalized": ["false", ""], "metric": ["test_error_pct", "mistakes"], "value": [20.0, 100.0]})
     n = g.copy()
-    n["value"] = [20.0 + 0.59, 100.0 + 3.9]
+    n["value"] = [20.0 + 0.599, 100.0 + 3.99]
     assert golden.compare(g, n, "kw2007_sonar", tol) == []
     n["value"] = [20.0 + 0.62, 100.0 + 4.1]
     assert len(golden.compare(g, n, "kw2007_sonar", tol)) == 2
     _spread_csv(tmp_path, "kw2007_sonar", [("avx2", 0.0, 0.0), ("host", 0.0, 0.0)])
-    tol = golden.tolerances("kw2007_sonar", False, runs=10, predictions=208)
-    assert tol["test_error_pct"][0] == 0 and tol["test_error_pct"][1] == pytest.approx(100 / 208)
+    tol = golden.tolerances("kw2007_sonar", False, runs=10, smallest_test=20)
+    assert tol["test_error_pct"][0] == 0 and tol["test_error_pct"][1] == pytest.approx(100 / 200)
 
 
 def test_a_case_without_exactness_or_measured_spread_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(golden, "SPREAD_DIR", tmp_path)
     with pytest.raises(golden.SpreadNotMeasured, match="python -m perceptron_lab.spread configs/golden/kw2007_sonar.yaml"):
-        golden.tolerances("kw2007_sonar", False, runs=10, predictions=208)
+        golden.tolerances("kw2007_sonar", False, runs=10, smallest_test=20)
     _spread_csv(tmp_path, "kw2007_sonar", [("avx2+dtype=float32", 1.0, 0.1)])   # dtype alone: not a machine
     with pytest.raises(golden.SpreadNotMeasured):
-        golden.tolerances("kw2007_sonar", False, runs=10, predictions=208)
+        golden.tolerances("kw2007_sonar", False, runs=10, smallest_test=20)
 
 
 def test_every_case_has_a_config_and_a_golden_file():
