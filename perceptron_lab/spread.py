@@ -10,6 +10,8 @@ and compares what it wrote with the committed run under the config's ``output.di
 * ``search.csv`` (parameter searches), keyed by the cell and the search, on the rows whose search
   saw as many candidates as the committed one (a subset of the grid along a cell's own
   parameters is left out);
+* ``nested.csv`` (nested cross-validation), keyed by the cell and the search: every row after a
+  rerun of the whole grid, the ``nothing`` rows (one candidate) after a subset;
 * for the golden cases (``configs/golden/``) the golden file ``results/golden/<case>.csv``
   (:func:`perceptron_lab.golden.compute`'s aggregation).
 
@@ -148,6 +150,22 @@ def compare_search(committed: Path, new: Path) -> dict:
     return out
 
 
+def compare_nested(committed: Path, new: Path, whole_grid: bool) -> dict:
+    """``nested.csv`` (nested cross-validation) of a rerun against the committed one: every row
+    after a rerun of the whole grid, the ``nothing`` rows (a single candidate whatever the grid)
+    after a rerun of a subset."""
+    o, n = pd.read_csv(committed, keep_default_na=False), pd.read_csv(new, keep_default_na=False)
+    value_cols = {"error_pct", "accuracy_pct", "sd_pct", "ci_pct", "n_folds", "choices"}
+    key = [c for c in o.columns if c not in value_cols]
+    if not whole_grid:
+        n = n[n["search"].astype(str) == "nothing"]
+    o, n = o.set_index(key), n.set_index(key)
+    out = _diff_summary(o["error_pct"], n["error_pct"], pd.Series(False, index=n.index))
+    both = o.index.intersection(n.index)
+    out["choices_differing"] = int((o.loc[both, "choices"].astype(str) != n.loc[both, "choices"].astype(str)).sum())
+    return out
+
+
 def compare_golden(case: str, run_dir: Path) -> dict:
     """A golden case's rerun, aggregated as :func:`perceptron_lab.golden.compute` does, against
     ``results/golden/<case>.csv``."""
@@ -204,6 +222,9 @@ def measure(config: str, variants: list[str], overrides: list[str]) -> pd.DataFr
             if committed is not None and (committed / "search.csv").exists() and (tmp / "run" / "search.csv").exists():
                 rows.append({**base, "file": str((committed / "search.csv").relative_to(ROOT)),
                              **compare_search(committed / "search.csv", tmp / "run" / "search.csv")})
+            if committed is not None and (committed / "nested.csv").exists() and (tmp / "run" / "nested.csv").exists():
+                rows.append({**base, "file": str((committed / "nested.csv").relative_to(ROOT)),
+                             **compare_nested(committed / "nested.csv", tmp / "run" / "nested.csv", not overrides)})
             print(f"{config} [{label}] {wall:.0f} s: "
                   + "; ".join(f"{Path(r['file']).name} {r['rows_differing']}/{r['rows_compared']} differ, "
                               f"max {r['max_abs_diff_test_error_pct']:g} pts, counts {r['max_abs_diff_counts']:g}"

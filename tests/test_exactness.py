@@ -141,3 +141,17 @@ def test_compare_results_keys_by_grid_point_when_nothing_else_tells_points_apart
     out = spread.compare_results(tmp_path / "old.csv", tmp_path / "new.csv")
     assert out["rows_compared"] == 2 and out["rows_differing"] == 1
     assert out["max_abs_diff_test_error_pct"] == pytest.approx(0.5)
+
+
+def test_compare_nested_keeps_the_single_candidate_rows_of_a_subset_run(tmp_path):
+    cols = dict(seed=[1, 1, 2], search=["nothing", "tau", "nothing"], rule="last", normalized="false", epoch=100,
+                accuracy_pct=0, sd_pct=0, ci_pct=0, n_folds=10, choices="tau=0 x10")
+    old = pd.DataFrame({**cols, "error_pct": [15.0, 12.0, 9.0]})
+    new = pd.DataFrame({**cols, "error_pct": [15.5, 15.0, 9.0]})
+    old.to_csv(tmp_path / "old.csv", index=False)
+    new.to_csv(tmp_path / "new.csv", index=False)
+    sub = spread.compare_nested(tmp_path / "old.csv", tmp_path / "new.csv", whole_grid=False)
+    assert sub["rows_compared"] == 2 and sub["rows_differing"] == 1
+    assert sub["max_abs_diff_test_error_pct"] == pytest.approx(0.5)
+    whole = spread.compare_nested(tmp_path / "old.csv", tmp_path / "new.csv", whole_grid=True)
+    assert whole["rows_compared"] == 3 and whole["max_abs_diff_test_error_pct"] == pytest.approx(3.0)
