@@ -93,6 +93,18 @@ def construction_blockers(cfg, X_train, X_test=None) -> list[str]:
     return why
 
 
+def _rel(config_file) -> str:
+    """A run's ``config_file`` as the spread tables name it (``configs/...``, from the project root);
+    ``package:NAME`` is the packaged config ``configs/NAME``."""
+    text = str(config_file)
+    if text.startswith("package:"):
+        return "configs/" + text[len("package:"):]
+    p = Path(text)
+    if p.is_absolute() and p.resolve().is_relative_to(ROOT):
+        p = p.resolve().relative_to(ROOT)
+    return p.as_posix()
+
+
 def measured_spread(config_file) -> dict | None:
     """The spread measured for ``config_file`` (``results/spread/summary.csv``), over the
     variants that change the machine (not the dtype): the largest number of rows that moved and the
@@ -105,9 +117,8 @@ def measured_spread(config_file) -> dict | None:
         df = pd.read_csv(SPREAD_SUMMARY, keep_default_na=False)
     except (OSError, ValueError):
         return None
-    p = Path(str(config_file))
-    rel = (p.resolve().relative_to(ROOT) if p.is_absolute() and p.resolve().is_relative_to(ROOT) else p).as_posix()
-    df = df[(df["config"] == rel) & ~df["variant"].str.contains("dtype")]
+    rel = _rel(config_file)
+    df = df[(df["config"] == rel) & ~df["variant"].astype(str).str.contains("dtype")]
     if df.empty:
         return None
     return {"variants": sorted(set(df["variant"])), "files": sorted(set(df["file"])),
@@ -138,8 +149,7 @@ def _from_table(config_file) -> dict | None:
         df = pd.read_csv(EXACTNESS_TABLE, keep_default_na=False)
     except (OSError, ValueError):
         return None
-    p = Path(str(config_file))
-    rel = (p.resolve().relative_to(ROOT) if p.is_absolute() and p.resolve().is_relative_to(ROOT) else p).as_posix()
+    rel = _rel(config_file)
     row = df[df["config"] == rel]
     if row.empty:
         return None

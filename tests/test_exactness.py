@@ -155,3 +155,21 @@ def test_compare_nested_keeps_the_single_candidate_rows_of_a_subset_run(tmp_path
     assert sub["max_abs_diff_test_error_pct"] == pytest.approx(0.5)
     whole = spread.compare_nested(tmp_path / "old.csv", tmp_path / "new.csv", whole_grid=True)
     assert whole["rows_compared"] == 3 and whole["max_abs_diff_test_error_pct"] == pytest.approx(3.0)
+
+
+def test_configs_exact_by_construction_never_moved_in_a_measurement():
+    """The committed measurements agree with the rule: no machine variant moved a number of a
+    config that is exact by construction, and the committed runs read their exactness back."""
+    table = pd.read_csv(ex.EXACTNESS_TABLE, keep_default_na=False)
+    exact = set(table.loc[table["exact_by_construction"].astype(str) == "True", "config"])
+    assert {"configs/kw2007/table3_mnist.yaml", "configs/golden/kw2007_mnist_exact.yaml"} <= exact
+    assert "configs/kw2007/table4.yaml" not in exact
+    summary = spread.read_spread()
+    machine = summary[~summary["variant"].astype(str).str.contains("dtype")]
+    measured_exact = machine[machine["config"].isin(exact)]
+    assert len(measured_exact) and (measured_exact["rows_differing"] == 0).all()
+    assert ex._rel("package:budget/adult.yaml") == "configs/budget/adult.yaml"
+    assert ex.exactness_note({"config_file": "configs/kw2007/table3_mnist.yaml"}).startswith("exact by construction")
+    t4 = machine[machine["config"] == "configs/kw2007/table4.yaml"]
+    assert f"{t4['rows_differing'].max()} of {t4['rows_compared'].max()} rows" in ex.exactness_note(
+        {"config_file": "configs/kw2007/table4.yaml"})
