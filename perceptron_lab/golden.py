@@ -15,14 +15,14 @@ The cases (configs under ``configs/golden/``), under a minute together on two sh
 * ``kw2007_sonar``, ``kw2007_ionosphere`` -- Khardon & Wachman's classical / longest survivor /
   voted / averaged perceptron with tau = 0 and 0.125, 10-fold cross-validation, 100 epochs;
 * ``kw2007_mnist_exact`` -- Khardon & Wachman's perceptron (eta = 1) with the linear kernel on
-  the first 10000 raw MNIST training examples, one pass, tau and lambda each at two values: the
+  the first 10000 raw MNIST training examples, two passes, tau and lambda each at two values: the
   case that is exact by construction;
 * ``gentile2001_usps_alma`` -- Gentile's ALMA_2(alpha), alpha = 1.0 and 0.9, Gaussian kernel
   sigma = 3.5 on USPS, one epoch, two permutations (test errors, corrections, support vectors).
 
 Tolerances (:func:`tolerances`). The guard must hold on any machine of this kind (x86-64 with AVX2
-or AVX-512, numpy's bundled OpenBLAS, any thread count), so a cell may move by what such machines
-can make it move, and no more:
+or AVX-512, numpy's bundled OpenBLAS with any of its kernels, one or two threads), so a cell may
+move by what such machines can make it move, and no more:
 
 * a case that is exact by construction (:func:`perceptron_lab.exactness.construction_blockers`:
   every score an integer below 2^53) must give its golden values exactly, on every machine;
@@ -33,6 +33,8 @@ can make it move, and no more:
   one step of the cell: one test prediction in the smallest run for a test error (100 / (its test
   examples x the runs behind the mean)), one update in one run for a count (1 / the runs). A case
   that is not exact and has no measured spread is refused, with the command that measures it.
+  The spread is measured against the golden file: after refreshing a case that is not exact,
+  measure it again.
 """
 
 from __future__ import annotations
