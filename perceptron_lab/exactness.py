@@ -76,6 +76,8 @@ def construction_blockers(cfg, X_train, X_test=None) -> list[str]:
         why.append(f"dataset.preprocess: {cfg.dataset.preprocess} makes the features non-integer")
     elif not (_integer_matrix(X_train) and _integer_matrix(X_test)):
         why.append("the features are not integers")
+    elif len(_values(cfg, "dataset.name", cfg.dataset.name)) > 1:
+        why.append("evaluation.grid runs other datasets, whose features were not checked")
     if any(d != "float64" for d in _values(cfg, "training.dtype", cfg.training.dtype)):
         why.append("training.dtype: float32 rounds sums of integers beyond 2^24")
     etas = [float(e) for e in _values(cfg, "algorithm.eta", cfg.algorithm.eta) if e is not None] or [1.0]

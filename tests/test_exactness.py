@@ -173,3 +173,9 @@ def test_configs_exact_by_construction_never_moved_in_a_measurement():
     t4 = machine[machine["config"] == "configs/kw2007/table4.yaml"]
     assert f"{t4['rows_differing'].max()} of {t4['rows_compared'].max()} rows" in ex.exactness_note(
         {"config_file": "configs/kw2007/table4.yaml"})
+
+
+def test_a_grid_over_datasets_is_not_called_exact():
+    cfg = with_overrides(EXACT, {"evaluation.grid": {"dataset.name": ["mnist", "usps"]}})
+    rng = np.random.default_rng(3)
+    assert any("other datasets" in w for w in ex.construction_blockers(cfg, _ints(rng), _ints(rng)))
