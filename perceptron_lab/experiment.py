@@ -55,6 +55,7 @@ from .datasets.base import Dataset
 from .engine import columns
 from .errors import PlabError
 from .evaluation import Grid
+from .exactness import exactness
 from .kernels import load_jit
 from .runtime import settings as runtime_settings
 from .store import (RunFolder, code_fingerprint, csv_rows, data_fingerprint, part_key, read_back_csv,
@@ -310,6 +311,8 @@ def _run_info(cfg, ds, work: Work, jobs, executor, scheduler, started, verified:
                     "fingerprint": work.fingerprint,
                     "source": {k: str(v) for k, v in ds.meta.items() if k in ("source", "source_files")},
                     "checksums_verified": verified},
+        # same numbers on every machine, or how far they were measured to move (perceptron_lab.exactness)
+        "exactness": exactness(cfg, ds.X_train, ds.X_test),
         "units": len(work.units), "parts": len(work.parts), "jobs": int(jobs), "executor": executor,
         **({"scheduler": scheduler} if executor == "dask" else {}),
         "started": started.isoformat(timespec="seconds"), "status": "running",

@@ -38,6 +38,7 @@ from . import plugins
 from .causes import FILE_NAME as CAUSES_FILE
 from .causes import VOCABULARY, assign, load_rules
 from .comparison import compared, consistent, read_comparison, sampling_covers, scored
+from .exactness import exactness_note
 from .report_html import _causes_text, _tally, write_pages
 from .errors import DamagedFileError
 from .store import atomic_write_text, read_back_csv, read_back_json
@@ -460,7 +461,8 @@ def run_lines(rep: Report) -> list[str]:
                    f"loading {g('load_seconds')} s, writing {g('write_seconds')} s; peak memory "
                    f"{g('peak_rss_gb_per_process')} GB per process); "
                    f"finished {g('finished')}; perceptron_lab {g('perceptron_lab', v)}, numpy {g('numpy', v)}, "
-                   f"numba {g('numba', v)}, {g('cpus', v)} CPUs, {g('platform', v)}; git {g('git_revision')}")
+                   f"numba {g('numba', v)}, {g('cpus', v)} CPUs, {g('platform', v)}; git {g('git_revision')}"
+                   + (f"; {note}" if (note := exactness_note(info)) else ""))
     return out
 
 

@@ -1,0 +1,181 @@
+"""Which runs are exact by construction (the same bits on any machine), as run.json reports, and
+the spread comparison behind the others."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perceptron_lab import exactness as ex
+from perceptron_lab import spread
+from perceptron_lab.config import load_config, with_overrides
+from perceptron_lab.experiment import run_experiment
+
+EXACT = load_config("configs/golden/kw2007_mnist_exact.yaml")
+
+
+def _ints(rng, n=50, d=20, hi=256):
+    return rng.integers(0, hi, size=(n, d)).astype(np.float64)
+
+
+def test_linear_perceptron_on_integer_features_with_integer_eta_is_exact():
+    rng = np.random.default_rng(0)
+    assert ex.construction_blockers(EXACT, _ints(rng), _ints(rng)) == []
+    e = ex.exactness(EXACT, _ints(rng), _ints(rng))
+    assert e["exact_by_construction"] is True and "integer" in e["reason"]
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"algorithm.eta": 0.1}, "algorithm.eta = 0.1"),
+    ({"kernel.type": "gaussian", "kernel.sigma": 3.0}, "gaussian kernel"),
+    ({"kernel.type": "poly", "kernel.degree": 2}, "poly kernel"),
+    ({"training.dtype": "float32"}, "float32"),
+    ({"dataset.preprocess": "standardize"}, "standardize"),
+    ({"prediction.rules": ["last", "avg_norm"]}, "avg_norm"),
+    ({"evaluation.grid": {"algorithm.eta": [1, 0.5]}}, "algorithm.eta"),
+    ({"algorithm.name": "alma", "algorithm.alpha": 1.0, "evaluation.grid": {}}, "alma"),
+])
+def test_each_setting_that_rounds_is_named(change, words):
+    cfg = with_overrides(EXACT, change)
+    rng = np.random.default_rng(1)
+    why = ex.construction_blockers(cfg, _ints(rng), _ints(rng))
+    assert why and any(words in w for w in why), why
+    assert ex.exactness(cfg, _ints(rng))["exact_by_construction"] is False
+
+
+def test_non_integer_or_huge_features_are_not_exact():
+    rng = np.random.default_rng(2)
+    X = _ints(rng)
+    Xf = X.copy()
+    Xf[3, 4] += 0.5
+    assert any("not integers" in w for w in ex.construction_blockers(EXACT, X, Xf))
+    big = np.full((4, 3), 2.0 ** 23)    # integers, but scores beyond 2^53 after 2 passes
+    assert any("2^53" in w for w in ex.construction_blockers(with_overrides(EXACT, {"training.epochs": 2}),
+                                                               np.vstack([big] * 10000)))
+
+
+def test_run_json_says_whether_the_run_is_exact(tmp_path):
+    cfg = with_overrides(load_config("configs/golden/kw2007_sonar.yaml"),
+                         {"training.epochs": 1, "training.checkpoints": [1], "evaluation.grid": {}})
+    res = run_experiment(cfg, out_dir=tmp_path / "run", progress=False)
+    info = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert info["exactness"]["exact_by_construction"] is False
+    assert "not integers" in info["exactness"]["reason"]
+    assert res.run_info["exactness"] == info["exactness"]
+    assert "not exact by construction" in ex.exactness_note(info)
+
+
+def test_exactness_note_states_the_measured_spread():
+    info = {"exactness": {"exact_by_construction": False, "reason": "r",
+                          "measured_spread": {"variants": ["avx2", "host"], "rows_compared": 150,
+                                              "rows_differing": 14, "max_abs_diff_test_error_pct": 1.66667,
+                                              "max_abs_diff_counts": 0.0}}}
+    note = ex.exactness_note(info)
+    assert "14 of 150 rows" in note and "1.66667 points" in note and "2 CPU/BLAS variants" in note
+    assert ex.exactness_note({}) == ""
+    assert ex.exactness_note({"exactness": {"exact_by_construction": True, "reason": "x"}}).startswith("exact")
+
+
+def _results(values, metrics):
+    return pd.DataFrame({"dataset": "d", "kernel": "linear", "grid_point": range(len(values)),
+                         "fold": range(len(values)), "epoch": 1, "rule": "last", "class": "all",
+                         "metric": metrics, "value": values})
+
+
+def test_compare_results_counts_rows_and_the_largest_moves(tmp_path):
+    old = _results([10.0, 20.0, 100.0, 50.0], ["test_error_pct", "test_error_pct", "mistakes", "support_vectors"])
+    new = old.copy()
+    new["value"] = [10.0, 21.5, 97.0, 50.0]
+    new["grid_point"] = [7, 8, 9, 10]          # numbering of a subset grid: not part of the key
+    old.to_csv(tmp_path / "old.csv", index=False)
+    new.iloc[1:].to_csv(tmp_path / "new.csv", index=False)     # a subset run: three rows
+    out = spread.compare_results(tmp_path / "old.csv", tmp_path / "new.csv")
+    assert out["rows_compared"] == 3 and out["rows_differing"] == 2 and out["rows_missing"] == 0
+    assert out["max_abs_diff_test_error_pct"] == pytest.approx(1.5)
+    assert out["max_abs_diff_counts"] == pytest.approx(3.0)
+    assert out["max_rel_diff_counts"] == pytest.approx(0.03)
+
+
+def test_compare_search_skips_searches_over_fewer_candidates(tmp_path):
+    cols = dict(noise=[0, 0, 0.1], search=["nothing", "tau", "nothing"], rule="last", normalized="false",
+                epoch=100, accuracy_pct=0, sd_pct=0, ci_pct=0, n_runs=10, grid_point=0, chosen="tau=0")
+    old = pd.DataFrame({**cols, "error_pct": [5.0, 4.0, 9.0], "n_candidates": [1, 7, 1]})
+    new = pd.DataFrame({**cols, "error_pct": [5.5, 9.9, 9.0], "n_candidates": [1, 1, 1]})
+    old.to_csv(tmp_path / "old.csv", index=False)
+    new.to_csv(tmp_path / "new.csv", index=False)
+    out = spread.compare_search(tmp_path / "old.csv", tmp_path / "new.csv")
+    assert out["rows_compared"] == 2 and out["rows_differing"] == 1
+    assert out["max_abs_diff_test_error_pct"] == pytest.approx(0.5)
+
+
+def test_variants_cover_avx2_the_host_every_blas_kernel_and_two_threads():
+    assert {"avx2", "host", "avx2+threads2"} <= set(spread.VARIANTS)
+    assert spread.VARIANTS["avx2"]["NUMBA_CPU_NAME"] == "haswell"
+    env = spread.variant_env("host")
+    assert "OPENBLAS_CORETYPE" not in env and "NUMBA_CPU_NAME" not in env and env["OPENBLAS_NUM_THREADS"] == "1"
+    assert spread.variant_env("avx2+blas=Prescott")["OPENBLAS_CORETYPE"] == "Prescott"
+
+
+def test_the_report_states_each_runs_exactness():
+    from types import SimpleNamespace
+
+    from perceptron_lab.report import run_lines
+
+    info = {"name": "x", "exactness": {"exact_by_construction": True, "reason": "integers"}}
+    (line,) = run_lines(SimpleNamespace(runs=[("results/x", info)]))
+    assert line.endswith("exact by construction (same bits on any x86-64 machine): integers")
+    (line,) = run_lines(SimpleNamespace(runs=[("results/x", {"name": "x"})]))
+    assert "exact" not in line
+
+
+def test_compare_results_keys_by_grid_point_when_nothing_else_tells_points_apart(tmp_path):
+    old = _results([10.0, 20.0], ["test_error_pct"] * 2)
+    old["fold"] = 0                              # two grid points, same other columns
+    new = old.copy()
+    new["value"] = [10.0, 20.5]
+    old.to_csv(tmp_path / "old.csv", index=False)
+    new.to_csv(tmp_path / "new.csv", index=False)
+    out = spread.compare_results(tmp_path / "old.csv", tmp_path / "new.csv")
+    assert out["rows_compared"] == 2 and out["rows_differing"] == 1
+    assert out["max_abs_diff_test_error_pct"] == pytest.approx(0.5)
+
+
+def test_compare_nested_keeps_the_single_candidate_rows_of_a_subset_run(tmp_path):
+    cols = dict(seed=[1, 1, 2], search=["nothing", "tau", "nothing"], rule="last", normalized="false", epoch=100,
+                accuracy_pct=0, sd_pct=0, ci_pct=0, n_folds=10, choices="tau=0 x10")
+    old = pd.DataFrame({**cols, "error_pct": [15.0, 12.0, 9.0]})
+    new = pd.DataFrame({**cols, "error_pct": [15.5, 15.0, 9.0]})
+    old.to_csv(tmp_path / "old.csv", index=False)
+    new.to_csv(tmp_path / "new.csv", index=False)
+    sub = spread.compare_nested(tmp_path / "old.csv", tmp_path / "new.csv", whole_grid=False)
+    assert sub["rows_compared"] == 2 and sub["rows_differing"] == 1
+    assert sub["max_abs_diff_test_error_pct"] == pytest.approx(0.5)
+    whole = spread.compare_nested(tmp_path / "old.csv", tmp_path / "new.csv", whole_grid=True)
+    assert whole["rows_compared"] == 3 and whole["max_abs_diff_test_error_pct"] == pytest.approx(3.0)
+
+
+def test_configs_exact_by_construction_never_moved_in_a_measurement():
+    """The committed measurements agree with the rule: no machine variant moved a number of a
+    config that is exact by construction, and the committed runs read their exactness back."""
+    table = pd.read_csv(ex.EXACTNESS_TABLE, keep_default_na=False)
+    exact = set(table.loc[table["exact_by_construction"].astype(str) == "True", "config"])
+    assert {"configs/kw2007/table3_mnist.yaml", "configs/golden/kw2007_mnist_exact.yaml"} <= exact
+    assert "configs/kw2007/table4.yaml" not in exact
+    summary = spread.read_spread()
+    machine = summary[~summary["variant"].astype(str).str.contains("dtype")]
+    measured_exact = machine[machine["config"].isin(exact)]
+    assert len(measured_exact) and (measured_exact["rows_differing"] == 0).all()
+    assert ex._rel("package:budget/adult.yaml") == "configs/budget/adult.yaml"
+    assert ex.exactness_note({"config_file": "configs/kw2007/table3_mnist.yaml"}).startswith("exact by construction")
+    t4 = machine[machine["config"] == "configs/kw2007/table4.yaml"]
+    assert f"{t4['rows_differing'].max()} of {t4['rows_compared'].max()} rows" in ex.exactness_note(
+        {"config_file": "configs/kw2007/table4.yaml"})
+
+
+def test_a_grid_over_datasets_is_not_called_exact():
+    cfg = with_overrides(EXACT, {"evaluation.grid": {"dataset.name": ["mnist", "usps"]}})
+    rng = np.random.default_rng(3)
+    assert any("other datasets" in w for w in ex.construction_blockers(cfg, _ints(rng), _ints(rng)))
