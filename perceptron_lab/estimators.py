@@ -189,8 +189,9 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
     def decision_function(self, X):
         """Scores of the rule ``rule``: shape (n_samples,) for two classes (> 0: ``classes_[1]``),
         else (n_samples, n_classes). With ``kernel="precomputed"`` X is K(test, train)."""
+        S = self._scores(X)
         try:
-            S = self.kernel_.from_values(self._scores(X), _VALUE_POWER.get(self.rule, 1.0))
+            S = self.kernel_.from_values(S, _VALUE_POWER.get(self.rule, 1.0))
         except PlabError as exc:
             raise ValueError(str(exc)) from None
         return S[:, 0] if S.shape[1] == 1 else S

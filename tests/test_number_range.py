@@ -512,3 +512,17 @@ def test_kernel_describe_in_user_units():
     """Messages name the kernel as configured, not as rescaled."""
     k = Kernel("gaussian", sigma=2.0**-700).range_safe(SONAR.X_train * 2.0**-700, np.float64)
     assert k.feature_exp != 0 and k.describe() == Kernel("gaussian", sigma=2.0**-700).describe()
+
+
+@pytest.mark.parametrize("rule", ["vote", "last_norm", "avg"])
+def test_float32_poly_decision_function_units(rule):
+    """float32 divides a poly kernel by a constant c^d to stay in range. Before: decision_function
+    divided every rule's scores by that factor, so votes came out times c^d and normalized scores
+    times c^(d/2). Now each rule's scores are those of float64 (to float32 rounding)."""
+    X, y = SONAR.X_train, SONAR.y_train
+    kw = dict(kernel="poly", degree=3, scale=0.01, epochs=1, random_state=0, rule=rule)
+    a = VotedPerceptron(dtype="float32", **kw).fit(X, y)
+    b = VotedPerceptron(dtype="float64", **kw).fit(X, y)
+    assert a.kernel_.value_factor != 1.0
+    sa, sb = a.decision_function(X), b.decision_function(X)
+    np.testing.assert_allclose(sa, sb, rtol=1e-3, atol=1e-4 * np.abs(sb).max())
