@@ -68,6 +68,11 @@ def apply_fix(cfg, msg: str):
         return with_overrides(cfg, {m.group(1): float(m.group(2))})
     if "algorithm.theta_init: avg_sq_norm" in msg:
         return with_overrides(cfg, {"algorithm.theta_init": "avg_sq_norm", "algorithm.C": "theta_init"})
+    m = re.search(r"Fix: set (?:training\.dtype: float64, or )?kernel\.degree <= (\d+)", msg)
+    if m:
+        return with_overrides(cfg, {"kernel.degree": int(m.group(1))})
+    if "Fix: set training.dtype: float64" in msg:
+        return with_overrides(cfg, {"training.dtype": "float64"})
     m = re.search(r"dataset\.preprocess: (\w+)", msg)
     if m:
         return with_overrides(cfg, {"dataset.preprocess": m.group(1)})
@@ -526,3 +531,47 @@ def test_float32_poly_decision_function_units(rule):
     assert a.kernel_.value_factor != 1.0
     sa, sb = a.decision_function(X), b.decision_function(X)
     np.testing.assert_allclose(sa, sb, rtol=1e-3, atol=1e-4 * np.abs(sb).max())
+
+
+def test_float32_linear_beyond_float32_only():
+    """float32, features near 2^70 (1e21): squared norms beyond float32, fine in float64. Before:
+    refused. Now the float32 scale-1 results."""
+    cfg = config(dtype="float32")
+    assert values(cfg, scaled(2.0**70)) == values(cfg)
+
+
+def test_poly_gaussian_degree_overflow_fix_works():
+    """poly_gaussian of degree 1100: 2^1100 overflows float64; refused before and now, and the
+    suggested degree runs."""
+    check_fix_works(config(kernel={"type": "poly_gaussian", "degree": 1100, "sigma": 1.0}))
+
+
+def test_float32_poly_small_rows_fix_works():
+    """float32, poly degree 12 on rows whose norms differ 100-fold: divided to fit float32, the
+    small rows' K(x, x) falls below its range. Refused before and now; the suggested
+    training.dtype: float64 runs."""
+    X = SONAR.X_train.copy()
+    X[::2] *= 100.0
+    check_fix_works(config(kernel={"type": "poly", "degree": 12, "scale": 0.01}, dtype="float32"), scaled(1.0, X))
+
+
+def test_minmax_constant_column():
+    """minmax on a column of one value gives 0 there, before and now."""
+    X = SONAR.X_train.copy()
+    X[:, 3] = 1e300
+    got, _ = preprocess("minmax", X, None)
+    assert (got[:, 3] == 0).all() and np.isfinite(got).all()
+
+
+def test_test_features_far_beyond_the_training_features():
+    """Training features of sonar, test features times 1e300: kernel values between them overflow
+    on the scores; refused (exit 4) before and now, never a wrong error rate."""
+    cfg = config_from_dict({
+        "name": "range", "dataset": {"name": "sonar"}, "kernel": {"type": "poly", "degree": 6},
+        "algorithm": {"name": "perceptron"}, "training": {"epochs": 1, "checkpoints": [1], "seed": 3},
+        "prediction": {"rules": ["last"]}, "evaluation": {"mode": "holdout"}})
+    half = len(SONAR.y_train) // 2
+    ds = dataclasses.replace(SONAR, X_train=SONAR.X_train[:half], y_train=SONAR.y_train[:half],
+                             X_test=SONAR.X_train[half:] * 1e300, y_test=SONAR.y_train[half:])
+    with pytest.raises(NumericError):
+        run_unit(cfg, ds, Unit(0, {}, -1, 0))
