@@ -150,14 +150,16 @@ def test_numeric_threshold_rescaled_with_the_kernel():
     assert "theta_init" in msg
 
 
+@pytest.mark.parametrize("extra", [{}, {"tau": 0.5, "lambda": 0.3, "eta": 0.25}])
 @pytest.mark.parametrize("k", [-490, -530])
-def test_numeric_threshold_exact_rescale(k):
+def test_numeric_threshold_exact_rescale(k, extra):
     """theta_init = 2^(2k+1) on features 2^k: the same run as theta_init = 2 on features 2^0 (the
     kernel and the threshold rescaled together, by a power of two). Both ran right before too (on
     sonar the subnormal inner products of k = -530 kept enough bits); at k = -530 the factor,
-    2^1060, is beyond float64, so this checks that the threshold is converted exactly."""
-    a = config(algorithm={"name": "perceptron", "theta_init": 2.0 ** (2 * k + 1), "C": 2.0 ** (2 * k + 1)})
-    b = config(algorithm={"name": "perceptron", "theta_init": 2.0, "C": 2.0})
+    2^1060, is beyond float64, so this checks that the threshold is converted exactly (with a
+    margin tau and the lambda trick, which are in units of K, too)."""
+    a = config(algorithm={"name": "perceptron", "theta_init": 2.0 ** (2 * k + 1), "C": 2.0 ** (2 * k + 1), **extra})
+    b = config(algorithm={"name": "perceptron", "theta_init": 2.0, "C": 2.0, **extra})
     assert values(a, scaled(2.0**k)) == values(b)
 
 
@@ -441,7 +443,7 @@ def test_estimator_gaussian_sigma_huge():
 SMALL = slice(0, None, 3)   # 70 rows of sonar, both classes, keep each example fast
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(k=st.integers(-996, 996), alg=st.sampled_from([
     {"name": "perceptron"},
     {"name": "perceptron", "eta": 0.5, "theta_init": "avg_sq_norm", "C": "theta_init", "tau": 0.2},
@@ -460,7 +462,7 @@ def test_property_engine_scale(k, alg):
     assert got == ref
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(k=st.integers(-996, 996), dtype=st.sampled_from(["float64", "float32"]))
 def test_property_estimator_scale(k, dtype):
     """VotedPerceptron on 70 rows of sonar, X times 2^k: the scale-1 mistakes and predictions, or a
