@@ -217,14 +217,16 @@ class Kernel:
                     f"overflow {dt.name} (largest {fmax:.3g}). Fix: set {more}kernel.degree <= {top}")
             self._check_width(X, dt, what)
             return self
-        # the base 1 + x.y/s must differ from 1 in dt for most examples, or K is constant
-        med = float(np.median(norms)) / self.scale
-        if med < float(np.finfo(dt).eps) ** _RESOLVED:
+        # the base 1 + x.y/s must differ from 1 in dt for most examples, or K is constant (rows of
+        # zeros have K = 1 with every row, rightly: they do not count)
+        nonzero = norms[norms > 0]
+        med_sq = float(np.median(nonzero)) if nonzero.size else 0.0
+        if nonzero.size and med_sq / self.scale < float(np.finfo(dt).eps) ** _RESOLVED:
             raise NumericError(
                 f"{what}: kernel.scale = {self._user_sq(self.scale):g} is far above |x|^2 (median "
-                f"{self._user_sq(float(np.median(norms))):.3g}): 1 + x.y/scale rounds to 1 in {dt.name}, so the kernel is "
-                f"constant and every example looks alike. Fix: set kernel.scale near "
-                f"{_ceil_1digit(self._user_sq(float(np.median(norms)))):g} (or smaller)")
+                f"{self._user_sq(med_sq):.3g}): 1 + x.y/scale rounds to 1 in {dt.name}, so the kernel is constant and "
+                f"every example looks alike. Fix: set kernel.scale near {_ceil_1digit(self._user_sq(med_sq)):g} "
+                "(or smaller)")
         c = 1.0 + sq / self.scale
         if unit_diag and math.isfinite(c):
             return self
@@ -275,11 +277,11 @@ class Kernel:
         d2 = _sample_d2(X, sample)
         two_s2 = 2.0 * self.sigma * self.sigma
         off = d2[~np.eye(len(d2), dtype=bool)]
-        med = float(np.median(off))
-        if med / two_s2 < float(np.finfo(dt).eps) ** _RESOLVED:
-            typical = self._user_sigma(math.sqrt(med)) if med > 0 else 0.0
-            fix = (f"Fix: set kernel.sigma near {_ceil_1digit(typical):g}" if typical > 0 else
-                   "Fix: the sampled examples are all alike; check the data")
+        off = off[off > 0]   # pairs of equal examples have K = 1, rightly: they do not count
+        med = float(np.median(off)) if off.size else 0.0
+        if off.size and med / two_s2 < float(np.finfo(dt).eps) ** _RESOLVED:
+            typical = self._user_sigma(math.sqrt(med))
+            fix = f"Fix: set kernel.sigma near {_ceil_1digit(typical):g}"
             raise NumericError(
                 f"{what}: kernel.sigma = {self._user_sigma(self.sigma):g} is far above the distance between examples "
                 f"(median {typical:.3g}): K(x, y) rounds to 1 in {dt.name} for most pairs, so the kernel is constant "

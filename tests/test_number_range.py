@@ -577,3 +577,15 @@ def test_test_features_far_beyond_the_training_features():
                              X_test=SONAR.X_train[half:] * 1e300, y_test=SONAR.y_train[half:])
     with pytest.raises(NumericError):
         run_unit(cfg, ds, Unit(0, {}, -1, 0))
+
+
+def test_duplicates_and_zero_rows_are_not_a_constant_kernel():
+    """Rows of zeros (K = 1 with every row under a poly kernel) and repeated examples (K = 1 between
+    copies under a Gaussian kernel) are right as they are: two thirds of the rows so do not make
+    the kernel count as constant."""
+    X = SONAR.X_train.copy()
+    X[: 2 * len(X) // 3] = 0.0
+    assert values(config(kernel={"type": "poly", "degree": 2, "scale": 1.0}), scaled(1.0, X))
+    X = SONAR.X_train.copy()
+    X[: 2 * len(X) // 3] = X[0]
+    assert values(config(kernel={"type": "gaussian", "sigma": 1.0}), scaled(1.0, X))
