@@ -35,6 +35,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from numbers import Integral, Real
 from types import SimpleNamespace
 
@@ -295,6 +296,10 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         """Scores of the rule ``rule``: shape (n_samples,) for two classes (> 0: ``classes_[1]``),
         else (n_samples, n_classes). With ``kernel="precomputed"`` X is K(test, train)."""
         S = self._scores(X)
+        try:
+            S = self.kernel_.from_values(S, _VALUE_POWER.get(self.rule, 1.0))
+        except PlabError as exc:
+            raise ValueError(str(exc)) from None
         return S[:, 0] if S.shape[1] == 1 else S
 
     def predict(self, X):
@@ -330,8 +335,10 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         Y = label_matrix(y_enc, len(self.classes_))
         try:
             kernel = self._kernel().range_safe(X, dtype)
+            if kernel.rescale_note():
+                warnings.warn(kernel.rescale_note(), UserWarning, stacklevel=4)
             with threads_for(X.size):
-                log = train_from_config(ucfg, X, Y, kernel, order, [epochs], dtype)
+                log = train_from_config(ucfg, kernel.features(X), Y, kernel, order, [epochs], dtype)
         except PlabError as exc:
             raise ValueError(str(exc)) from None
         self.n_mistakes_ = int(log.n_updates)
@@ -358,12 +365,18 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
             Xtr = self.support_vectors_
         try:
             with threads_for(X.size):
-                S = decision_scores(self.log_, self.kernel_, Xtr, X, cp_index=[self.log_.checkpoint_steps.size - 1],
+                S = decision_scores(self.log_, self.kernel_, self.kernel_.features(Xtr), self.kernel_.features(X),
+                                    cp_index=[self.log_.checkpoint_steps.size - 1],
                                     vote_weight=self.vote_weight, seed=self._rule_seed, dtype=dtype)
         except PlabError as exc:
             raise ValueError(str(exc)) from None
-        # in the units of the kernel as given (range_safe may divide a poly kernel by a constant)
-        return S[0, RULE_INDEX[self.rule]] / self.kernel_.value_factor
+        # in the units of the kernel range_safe returned: decision_function converts them
+        return S[0, RULE_INDEX[self.rule]]
+
+
+#: How a rule's scores scale with the kernel: votes not at all, scores divided by the hypothesis'
+#: norm in feature space with its square root, the others linearly (Kernel.from_values).
+_VALUE_POWER = {"vote": 0.0, "last_norm": 0.5, "avg_norm": 0.5, "random_norm": 0.5}
 
 
 _KERNEL_DOC = """kernel : {"linear", "poly", "gaussian", "poly_gaussian", "precomputed"}

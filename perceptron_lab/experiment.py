@@ -64,6 +64,7 @@ from .units import (  # noqa: F401  (the units' names, re-exported)
     _DATA_CACHE, DATA_LOCK, NESTED_COLUMNS, RESULT_COLUMNS, Part, Unit, eval_epochs, grid_points, load_data, params_string,
     part_config, part_configs, plan, plan_parts, preprocess, result_columns, rows_to_csv, run_part, run_unit, threads_for,
     peak_rss_mb, reset_peak_rss, unit_data, unit_kernel, unit_order, unit_seed, unit_steps)
+from .units import range_note
 
 #: Seconds between rewrites of timings.json while a run is going (it is always written at the end),
 #: at least.
@@ -166,6 +167,11 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
         texts = {} if force else folder.reusable((p.key, work.keys[p.key]) for p in work.parts)
         todo = [p for p in work.parts if p.key not in texts]
         info = _run_info(cfg, ds, work, jobs, executor, scheduler, started, verified)
+        first = with_overrides(cfg, work.units[0].grid_values) if work.units and work.units[0].grid_values else cfg
+        note = range_note(first, ds)
+        if note:
+            print(f"plab: note: {note}", file=sys.stderr, flush=True)
+            info["numerics"] = {"rescaled": note}
         if overrides:
             info["overrides"] = list(overrides)
         folder.write_info(info)

@@ -142,28 +142,74 @@ def load_data(cfg: ExperimentConfig, data_dir=None) -> Dataset:
 
 
 def preprocess(kind: str, Xtr, Xte):
-    """Fit a preprocessing on the training rows and apply it to both sets."""
+    """Fit a preprocessing on the training rows and apply it to both sets.
+
+    Columns (rows, for ``unit_norm``) whose largest value is far from 1 (beyond 2^+-400) are first
+    multiplied by a power of two that brings it near 1: exact, and no preprocessing depends on it,
+    but means, variances, spans and norms of values near 1e+-200 would overflow or underflow.
+    ``standardize`` treats a column whose spread is below the rounding of its values (2^-40 of its
+    largest value) as constant, like a column of one value: it is centred, not divided. Values
+    that still come out not finite (test values far beyond the training values' range) stop with
+    a :class:`~perceptron_lab.errors.NumericError`.
+    """
     if kind == "none":
         return Xtr, Xte
     if kind == "unit_norm":
         def f(X):
+            X = _near_one(X, axis=1)
             n = np.linalg.norm(X, axis=1, keepdims=True)
             return X / np.where(n > 0, n, 1.0)
-    elif kind == "minmax":
-        lo, hi = Xtr.min(axis=0), Xtr.max(axis=0)
-        span = np.where(hi > lo, hi - lo, 1.0)
+    elif kind in ("minmax", "standardize"):
+        e = _near_one_exp(Xtr, axis=0)
 
-        def f(X):
-            return (X - lo) / span
-    elif kind == "standardize":
-        mu, sd = Xtr.mean(axis=0), Xtr.std(axis=0)
-        sd = np.where(sd > 0, sd, 1.0)
+        def near(X):
+            return X if e is None else np.ldexp(X, e)
+        Xs = near(Xtr)
+        if kind == "minmax":
+            lo, hi = Xs.min(axis=0), Xs.max(axis=0)
+            span = np.where(hi > lo, hi - lo, 1.0)
 
-        def f(X):
-            return (X - mu) / sd
+            def f(X):
+                return (near(X) - lo) / span
+        else:
+            mu, sd = Xs.mean(axis=0), Xs.std(axis=0)
+            top = np.max(np.abs(Xs), axis=0) if len(Xs) else np.zeros(Xs.shape[1:])
+            sd = np.where(sd > top * 2.0**-40, sd, 1.0)
+
+            def f(X):
+                return (near(X) - mu) / sd
     else:
         raise PlabError(f"unknown preprocessing {kind!r}")
-    return f(Xtr), (None if Xte is None else f(Xte))
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = f(Xtr), (None if Xte is None else f(Xte))
+    for X, which in zip(out, ("training", "test")):
+        if X is not None and not np.isfinite(X).all():
+            raise NumericError(
+                f"dataset.preprocess: {kind} gives values beyond float64 on the {which} set (its values lie far "
+                "outside the training values' range). Fix: check the data, or set dataset.preprocess: unit_norm")
+    return out
+
+
+#: Columns (rows) whose largest |value| is beyond 2^+-this are brought near 1 before preprocessing.
+_NEAR_ONE_LOG2 = 400.0
+
+
+def _near_one_exp(X, axis: int):
+    """Per column (``axis=0``) or row (``axis=1``) of ``X``: the power of two that brings its largest
+    |value| near 1 where that is beyond 2^+-400, else 0 (shaped to broadcast); None when all are 0."""
+    X = np.asarray(X)
+    if not X.size:
+        return None
+    with np.errstate(divide="ignore"):
+        top = np.log2(np.max(np.abs(X), axis=axis, keepdims=True))
+    e = np.where(np.isfinite(top) & (np.abs(top) > _NEAR_ONE_LOG2), -np.round(np.where(np.isfinite(top), top, 0)), 0)
+    return e.astype(np.int64) if e.any() else None
+
+
+def _near_one(X, axis: int):
+    """``X`` with its rows (``axis=1``) or columns brought near 1 by :func:`_near_one_exp`."""
+    e = _near_one_exp(X, axis)
+    return X if e is None else np.ldexp(X, e)
 
 
 # ----------------------------------------------------------------------------- plan
@@ -470,9 +516,22 @@ def reset_peak_rss() -> None:
 
 
 def unit_kernel(ucfg: ExperimentConfig, Xtr: np.ndarray):
-    """(float type, kernel checked against ``Xtr`` for overflow in that type) of a unit's run."""
+    """(float type, kernel checked against ``Xtr`` for the range of that type) of a unit's run. The
+    kernel takes its features through :meth:`~perceptron_lab.kernels.Kernel.features` (a power of
+    two, when the features as given are beyond the float range)."""
     dtype = np.float32 if ucfg.training.dtype == "float32" else np.float64
     return dtype, Kernel.from_config(ucfg.kernel).range_safe(Xtr, dtype)
+
+
+def range_note(ucfg: ExperimentConfig, ds: Dataset) -> str | None:
+    """What :meth:`~perceptron_lab.kernels.Kernel.range_safe` does to the features of ``ucfg`` on the
+    whole training set of ``ds``, in one line (None: nothing, or a kernel each unit refuses itself)."""
+    Xtr, _ = preprocess(ucfg.dataset.preprocess, ds.X_train, None)
+    try:
+        _, kernel = budget_kernel(ucfg, Xtr) if ucfg.algorithm.name in BUDGET_ALGORITHMS else unit_kernel(ucfg, Xtr)
+    except NumericError:
+        return None
+    return kernel.rescale_note()
 
 
 def budget_kernel(ucfg: ExperimentConfig, Xtr: np.ndarray):
@@ -480,8 +539,9 @@ def budget_kernel(ucfg: ExperimentConfig, Xtr: np.ndarray):
     to ``max_i K(x_i, x_i) = 1`` on the training rows) for a budgeted run; values that overflow
     float64 stop."""
     X64 = np.asarray(Xtr, dtype=np.float64)
-    kernel = unit_diag_kernel(Kernel.from_config(ucfg.kernel), X64)
-    if not np.all(np.isfinite(kernel_diag(kernel, X64))):
+    kernel = Kernel.from_config(ucfg.kernel).range_safe(X64, np.float64, rescale_values=False, unit_diag=True)
+    kernel = unit_diag_kernel(kernel, kernel.features(X64))
+    if not np.all(np.isfinite(kernel_diag(kernel, kernel.features(X64)))):
         raise NumericError(f"{ucfg.source}: K(x, x) overflows float64 for {kernel.describe()}; "
                            "use a larger kernel.scale or a smaller kernel.degree")
     return np.float64, kernel
@@ -532,7 +592,7 @@ def _unit_inputs(ucfg: ExperimentConfig, ds: Dataset, unit: Unit, splits=None):
         Xtr, ytr = Xtr[sub], ytr[sub]
     budgeted = ucfg.algorithm.name in BUDGET_ALGORITHMS
     dtype, kernel = unit_kernel(ucfg, Xtr) if not budgeted else budget_kernel(ucfg, Xtr)
-    return Xtr, ytr, Xte, yte, dtype, kernel
+    return kernel.features(Xtr), ytr, kernel.features(Xte), yte, dtype, kernel
 
 
 def _train_unit(ucfg: ExperimentConfig, ds: Dataset, unit: Unit, data, progress=None, phase=None):

@@ -19,7 +19,7 @@ def perceptron_params(acfgs, Xtr, kernel) -> list[PerceptronParams]:
     """The engine parameters of the perceptron algorithm sections ``acfgs`` trained on ``Xtr``
     (:func:`~perceptron_lab.engine.perceptron.resolve_params`), with K(x, x) computed once for all."""
     kd = kernel_diag(kernel, Xtr)
-    return [resolve_params(a, kd, kernel.value_factor) for a in acfgs]
+    return [resolve_params(a, kd, kernel.to_values) for a in acfgs]
 
 
 def train_from_config(ucfg, Xtr, Y, kernel, order, epochs_all, dtype, progress=None, seed=0) -> TrainLog | BudgetLog:

@@ -188,8 +188,20 @@ def _row_pnorms(X, p, pi):
 
 
 def pnormalize(X, p: float) -> np.ndarray:
-    """Rows ``x / |x|_p`` (a zero row stays zero)."""
+    """Rows ``x / |x|_p`` (a zero row stays zero).
+
+    ``|x_i|^p`` underflows or overflows float64 on rows far from 1 in size (p = 8 on features near
+    1e-50 or 1e50), and a row whose p-norm comes out as 0 or inf would be normalized to garbage.
+    Such rows are first multiplied by a power of two that brings their largest value near 1,
+    which changes neither ``x / |x|_p`` nor anything else; other rows are left as they are."""
     X = np.ascontiguousarray(X, dtype=np.float64)
+    if X.size:
+        with np.errstate(divide="ignore"):
+            top = np.log2(np.max(np.abs(X), axis=1))
+        far = np.isfinite(top) & (np.abs(top) * float(p) + math.log2(max(X.shape[1], 1)) > 900.0)
+        if far.any():
+            X = X.copy()
+            X[far] = np.ldexp(X[far], -np.ceil(top[far]).astype(np.int64)[:, None])
     n = _row_pnorms(X, float(p), _int_or_neg(p))
     return X / np.where(n > 0, n, 1.0)[:, None]
 

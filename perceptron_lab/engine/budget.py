@@ -75,6 +75,7 @@ step costs O(labels x budget) in the jitted loop. Names are resolved to integer 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -731,7 +732,7 @@ def unit_diag_kernel(kernel: Kernel, X) -> Kernel:
     c = 1.0 + float(np.max(np.einsum("ij,ij->i", X, X))) / kernel.scale
     if not (math.isfinite(c) and c > 1.0):
         return kernel
-    return Kernel(kernel.name, kernel.degree, kernel.scale, kernel.sigma, c)
+    return dataclasses.replace(kernel, base_div=c)
 
 
 def params_from_config(acfg, seed=0) -> BudgetParams:

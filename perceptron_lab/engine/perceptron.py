@@ -46,6 +46,7 @@ import numba as nb
 import numpy as np
 
 from . import columns
+from ..errors import NumericError
 from ..kernels import (
     DOTS_EXACT_SQ_LIMIT, Kernel, dot_rows, dot_rows_exact, exact32_ok, gram, integer_features, kernel_diag,
     kernel_from_dot, matmul_exact32, sq_norms)
@@ -751,17 +752,39 @@ def label_matrix(y: np.ndarray, n_classes: int) -> np.ndarray:
     return np.where(y[:, None] == np.arange(n_classes)[None, :], 1, -1).astype(np.int8)
 
 
-def resolve_params(acfg, kdiag_train: np.ndarray, value_factor: float = 1.0) -> PerceptronParams:
+def resolve_params(acfg, kdiag_train: np.ndarray, value_factor=1.0) -> PerceptronParams:
     """Turn the algorithm section of a config into absolute engine parameters.
+
+    ``value_factor``: the factor between the engine's kernel and the kernel as configured, or a
+    function taking a number to the engine's kernel units (:meth:`~perceptron_lab.kernels.Kernel.to_values`,
+    exact where the factor itself is beyond float64); thresholds given as numbers are converted.
 
     ``theta_init: avg_sq_norm`` and the unit of ``tau`` are the average K(x, x) over the training
     examples (Khardon & Wachman §3.2: theta_Init = avg <x_i, x_i>, C = theta_Init).
     """
     avg = float(np.mean(kdiag_train)) if kdiag_train.size else 0.0
-    theta_init = avg if acfg.theta_init == "avg_sq_norm" else float(acfg.theta_init) * value_factor
-    C = theta_init if acfg.C == "theta_init" else float(acfg.C) * value_factor
+    theta_init = avg if acfg.theta_init == "avg_sq_norm" else _in_kernel_units(acfg.theta_init, value_factor, "theta_init")
+    C = theta_init if acfg.C == "theta_init" else _in_kernel_units(acfg.C, value_factor, "C")
     ab = acfg.alpha_bound
     alpha_bound = UNBOUNDED if ab is None or (isinstance(ab, float) and math.isinf(ab)) else int(ab)
     return PerceptronParams(eta=float(acfg.eta), theta_init=theta_init, C=C,
                             tau_abs=float(acfg.tau) * avg, lam=float(acfg.lambda_),
                             alpha_bound=alpha_bound)
+
+
+def _in_kernel_units(value, value_factor, key: str) -> float:
+    """``algorithm.<key>`` (a number, in the units of the kernel as configured) in the units of the
+    kernel the engine runs (see :func:`resolve_params`). A value that does not fit a float64 there
+    stops with a :class:`~perceptron_lab.errors.NumericError`."""
+    v = float(value)
+    if v == 0.0 or (not callable(value_factor) and value_factor == 1.0):
+        return v
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        out = value_factor(v) if callable(value_factor) else v * value_factor
+    if not math.isfinite(out) or abs(out) < np.finfo(np.float64).tiny:
+        raise NumericError(
+            f"algorithm.{key} = {v:g} is out of range against the kernel values, which lie far outside float64's "
+            f"range on these features (they were rescaled by a power of two to keep them in range, and {key} would "
+            "be with them). Fix: set algorithm.theta_init: avg_sq_norm and algorithm.C: theta_init (in units of the "
+            "average K(x, x)), or set dataset.preprocess: unit_norm")
+    return out

@@ -116,6 +116,7 @@ def _margin_runs(cfg, overrides: dict, epochs, rules, permutations: int, data_di
     y = ds.y_train
     binary = ds.n_classes == 2
     dtype, kernel = unit_kernel(ucfg, X)
+    X = kernel.features(X)
     Y = label_matrix(y, ds.n_classes)
     epochs = sorted(float(e) for e in epochs)
     out = {(e, r): [] for e in epochs for r in rules}
