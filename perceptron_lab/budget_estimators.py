@@ -31,6 +31,7 @@ Example::
 
 from __future__ import annotations
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -44,7 +45,7 @@ from .engine.budget import (CH_ADD, ALG_FORGETRON, ALG_PROJECTRON, ALG_PROJECTRO
                             BudgetLog, BudgetParams, _avg_state, _run_chunk, budget_scores, train_budget,
                             unit_diag_kernel)
 from .errors import PlabError
-from .estimators import _EngineClassifier, _validate_data
+from .estimators import _EngineClassifier, _validate_data, _value_error
 from .kernels import Kernel, exact32_ok, gram, kernel_diag, sq_norms
 from .units import threads_for
 
@@ -429,12 +430,36 @@ class BudgetPerceptron(_EngineClassifier):
         return params
 
     def _budget_kernel(self, X) -> Kernel:
-        """The kernel of the estimator scaled as ``plab run`` scales it for a budgeted run."""
-        kernel = unit_diag_kernel(self._kernel(), X)
-        if not np.all(np.isfinite(kernel_diag(kernel, X))):
+        """The kernel of the estimator checked and scaled as ``plab run`` does for a budgeted run
+        (:func:`perceptron_lab.units.budget_kernel`): the range of the training rows in both
+        directions (:meth:`~perceptron_lab.kernels.Kernel.range_safe`; a poly or Gaussian kernel
+        on features beyond float64's range works on them multiplied by a power of two, with the
+        same kernel values, see :meth:`~perceptron_lab.kernels.Kernel.features`), then
+        ``max_i K(x_i, x_i) = 1``."""
+        try:
+            kernel = self._kernel().range_safe(X, np.float64, rescale_values=False, unit_diag=True)
+        except PlabError as exc:
+            raise _value_error(exc) from None
+        if kernel.rescale_note():
+            warnings.warn(kernel.rescale_note(), UserWarning, stacklevel=5)
+        kernel = unit_diag_kernel(kernel, kernel.features(X))
+        if not np.all(np.isfinite(kernel_diag(kernel, kernel.features(X)))):
             raise ValueError(f"K(x, x) overflows float64 for {kernel.describe()}; use a larger scale or a "
                              "smaller degree")
         return kernel
+
+    def _features(self, kernel: Kernel, X):
+        """``X`` as the run's kernel takes it (:meth:`Kernel.features`), refused when the power of
+        two chosen on the first rows carries a new batch or test set out of float64's range."""
+        Xf = kernel.features(X)
+        with np.errstate(over="ignore", under="ignore"):
+            sq = np.einsum("ij,ij->i", Xf, Xf)
+        lost = (sq == 0.0) & np.any(X != 0.0, axis=1)
+        if not np.all(np.isfinite(sq)) or lost.any():
+            raise ValueError("these examples are so far from the scale of the training examples that their "
+                             "inner products leave float64's range; scale them like the training examples "
+                             "(e.g. sklearn.preprocessing.Normalizer in a Pipeline)")
+        return Xf
 
     def _fit_sequence(self, X, y_enc, order, epochs: float):
         """``plab run``'s training: train_budget on ``X`` in ``order`` for ``epochs`` passes."""
@@ -442,6 +467,7 @@ class BudgetPerceptron(_EngineClassifier):
         if int(round(epochs * n)) < 1:
             raise ValueError(f"epochs={epochs:g} of {n} examples is less than one training step")
         kernel = self._budget_kernel(X)
+        X = kernel.features(X)
         params = self._params(self._rule_seed)
         Y = label_matrix(y_enc, len(self.classes_))
         state: dict = {}
@@ -458,13 +484,13 @@ class BudgetPerceptron(_EngineClassifier):
     def _start(self, X) -> None:
         """An empty run (the first call of partial_fit): the kernel is scaled on its first batch."""
         kernel = self._budget_kernel(X)
-        self._run = _BudgetRun(X[:0], np.zeros((0, self._n_labels()), np.int8), kernel,
+        self._run = _BudgetRun(kernel.features(X[:0]), np.zeros((0, self._n_labels()), np.int8), kernel,
                                self._params(self._rule_seed), True, None, None, float(self.cache_limit_gb))
 
     def _continue(self, X, y_enc) -> None:
         """One pass over the new examples, in order, from the run's state."""
         run = self._run
-        idx = run.add_examples(X, label_matrix(y_enc, len(self.classes_)))
+        idx = run.add_examples(self._features(run.kernel, X), label_matrix(y_enc, len(self.classes_)))
         with threads_for(run.X.size):
             run.run(idx, int(self.chunk_size))
         run.compact()
@@ -479,7 +505,7 @@ class BudgetPerceptron(_EngineClassifier):
         self.n_updates_ = int(log.n_updates)
         sv = np.unique(np.concatenate([e for e, _ in log.last[-1]])) if log.last[-1] else np.empty(0, np.int64)
         self.support_ = self._run.pos[sv]
-        self.support_vectors_ = self._run.X[sv]
+        self.support_vectors_ = np.ldexp(self._run.X[sv], -self._run.kernel.feature_exp)  # in X's units
 
     def _n_labels(self) -> int:
         return 1 if len(self.classes_) == 2 else len(self.classes_)
@@ -489,7 +515,7 @@ class BudgetPerceptron(_EngineClassifier):
         X = _validate_data(self, X, dtype=np.float64, reset=False)
         try:
             with threads_for(X.size):
-                S = budget_scores(self.log_, self.kernel_, self._run.X, X, self.rule)
+                S = budget_scores(self.log_, self.kernel_, self._run.X, self._features(self.kernel_, X), self.rule)
         except PlabError as exc:
             raise ValueError(str(exc)) from None
         return S

@@ -130,6 +130,17 @@ def _encode(y, classes):
     return np.fromiter((index[v] for v in values), dtype=np.int64, count=len(values))
 
 
+
+def _value_error(exc: PlabError) -> ValueError:
+    """The ValueError an estimator raises for ``exc``. A fix that names a config's preprocessing
+    (``dataset.preprocess``) gets its Python counterpart, which works on X at any scale."""
+    msg = str(exc)
+    if "dataset.preprocess" in msg:
+        msg += (" (from Python: divide X, for fit and predict alike, by one constant such as the largest "
+                "|x| of the training set; scikit-learn's scalers leave columns whose scale is below 1e-15 as "
+                "they are)")
+    return ValueError(msg)
+
 def _seed(random_state) -> int:
     """An int seed: ``random_state`` itself, or drawn from it (None: numpy's global generator)."""
     if isinstance(random_state, Integral):
@@ -340,7 +351,7 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
             with threads_for(X.size):
                 log = train_from_config(ucfg, kernel.features(X), Y, kernel, order, [epochs], dtype)
         except PlabError as exc:
-            raise ValueError(str(exc)) from None
+            raise _value_error(exc) from None
         self.n_mistakes_ = int(log.n_updates)
         if log.hyp_w is None:
             # keep the support vectors only: the log's examples renumbered into them (an increasing

@@ -73,6 +73,22 @@ _NO_LIMIT = int(np.iinfo(np.int64).max)
 
 
 
+_F64 = np.finfo(np.float64)
+
+
+def _check_range(row: np.ndarray) -> None:
+    """Refuse an example whose squared norm leaves float64's full-precision range (the range
+    :meth:`perceptron_lab.kernels.Kernel.range_safe` checks for a batch): its inner products would
+    underflow to 0 or overflow, and the stream cannot be rescaled ahead of its examples."""
+    if not row.any():
+        return
+    with np.errstate(over="ignore", under="ignore"):
+        sq = float(np.dot(row, row))
+    if not (_F64.tiny / _F64.eps <= sq <= _F64.max / 4):
+        raise ValueError(f"an example's squared norm |x|^2 = {sq:.3g} is outside float64's range "
+                         f"({_F64.tiny / _F64.eps:.3g} to {_F64.max / 4:.3g}): its kernel values would underflow "
+                         "or overflow. Multiply the stream's features by one constant that brings them near 1")
+
 def _label_kind(y) -> str:
     """'bool', 'number' or 'other': labels of different kinds are never one class."""
     if isinstance(y, (bool, np.bool_)):
@@ -111,6 +127,7 @@ class _Online(_Classifier):
             row[j] = float(v)
         if not np.all(np.isfinite(row)):
             raise ValueError(f"x holds a value that is not finite: {x!r}")
+        _check_range(row)
         return row
 
     def _label(self, y) -> int:

@@ -589,3 +589,60 @@ def test_duplicates_and_zero_rows_are_not_a_constant_kernel():
     X = SONAR.X_train.copy()
     X[: 2 * len(X) // 3] = X[0]
     assert values(config(kernel={"type": "gaussian", "sigma": 1.0}), scaled(1.0, X))
+
+
+# ----------------------------------------------------------------------------- the budgeted estimator
+
+
+@pytest.mark.parametrize("alg", ["forgetron", "projectron", "norma", "stoptron"])
+@pytest.mark.parametrize("k", [-700, 700])
+def test_budget_estimator_gaussian_with_sigma_moved_along(alg, k):
+    """Before: BudgetPerceptron took the features as given, so at 2^-700 with sigma moved along
+    every squared distance underflowed. Now the scale-1 mistakes, support sets and predictions,
+    through partial_fit too, and the support vectors in the caller's units."""
+    from perceptron_lab import BudgetPerceptron
+
+    X, y = SONAR.X_train, SONAR.y_train
+    c = 2.0**k
+
+    def make(sigma):
+        return BudgetPerceptron(alg, budget=20, kernel="gaussian", sigma=sigma, epochs=2, random_state=0)
+
+    ref = make(2.0).fit(X[:150], y[:150]).partial_fit(X[150:180], y[150:180])
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        est = make(2.0 * c).fit(X[:150] * c, y[:150]).partial_fit(X[150:180] * c, y[150:180])
+    assert any("multiplied by 2^" in str(x.message) for x in w)
+    assert est.n_mistakes_ == ref.n_mistakes_ and (est.support_ == ref.support_).all()
+    assert (est.support_vectors_ == X[:180][ref.support_] * c).all()
+    for rule in ("last", "avg", "vote"):
+        assert (est.set_params(rule=rule).predict(X[180:] * c) == ref.set_params(rule=rule).predict(X[180:])).all()
+
+
+@pytest.mark.parametrize("c", [1e-200, 1e200])
+def test_budget_estimator_linear_out_of_range_is_refused(c):
+    """Before: BudgetPerceptron(kernel="linear") on sonar * 1e-200 made 208 mistakes out of 208
+    with no error. The budgeted algorithms depend on the kernel's scale, so it is refused, and
+    the fix it names for Python (X divided by one constant) runs, with the mistakes and predictions
+    of the scale-1 data divided the same way (scikit-learn's MaxAbsScaler would leave 1e-200 as is)."""
+    from perceptron_lab import BudgetPerceptron
+
+    X, y = SONAR.X_train * c, SONAR.y_train
+    with pytest.raises(ValueError, match="divide X") as exc:
+        BudgetPerceptron("stoptron", budget=20, kernel="linear").fit(X, y)
+    assert "\n" not in str(exc.value)
+    top = np.abs(X).max()  # the fix it names: one constant for fit and predict
+    est = BudgetPerceptron("stoptron", budget=20, kernel="linear", random_state=0).fit(X / top, y)
+    ref = BudgetPerceptron("stoptron", budget=20, kernel="linear", random_state=0).fit(
+        SONAR.X_train / np.abs(SONAR.X_train).max(), y)
+    assert est.n_mistakes_ == ref.n_mistakes_
+    assert (est.predict(X / top) == ref.predict(SONAR.X_train / np.abs(SONAR.X_train).max())).all()
+
+
+def test_budget_estimator_test_set_beyond_the_training_scale_is_refused():
+    from perceptron_lab import BudgetPerceptron
+
+    est = BudgetPerceptron("forgetron", budget=20, kernel="gaussian", sigma=2.0**-698).fit(
+        SONAR.X_train * 2.0**-700, SONAR.y_train)
+    with pytest.raises(ValueError, match="far from the scale"):
+        est.predict(SONAR.X_train * 2.0**-100)

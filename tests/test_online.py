@@ -181,3 +181,17 @@ def test_ints_and_floats_of_one_value_are_one_class_and_distinct_values_two():
     model.learn_one({"a": -1.0}, 2**53 + 1)  # distinct ints beyond float precision stay two classes
     model.learn_one({"a": 2.0}, float(2**53))  # the same number as an int and a float: one class
     assert model._classes == [2**53, 2**53 + 1]
+
+
+@pytest.mark.parametrize("c", [1e-200, 1e200])
+def test_an_example_beyond_float64s_range_is_refused_and_the_fix_works(c):
+    # before: features of 1e-200 gave inner products of 0, every example a mistake, and no error
+    X, y = load_dataset("sonar").X_train[:40], load_dataset("sonar").y_train[:40]
+    model = online.KernelPerceptron(classes=[0, 1])
+    with pytest.raises(ValueError, match="outside float64's range"):
+        model.learn_one(dict(enumerate(X[0] * c)), y[0])
+    fixed, ref = online.KernelPerceptron(classes=[0, 1]), online.KernelPerceptron(classes=[0, 1])
+    for xi, yi in zip(X, y):
+        fixed.learn_one(dict(enumerate(xi * c / c)), yi)  # the fix: one constant back to near 1
+        ref.learn_one(dict(enumerate(xi)), yi)
+    assert fixed.n_mistakes_ == ref.n_mistakes_
