@@ -15,8 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import PlabError
-from .plots import (COUNT_METRICS, _figure, epoch_axis, error_axis, legend_outside, read_run, run_labels,
-                    save_figure, style, suptitle)
+from .plots import (COUNT_METRICS, _figure, epoch_axis, error_axis, label_outer, legend_outside, read_run, rule_order,
+                    run_labels, save_figure, style, suptitle)
 
 #: At most this many columns in the figure (the table keeps them all).
 MAX_LINES = 10
@@ -86,12 +86,14 @@ def plot_side_by_side(run_dirs, out) -> Path:
                   if r not in rules]
     if not rules:
         raise PlabError("the runs have no test-error results to draw")
+    rules = rule_order(rules)
     ncols = min(3, len(rules))
     nrows = -(-len(rules) // ncols)
     longest = max(len(c["name"]) for c in cols)
     fig = _figure(4.4 * ncols + 0.6 + 0.075 * min(longest, 60), 3.3 * nrows + 0.6)
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    drawn = []
+    # one x and one y scale for every panel: tick labels on the outer panels only (less to lay out)
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)
+    drawn, epochs = [], [e for c in cols for e in c["df"]["epoch"].unique()]
     for ax, rule in zip(axes.flat, rules):
         for k, c in enumerate(cols):
             d = c["df"]
@@ -103,12 +105,12 @@ def plot_side_by_side(run_dirs, out) -> Path:
                     markevery=max(1, len(curve) // 10), **style(k))
             drawn += list(curve.values)
         ax.set_title(rule, fontsize="medium")
-        epoch_axis(ax, [e for c in cols for e in c["df"]["epoch"].unique()])
+        epoch_axis(ax, epochs)
         ax.grid(True, alpha=0.3, lw=0.5)
-    for ax in axes.flat:
-        error_axis(ax, drawn)
+    error_axis(axes.flat[0], drawn)    # shared by every panel
     for ax in list(axes.flat)[len(rules):]:
         ax.set_visible(False)
+    label_outer(axes, len(rules), ncols, sharey=True)
     legend_outside(fig, fontsize="x-small")
     suptitle(fig, "test error vs epochs, runs side by side (mean over folds and permutations)")
     out = Path(out)

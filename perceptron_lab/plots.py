@@ -126,6 +126,20 @@ def rule_style(label: str) -> dict:
     return st
 
 
+def rule_order(labels) -> list[str]:
+    """The rule labels in one order for every figure and legend: the order of
+    :data:`RULE_STYLES`, each normalised rule after its rule, unknown labels last (as given)."""
+    labels = list(dict.fromkeys(labels))
+    known = list(RULE_STYLES)
+
+    def key(i_lab):
+        i, lab = i_lab
+        base, norm = rule_key(lab)
+        return (known.index(base) if base in known else len(known), norm, i)
+
+    return [lab for _, lab in sorted(enumerate(labels), key=key)]
+
+
 def algorithm_style(name: str) -> dict:
     """Colour, line style and marker of an algorithm's line (:data:`ALGORITHM_STYLES`)."""
     key = str(name).strip().lower()
@@ -187,24 +201,53 @@ def error_axis(ax, curves, extra=(), label: str = "test error (%)") -> None:
         ax.set_ylabel(label)
 
 
+def label_outer(axes, n: int, ncols: int, sharey: bool = False, ylabels: bool = False) -> None:
+    """Panels of one grid sharing their x axis (and, with ``sharey``, their y axis): x tick labels
+    and x label on the lowest panel of each column only, y label on the first column only (y tick
+    labels too with ``sharey``; ``ylabels`` keeps every panel's y label, for panels whose y scales
+    differ). Fewer texts to lay out and draw, and less repetition to read."""
+    flat = list(axes.flat)[:n]
+    ylabel = flat[0].get_ylabel() if flat else ""
+    for k, ax in enumerate(flat):
+        if k + ncols < n:
+            ax.tick_params(labelbottom=False)
+            ax.set_xlabel("")
+        if k % ncols:
+            if not ylabels:
+                ax.set_ylabel("")
+            if sharey:
+                ax.tick_params(labelleft=False)
+        elif sharey:
+            ax.set_ylabel(ylabel)
+
+
 def legend_outside(fig, axes=None, where: str = "right", **kwargs):
-    """One legend for the figure, outside the panels (right of them, or below with ``where="below"``),
-    holding every labelled line of ``axes`` (default: all) once. Needs a figure from
-    :func:`_figure` (constrained layout makes room for it). Returns the legend, or None when no
-    line is labelled."""
+    """One legend for the figure, outside the panels, holding every labelled line of ``axes``
+    (default: all) once. ``where="right"``: right of the top-right panel, attached to it, so that
+    constrained layout (:func:`_figure`) reserves its width beside the panels and the figure's
+    title stays above it; ``where="below"``: under the panels, in columns. Returns the legend,
+    or None when no line is labelled."""
+    axes = [ax for ax in (axes if axes is not None else fig.axes)]
     seen: dict = {}
-    for ax in (axes if axes is not None else fig.axes):
+    for ax in axes:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             if lab and not lab.startswith("_"):
                 seen.setdefault(lab, h)
     if not seen:
         return None
-    loc = "outside lower center" if where == "below" else "outside right upper"
     opts = {"fontsize": "small", "frameon": False}
     if where == "below":
         opts["ncol"] = min(len(seen), 4)
+        opts.update(kwargs)
+        return fig.legend(list(seen.values()), list(seen), loc="outside lower center", **opts)
     opts.update(kwargs)
-    return fig.legend(list(seen.values()), list(seen), loc=loc, **opts)
+    visible = [ax for ax in fig.axes if ax.get_visible() and ax.get_subplotspec() is not None]
+    if not visible:
+        return fig.legend(list(seen.values()), list(seen), loc="outside right upper", **opts)
+    spec = lambda ax: ax.get_subplotspec()
+    top_right = min(visible, key=lambda ax: (spec(ax).rowspan.start, -spec(ax).colspan.stop))
+    return top_right.legend(list(seen.values()), list(seen), loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                            borderaxespad=0.0, **opts)
 
 
 def save_figure(fig, out, **kwargs) -> None:
@@ -227,7 +270,7 @@ def _figure(w: float, h: float):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(w, h), layout="constrained")
+    fig = Figure(figsize=(w, h), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
 
@@ -338,8 +381,9 @@ def run_labels(paths, names=None) -> list[str]:
                 break
         label = "/".join(tail)
         if any(q == p for q in others):
-            label = f"{label} #{sum(q == p for q in paths[:i]) + 1}"
-        out.append(label if label == n or tail[-1] == n and len(tail) > 1 else f"{n} ({label})")
+            tail = (p.name,)
+            label = f"{p.name} #{sum(q == p for q in paths[:i]) + 1}"
+        out.append(label if tail[-1] == n else f"{n} ({label})")
     return out
 
 
@@ -371,8 +415,8 @@ def plot_learning_curves(df, info, labels, out) -> Path | None:
     shown = gps[:MAX_PANELS]
     nrows, ncols = _panels(len(shown))
     fig = _figure(4.4 * ncols + 1.3, 3.3 * nrows + 0.35)
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    rules = list(dict.fromkeys(err["label"]))
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True)
+    rules = rule_order(err["label"])
     many = curves["epoch"].nunique() > 25
     for ax, g in zip(axes.flat, shown):
         sub = curves[curves["gp"] == g]
@@ -394,6 +438,7 @@ def plot_learning_curves(df, info, labels, out) -> Path | None:
         ax.grid(True, alpha=0.3, lw=0.5)
     for ax in list(axes.flat)[len(shown):]:
         ax.set_visible(False)
+    label_outer(axes, len(shown), ncols)
     legend_outside(fig)
     more = f"; the first {len(shown)} of {len(gps)} grid points" if len(gps) > len(shown) else ""
     suptitle(fig, _title(info, f"test error vs epochs ({_describe(info, err)}{more})"))
@@ -458,7 +503,7 @@ def plot_parameter_curve(df, info, run_dir, out) -> Path | None:
     numeric = len(xs) == curves["gp"].nunique()
     fig = _figure(max(5.5, min(12, 0.5 * curves["gp"].nunique() + 3)) + 1.3, 4.0)
     ax = fig.subplots()
-    rules = list(dict.fromkeys(curves["label"]))
+    rules = rule_order(curves["label"])
     vals = sorted(xs.values()) if numeric else []
     logx = numeric and vals[0] > 0 and vals[-1] / vals[0] >= 100
     # the rules' points side by side around each x, so that their error bars do not hide each other
@@ -518,14 +563,14 @@ def plot_folds(df, info, labels, out) -> Path | None:
         return None
     nrows, ncols = _panels(len(groups))
     fig = _figure(4.4 * ncols, 3.4 * nrows + 0.35)
-    axes = fig.subplots(nrows, ncols, squeeze=False)
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
     rng = np.random.default_rng(0)   # jitter of the dots only
     drawn = []
     for ax, (name, sub) in zip(axes.flat, groups):
         per_fold = sub.groupby(["label", "fold"], sort=False)["value"].mean().reset_index()
-        rules = list(dict.fromkeys(per_fold["label"]))
+        rules = rule_order(per_fold["label"])
         data = [per_fold.loc[per_fold["label"] == r, "value"].to_numpy() for r in rules]
-        ax.boxplot(data, widths=0.5, showfliers=False)
+        ax.boxplot(data, widths=0.5, showfliers=False, medianprops={"color": "k"})
         for r, d in zip(rules, data):
             st = rule_style(r)
             ax.plot(rules.index(r) + 1 + rng.uniform(-0.12, 0.12, len(d)), d, ls="none", marker=st["marker"],
@@ -537,8 +582,7 @@ def plot_folds(df, info, labels, out) -> Path | None:
         if name:
             ax.set_title(name, fontsize="medium")
         ax.grid(True, axis="y", alpha=0.3, lw=0.5)
-    for ax in axes.flat:    # one scale for every panel, so that the panels compare at a glance
-        fit_ylim(ax, drawn, ceiling=100.0)
+    fit_ylim(axes.flat[0], drawn, ceiling=100.0)   # one scale for every panel: they compare at a glance
     for ax in list(axes.flat)[len(groups):]:
         ax.set_visible(False)
     n = err["fold"].nunique()
@@ -563,5 +607,6 @@ def plot_run(run_dir, out_dir=None, info: dict | None = None) -> list[Path]:
 
 
 __all__ = ["LINE_STYLES", "RULE_STYLES", "RULE_ALIASES", "ALGORITHM_STYLES", "style", "rule_key", "rule_style",
-           "algorithm_style", "paper_style", "fit_ylim", "error_axis", "legend_outside", "run_labels", "suptitle", "epoch_axis", "save_figure", "read_run", "grid_labels", "plot_run", "plot_learning_curves",
-           "plot_counts", "plot_parameter_curve", "plot_folds"]
+           "rule_order", "algorithm_style", "paper_style", "fit_ylim", "error_axis", "label_outer", "legend_outside", "run_labels", "suptitle",
+           "epoch_axis", "save_figure", "read_run", "grid_labels", "plot_run", "plot_learning_curves", "plot_counts",
+           "plot_parameter_curve", "plot_folds"]

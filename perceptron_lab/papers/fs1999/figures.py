@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...plots import _figure, epoch_axis, error_axis, legend_outside, paper_style, rule_style, save_figure, suptitle
+from ...plots import _figure, epoch_axis, error_axis, label_outer, legend_outside, paper_style, rule_style, save_figure, suptitle
 
 # Freund & Schapire (1999) Figure 2: "vote" and the unnormalised "last", "average" and "random".
 FIGURE2_RULES = (
@@ -70,7 +70,7 @@ def plot_fs1999_figure2(results: pd.DataFrame, out_png, title: str | None = None
     ncols = min(3, len(degrees))
     nrows = math.ceil(len(degrees) / ncols)
     fig = _figure(4.2 * ncols + 1.9, 3.4 * nrows + (0.5 if title else 0))
-    axes = fig.subplots(nrows, ncols, squeeze=False)
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True)
     paper = paper_points()
     for ax, d in zip(axes.flat, degrees):
         sub = curves[curves["degree"] == d]
@@ -95,6 +95,7 @@ def plot_fs1999_figure2(results: pd.DataFrame, out_png, title: str | None = None
         ax.grid(True, which="major", alpha=0.3, lw=0.5)
     for ax in list(axes.flat)[len(degrees):]:
         ax.set_visible(False)
+    label_outer(axes, len(degrees), ncols, ylabels=True)
     legend_outside(fig, fontsize="x-small")
     if title:
         suptitle(fig, title)
