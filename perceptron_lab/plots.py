@@ -201,6 +201,18 @@ def error_axis(ax, curves, extra=(), label: str = "test error (%)") -> None:
         ax.set_ylabel(label)
 
 
+def log_axis(axis, ticks=None) -> None:
+    """A logarithmic ``axis`` (``ax.xaxis`` or ``ax.yaxis``) labelled in plain numbers (``200``, not
+    ``2 x 10^2``): major ticks at ``ticks`` (e.g. the budgets tried) or at 1, 2 and 5 per decade,
+    no minor ticks (unlabelled minor ticks cost most of a log axis's drawing time)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
+
+    getattr(axis.axes, f"set_{axis.axis_name}scale")("log")
+    axis.set_major_locator(FixedLocator(sorted(set(ticks))) if ticks is not None else LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_locator(NullLocator())
+
+
 def label_outer(axes, n: int, ncols: int, sharey: bool = False, ylabels: bool = False) -> None:
     """Panels of one grid sharing their x axis (and, with ``sharey``, their y axis): x tick labels
     and x label on the lowest panel of each column only, y label on the first column only (y tick
@@ -389,7 +401,7 @@ def run_labels(paths, names=None) -> list[str]:
 
 def epoch_axis(ax, epochs) -> None:
     """Epochs on x: logarithmic when they span two decades or more (0.1 ... 30), as in Freund &
-    Schapire's Figure 2, else linear."""
+    Schapire's Figure 2, else linear, with a tick at each epoch when there are at most 12."""
     from matplotlib.ticker import FuncFormatter, NullLocator
 
     e = [float(x) for x in epochs if float(x) > 0]
@@ -400,6 +412,8 @@ def epoch_axis(ax, epochs) -> None:
         ax.set_xlabel("epochs (log scale)")
     else:
         ax.set_xlabel("epochs")
+        if 0 < len(set(e)) <= 12:   # a few checkpoints: a tick at each (one epoch: a single tick)
+            ax.set_xticks(sorted(set(e)))
 
 
 # ----------------------------------------------------------------------------- the figures
@@ -607,6 +621,6 @@ def plot_run(run_dir, out_dir=None, info: dict | None = None) -> list[Path]:
 
 
 __all__ = ["LINE_STYLES", "RULE_STYLES", "RULE_ALIASES", "ALGORITHM_STYLES", "style", "rule_key", "rule_style",
-           "rule_order", "algorithm_style", "paper_style", "fit_ylim", "error_axis", "label_outer", "legend_outside", "run_labels", "suptitle",
+           "rule_order", "algorithm_style", "paper_style", "fit_ylim", "error_axis", "log_axis", "label_outer", "legend_outside", "run_labels", "suptitle",
            "epoch_axis", "save_figure", "read_run", "grid_labels", "plot_run", "plot_learning_curves", "plot_counts",
            "plot_parameter_curve", "plot_folds"]

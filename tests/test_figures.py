@@ -251,3 +251,16 @@ def test_rule_style_reads_the_papers_spellings():
     assert plots.rule_key("avg (norm)") == ("avg", True) and plots.rule_key("last_norm") == ("last", True)
     assert plots.rule_style("mystery") == plots.rule_style("mystery")
     assert plots.rule_order(["avg (norm)", "last", "vote", "avg", "x"]) == ["vote", "last", "avg", "avg (norm)", "x"]
+
+
+def test_importing_the_figure_modules_does_not_import_matplotlib():
+    """matplotlib is imported when a figure is drawn, not when plab or a paper plug-in loads."""
+    import subprocess
+    import sys
+
+    code = ("import sys, perceptron_lab.cli, perceptron_lab.compare, perceptron_lab.plots, "
+            "perceptron_lab.papers.fs1999.figures, perceptron_lab.papers.kw2007.figures, "
+            "perceptron_lab.papers.gentile2001.figures, perceptron_lab.studies.budget; "
+            "print('matplotlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

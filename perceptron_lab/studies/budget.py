@@ -236,7 +236,7 @@ def _style(method: str) -> dict:
 def plot_error(df: pd.DataFrame, out: Path, rule: str = "avg") -> Path:
     """Test error against budget, one panel per data set: each budgeted algorithm and the Nyström
     peers (rule ``rule``; SGD is averaged), the unbudgeted perceptron's rules as horizontal lines."""
-    from ..plots import _figure, fit_ylim, rule_style, save_figure
+    from ..plots import _figure, fit_ylim, log_axis, rule_style, save_figure
 
     panels = [p for p in PANELS if (df["panel"] == p.name).any()]
     fig = _figure(5.0 * len(panels), 5.2)
@@ -257,7 +257,7 @@ def plot_error(df: pd.DataFrame, out: Path, rule: str = "avg") -> Path:
                            label=f"unbudgeted perceptron ({r})")
                 drawn.append(float(v.iloc[0]))
         fit_ylim(ax, drawn, ceiling=100.0)
-        ax.set_xscale("log")
+        log_axis(ax.xaxis, d.loc[np.isfinite(d["budget"].astype(float)), "budget"].astype(float))
         ax.set_xlabel("budget (support vectors per label; Nyström: components)")
         ax.set_ylabel("test error (%)")
         ax.set_title(p.title, fontsize=9)
@@ -277,7 +277,7 @@ def _shared_legend(fig, ncol: int = 5) -> None:
 
 def plot_seconds(df: pd.DataFrame, out: Path) -> Path:
     """Training seconds (one unit, as ``plab run`` timed it) against budget, per data set."""
-    from ..plots import _figure, save_figure
+    from ..plots import _figure, log_axis, save_figure
 
     panels = [p for p in PANELS if (df["panel"] == p.name).any()]
     fig = _figure(5.0 * len(panels), 5.0)
@@ -291,8 +291,8 @@ def plot_seconds(df: pd.DataFrame, out: Path) -> Path:
         v = d[d["method"] == "perceptron"]["train_seconds"]
         if len(v):
             ax.axhline(float(v.iloc[0]), color="k", lw=1, label=NAMES["perceptron"])
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        log_axis(ax.xaxis, d.loc[np.isfinite(d["budget"].astype(float)), "budget"].astype(float))
+        log_axis(ax.yaxis)
         ax.set_xlabel("budget (support vectors per label; Nyström: components)")
         ax.set_ylabel("training seconds (one pass)")
         ax.set_title(p.title, fontsize=9)
