@@ -169,9 +169,9 @@ def fit_ylim(ax, values, floor: float | None = 0.0, ceiling: float | None = None
     lo, hi = float(v.min()), float(v.max())
     span = hi - lo if hi > lo else max(abs(hi) * 0.05, 0.5)
     bottom, top = lo - Y_PAD * span, hi + Y_PAD * span
-    if floor is not None:
+    if floor is not None and lo >= floor:   # data below the floor are never cut off
         bottom = floor if lo - floor <= NEAR_FLOOR * span else max(floor, bottom)
-    if ceiling is not None:
+    if ceiling is not None and hi <= ceiling:
         top = min(ceiling, top)
     ax.set_ylim(bottom, top)
     return bottom, top

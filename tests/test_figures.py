@@ -229,6 +229,8 @@ def test_y_axis_starts_at_zero_when_the_data_come_close_to_it():
     plots.fit_ylim(ax, [1.58, 1.64, 1.70])
     lo, hi = ax.get_ylim()
     assert 1.5 < lo < 1.58 and 1.70 < hi < 1.8
+    plots.fit_ylim(ax, [-0.2, 0.5])     # data below the floor stay in view
+    assert ax.get_ylim()[0] < -0.2
 
 
 def test_compare_legend_names_runs_by_their_shortest_distinguishing_tail(every_figure, tmp_path_factory):

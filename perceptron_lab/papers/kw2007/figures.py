@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...plots import _figure, legend_outside, rule_style, save_figure
+from ...plots import _figure, label_outer, legend_outside, rule_order, rule_style, save_figure
 
 # Khardon & Wachman (2007) Figure 4: one line per prediction rule, in the rule's style of
 # perceptron_lab.plots.RULE_STYLES.
@@ -50,12 +50,13 @@ def plot_kw2007_figure4(curves: pd.DataFrame, out_png, title: str | None = None)
         title = "\n".join(textwrap.fill(part, width) for part in title.split("\n"))
     lines = title.count("\n") + 1 if title else 0
     fig = _figure(3.6 * ncols + 1.1, 2.6 * nrows + 0.2 * lines + 0.1)
-    axes = fig.subplots(nrows, ncols, squeeze=False)
+    # a column is one parameter: its x axis is shared, labelled under the bottom panel only
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharex="col")
     for i, s in enumerate(settings):
         for j, p in enumerate(params):
             ax = axes[i][j]
             sub = curves[(curves["setting"] == s) & (curves["parameter"] == p)]
-            for rule in FIGURE4_RULES:
+            for rule in rule_order(FIGURE4_RULES):
                 c = sub[sub["rule"] == rule].sort_values("position")
                 if c.empty:
                     continue
@@ -69,6 +70,7 @@ def plot_kw2007_figure4(curves: pd.DataFrame, out_png, title: str | None = None)
             if j == 0:
                 ax.set_ylabel(f"{s}\naccuracy (%)", fontsize="small")
             ax.grid(True, alpha=0.3, lw=0.5)
+    label_outer(axes, nrows * ncols, ncols, ylabels=True)
     legend_outside(fig)
     if title:
         fig.suptitle(title, fontsize="medium")
