@@ -15,7 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import PlabError
-from .plots import COUNT_METRICS, _figure, epoch_axis, read_run, save_figure, style, suptitle
+from .plots import (COUNT_METRICS, _figure, epoch_axis, error_axis, label_outer, legend_outside, read_run, rule_order,
+                    run_labels, save_figure, style, suptitle)
 
 #: At most this many columns in the figure (the table keeps them all).
 MAX_LINES = 10
@@ -23,13 +24,10 @@ MAX_LINES = 10
 
 def _columns(run_dirs) -> list[dict]:
     """One entry per (run, grid point): its name, results and last epoch."""
-    cols, names = [], []
-    for d in map(Path, run_dirs):
-        df, info, labels = read_run(d)
-        name = str(info.get("name") or d.name)
-        if name in names:          # two runs of one config: tell them apart by folder
-            name = f"{name} ({d})"
-        names.append(name)
+    cols, read = [], [(Path(d), *read_run(d)) for d in run_dirs]
+    # two runs of one config are told apart by the shortest distinguishing tail of their folders
+    names = run_labels([r[0] for r in read], [str(r[2].get("name") or r[0].name) for r in read])
+    for (d, df, info, labels), name in zip(read, names):
         gps = sorted(df["gp"].unique())
         for g in gps:
             sub = df[df["gp"] == g]
@@ -78,7 +76,9 @@ def _at_last(c: dict, metric: str, rule) -> pd.Series:
 
 
 def plot_side_by_side(run_dirs, out) -> Path:
-    """Test error against epochs, a panel per rule, a line per run (per grid point); y from 0."""
+    """Test error against epochs, a panel per rule, a line per run (per grid point), every panel on
+    one y scale fitted to the data (:func:`perceptron_lab.plots.error_axis`); the legend, outside the panels, names each run by its shortest
+    distinguishing label (:func:`perceptron_lab.plots.run_labels`)."""
     cols = _columns(run_dirs)[:MAX_LINES]
     rules: list[str] = []
     for c in cols:
@@ -86,11 +86,14 @@ def plot_side_by_side(run_dirs, out) -> Path:
                   if r not in rules]
     if not rules:
         raise PlabError("the runs have no test-error results to draw")
+    rules = rule_order(rules)
     ncols = min(3, len(rules))
     nrows = -(-len(rules) // ncols)
-    fig = _figure(4.4 * ncols, 3.3 * nrows + 0.6)
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    top = 1.0
+    longest = max(len(c["name"]) for c in cols)
+    fig = _figure(4.4 * ncols + 0.6 + 0.075 * min(longest, 60), 3.3 * nrows + 0.6)
+    # one x and one y scale for every panel: tick labels on the outer panels only (less to lay out)
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)
+    drawn, epochs = [], [e for c in cols for e in c["df"]["epoch"].unique()]
     for ax, rule in zip(axes.flat, rules):
         for k, c in enumerate(cols):
             d = c["df"]
@@ -100,21 +103,19 @@ def plot_side_by_side(run_dirs, out) -> Path:
             curve = d.groupby("epoch")["value"].mean()
             ax.plot(curve.index, curve.values, lw=1.4, ms=3.5, label=c["name"],
                     markevery=max(1, len(curve) // 10), **style(k))
-            top = max(top, float(curve.max()))
+            drawn += list(curve.values)
         ax.set_title(rule, fontsize="medium")
-        epoch_axis(ax, [e for c in cols for e in c["df"]["epoch"].unique()])
-        ax.set_ylabel("test error (%)")
+        epoch_axis(ax, epochs)
         ax.grid(True, alpha=0.3, lw=0.5)
-    for ax in axes.flat:
-        ax.set_ylim(0, top * 1.08)
+    error_axis(axes.flat[0], drawn)    # shared by every panel
     for ax in list(axes.flat)[len(rules):]:
         ax.set_visible(False)
-    axes.flat[0].legend(fontsize="x-small", frameon=False)
+    label_outer(axes, len(rules), ncols, sharey=True)
+    legend_outside(fig, fontsize="x-small")
     suptitle(fig, "test error vs epochs, runs side by side (mean over folds and permutations)")
-    fig.tight_layout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    save_figure(fig, out, dpi=110)
+    save_figure(fig, out)
     return out
 
 

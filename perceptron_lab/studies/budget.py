@@ -228,56 +228,56 @@ def mistake_curves(panel: Panel, data_dir=None, budget: int = CURVE_BUDGET, poin
 
 
 def _style(method: str) -> dict:
-    from ..plots import style
+    from ..plots import algorithm_style
 
-    order = list(ALGORITHMS) + ["nystroem_perceptron", "nystroem_sgd", "perceptron"]
-    return style(order.index(method))
+    return algorithm_style(method)
 
 
 def plot_error(df: pd.DataFrame, out: Path, rule: str = "avg") -> Path:
     """Test error against budget, one panel per data set: each budgeted algorithm and the Nyström
     peers (rule ``rule``; SGD is averaged), the unbudgeted perceptron's rules as horizontal lines."""
-    from ..plots import _figure, save_figure
+    from ..plots import _figure, fit_ylim, log_axis, rule_style, save_figure
 
     panels = [p for p in PANELS if (df["panel"] == p.name).any()]
     fig = _figure(5.0 * len(panels), 5.2)
     for k, p in enumerate(panels):
         ax = fig.add_subplot(1, len(panels), k + 1)
         d = df[df["panel"] == p.name]
+        drawn = []
         for m in list(ALGORITHMS) + ["nystroem_perceptron", "nystroem_sgd"]:
             r = "avg" if m == "nystroem_sgd" else rule
             s = d[(d["method"] == m) & (d["rule"] == r)].sort_values("budget")
             if len(s):
                 ax.plot(s["budget"], s["test_error_pct"], label=f"{NAMES[m]} ({r})", **_style(m))
-        for r, ls in (("vote", "-"), ("last", ":")):
+                drawn += list(s["test_error_pct"])
+        for r in ("vote", "last"):
             v = d[(d["method"] == "perceptron") & (d["rule"] == r)]["test_error_pct"]
             if len(v):
-                ax.axhline(float(v.iloc[0]), color="k", ls=ls, lw=1, label=f"unbudgeted perceptron ({r})")
-        ax.set_xscale("log")
+                ax.axhline(float(v.iloc[0]), color="k", ls=rule_style(r)["ls"], lw=1,
+                           label=f"unbudgeted perceptron ({r})")
+                drawn.append(float(v.iloc[0]))
+        fit_ylim(ax, drawn, ceiling=100.0)
+        log_axis(ax.xaxis, d.loc[np.isfinite(d["budget"].astype(float)), "budget"].astype(float))
         ax.set_xlabel("budget (support vectors per label; Nyström: components)")
         ax.set_ylabel("test error (%)")
         ax.set_title(p.title, fontsize=9)
         ax.grid(True, alpha=0.3)
     path = out / f"error_vs_budget_{rule}.png"
     _shared_legend(fig)
-    save_figure(fig, path, dpi=110)
+    save_figure(fig, path)
     return path
 
 
 def _shared_legend(fig, ncol: int = 5) -> None:
     """One legend below the panels for every line drawn in any of them."""
-    seen = {}
-    for ax in fig.axes:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            seen.setdefault(lab, h)
-    rows = (len(seen) + ncol - 1) // ncol
-    fig.legend(list(seen.values()), list(seen), loc="lower center", ncol=ncol, fontsize=7, frameon=False)
-    fig.tight_layout(rect=(0, 0.045 * rows + 0.02, 1, 1))
+    from ..plots import legend_outside
+
+    legend_outside(fig, where="below", ncol=ncol, fontsize=7)
 
 
 def plot_seconds(df: pd.DataFrame, out: Path) -> Path:
     """Training seconds (one unit, as ``plab run`` timed it) against budget, per data set."""
-    from ..plots import _figure, save_figure
+    from ..plots import _figure, log_axis, save_figure
 
     panels = [p for p in PANELS if (df["panel"] == p.name).any()]
     fig = _figure(5.0 * len(panels), 5.0)
@@ -291,28 +291,28 @@ def plot_seconds(df: pd.DataFrame, out: Path) -> Path:
         v = d[d["method"] == "perceptron"]["train_seconds"]
         if len(v):
             ax.axhline(float(v.iloc[0]), color="k", lw=1, label=NAMES["perceptron"])
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        log_axis(ax.xaxis, d.loc[np.isfinite(d["budget"].astype(float)), "budget"].astype(float))
+        log_axis(ax.yaxis)
         ax.set_xlabel("budget (support vectors per label; Nyström: components)")
         ax.set_ylabel("training seconds (one pass)")
         ax.set_title(p.title, fontsize=9)
         ax.grid(True, alpha=0.3)
     path = out / "seconds_vs_budget.png"
     _shared_legend(fig)
-    save_figure(fig, path, dpi=110)
+    save_figure(fig, path)
     return path
 
 
 def plot_mistakes(curves: dict, out: Path) -> Path:
     """Online mistakes (summed over labels) against examples seen, per data set."""
-    from ..plots import _figure, save_figure
+    from ..plots import _figure, algorithm_style, save_figure
 
     fig = _figure(5.0 * len(curves), 4.8)
     for k, (name, c) in enumerate(curves.items()):
         ax = fig.add_subplot(1, len(curves), k + 1)
         for m in list(ALGORITHMS) + ["perceptron"]:
             if m in c:
-                kw = {"color": "k", "lw": 1.2} if m == "perceptron" else dict(_style(m), markevery=6, ms=4)
+                kw = dict(algorithm_style(m), lw=1.2) if m == "perceptron" else dict(_style(m), markevery=6, ms=4)
                 label = NAMES[m] if m == "perceptron" else f"{NAMES[m]} (budget {CURVE_BUDGET})"
                 ax.plot(c["examples_seen"], c[m], label=label, **kw)
         ax.set_xlabel("examples seen (one pass)")
@@ -321,7 +321,7 @@ def plot_mistakes(curves: dict, out: Path) -> Path:
         ax.grid(True, alpha=0.3)
     path = out / "mistakes_vs_examples.png"
     _shared_legend(fig, ncol=4)
-    save_figure(fig, path, dpi=110)
+    save_figure(fig, path)
     return path
 
 

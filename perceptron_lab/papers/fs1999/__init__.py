@@ -22,7 +22,7 @@ def write_outputs(cfg, table, out, results, n_train=None) -> list[Path]:
 
         written.append(plot_fs1999_figure2(results, Path(out) / "fs1999_figure2.png",
                                            title="Freund & Schapire (1999) Figure 2, reproduced: MNIST test "
-                                                 "error vs epochs (lines: ours; open markers: the paper)"))
+                                                 "error vs epochs (lines: ours; open markers: the paper's Table 1)"))
     return written
 
 
@@ -40,7 +40,7 @@ def reproduce_figures(results_dir, data_dir=None) -> list[Path]:
     curves = curves[curves["class"] == "all"]
     return [plot_fs1999_figure2(curves, root / "fs1999_figure2.png",
                                 title="Freund & Schapire (1999) Figure 2, reproduced: MNIST test error vs "
-                                      "epochs (lines: ours; open markers: the paper)")]
+                                      "epochs (lines: ours; open markers: the paper's Table 1)")]
 
 
 def scoring_rule() -> str:

@@ -7,11 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
 
-from ...plots import save_figure
+from ...plots import _figure, epoch_axis, error_axis, label_outer, legend_outside, paper_style, rule_style, save_figure, suptitle
 
 # Freund & Schapire (1999) Figure 2: "vote" and the unnormalised "last", "average" and "random".
 FIGURE2_RULES = (
@@ -20,9 +17,6 @@ FIGURE2_RULES = (
     ("avg", "average (unnorm)"),
     ("random", "random (unnorm)"),
 )
-#: Each rule's colour, line style and marker (for the paper's values): vote and average lie close
-#: together, so they differ in all three.
-STYLES = {"vote": ("C0", "-", "o"), "last": ("C3", "--", "s"), "avg": ("C2", ":", "^"), "random": ("C1", "-.", "D")}
 #: Rule -> the method spelling of the paper's Table 1 reference.
 _REF_METHOD = {"vote": "vote", "last": "last", "avg": "avg", "random": "rand"}
 
@@ -52,8 +46,8 @@ def _curves(results: pd.DataFrame) -> pd.DataFrame:
     df["epoch_f"] = pd.to_numeric(df["epoch"]).astype(float).round(6)
     df["value"] = pd.to_numeric(df["value"]).astype(float)
     g = df.groupby(["degree", "rule", "epoch_f"], sort=True)["value"]
-    return g.agg(mean="mean", std=lambda s: s.std(ddof=1) if len(s) > 1 else np.nan,
-                 n="count").reset_index()
+    # pandas' grouped std (ddof=1) is NaN for a group of one value, as wanted
+    return g.agg(mean="mean", std="std", n="count").reset_index()
 
 
 def plot_fs1999_figure2(results: pd.DataFrame, out_png, title: str | None = None) -> Path:
@@ -61,53 +55,51 @@ def plot_fs1999_figure2(results: pd.DataFrame, out_png, title: str | None = None
     epochs for vote and the unnormalised last / average / random rules, one panel per degree.
 
     Every evaluated epoch is a point (the paper plots one per tenth of an epoch); lines are means
-    over runs (permutations) with a light band of ± one standard deviation, one line style per
-    rule. The paper's own values (its Table 1, the same runs) are drawn as open markers. The x axis
-    is logarithmic, as in the paper; the y axis starts at 0. Returns the path of the PNG written.
+    over runs (permutations) with a light band of ± one standard deviation, in each rule's style of
+    :data:`perceptron_lab.plots.RULE_STYLES`. The paper's own values (its Table 1, the same runs) are
+    open markers labelled "paper". The x axis is logarithmic, as in the paper; the y axis spans the
+    values drawn, logarithmic when the curves span a factor of
+    :data:`perceptron_lab.plots.LOG_Y_RATIO` or more (:func:`perceptron_lab.plots.error_axis`). Returns the
+    path of the PNG written.
     """
+
     curves = _curves(results)
     if curves.empty:
         raise ValueError("no multiclass test-error rows for the vote/last/avg/random rules")
     degrees = sorted(curves["degree"].unique())
     ncols = min(3, len(degrees))
     nrows = math.ceil(len(degrees) / ncols)
-    # A bare Figure on the Agg canvas: no pyplot state, no dependence on the session's backend.
-    fig = Figure(figsize=(4.2 * ncols, 3.4 * nrows))
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(nrows, ncols, squeeze=False)
+    fig = _figure(4.2 * ncols + 1.9, 3.4 * nrows + (0.5 if title else 0))
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True)
     paper = paper_points()
     for ax, d in zip(axes.flat, degrees):
         sub = curves[curves["degree"] == d]
-        top = 0.0
+        means, drawn = [], []
         for rule, name in FIGURE2_RULES:
             c = sub[sub["rule"] == rule]
-            color, ls, marker = STYLES[rule]
+            st = rule_style(rule)
             if not c.empty:
                 x, y, s = c["epoch_f"].to_numpy(), c["mean"].to_numpy(), c["std"].to_numpy()
-                ax.plot(x, y, color=color, ls=ls, lw=1.4, label=f"{name}, ours")
+                ax.plot(x, y, color=st["color"], ls=st["ls"], lw=1.4, label=name)
                 if np.isfinite(s).any():
-                    ax.fill_between(x, y - s, y + s, color=color, alpha=0.12, lw=0)
-                top = max(top, float(np.nanmax(y)))
+                    ax.fill_between(x, y - s, y + s, color=st["color"], alpha=0.12, lw=0)
+                means += list(y)
+                drawn += list(y - np.nan_to_num(s)) + list(y + np.nan_to_num(s))
             pp = paper[(paper["degree"] == d) & (paper["rule"] == rule)]
             if len(pp) and not c.empty:
-                ax.plot(pp["T"], pp["value"], ls="none", marker=marker, mfc="none", mec=color, ms=5, mew=1.1,
-                        label=f"{name}, paper")
-        ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.set_ylim(0, top * 1.08 if top > 0 else None)
+                ax.plot(pp["T"], pp["value"], label=f"{name}, paper", **paper_style(rule))
+                drawn += list(pp["value"])
+        epoch_axis(ax, sub["epoch_f"])
+        error_axis(ax, means, drawn)
         ax.set_title(f"degree d = {d}")
-        ax.set_xlabel("epochs (log scale)")
-        ax.set_ylabel("test error (%)")
-        ax.grid(True, which="both", alpha=0.3, lw=0.5)
+        ax.grid(True, which="major", alpha=0.3, lw=0.5)
     for ax in list(axes.flat)[len(degrees):]:
         ax.set_visible(False)
-    axes.flat[0].legend(fontsize="x-small", frameon=False, ncol=2)
+    label_outer(axes, len(degrees), ncols, ylabels=True)
+    legend_outside(fig, fontsize="x-small")
     if title:
-        fig.suptitle(title)
-    fig.tight_layout()
+        suptitle(fig, title)
     out = Path(out_png)
     out.parent.mkdir(parents=True, exist_ok=True)
-    save_figure(fig, out, dpi=130)
+    save_figure(fig, out)
     return out
-
-

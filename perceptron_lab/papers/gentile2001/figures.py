@@ -6,12 +6,8 @@ import math
 from pathlib import Path
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
-from ...plots import save_figure
-
-
+from ...plots import _figure, algorithm_style, legend_outside, rule_style, save_figure, suptitle
 
 def plot_margin_distributions(panels, out_png, title: str | None = None, ncols: int = 2,
                               zoom: float | None = None, note: str | None = None) -> Path:
@@ -32,8 +28,7 @@ def plot_margin_distributions(panels, out_png, title: str | None = None, ncols: 
     ncols = min(ncols, len(panels))
     nrows = math.ceil(len(panels) / ncols)
     rows = nrows * (2 if zoom else 1)
-    fig = Figure(figsize=(5.0 * ncols, 3.7 * rows + (0.5 if note else 0.0)))
-    FigureCanvasAgg(fig)
+    fig = _figure(5.0 * ncols + 2.4, 3.7 * rows + (0.6 if note else 0.0) + (0.4 if title else 0.0))
     axes = fig.subplots(rows, ncols, squeeze=False)
     styles = ["-", "--", ":", "-."]
     grid = np.linspace(-1.0, 1.0, 801)
@@ -62,26 +57,31 @@ def plot_margin_distributions(panels, out_png, title: str | None = None, ncols: 
         for ax, lim, t in targets:
             for label, s, frac, style in lines:
                 ax.plot(s, frac, lw=1.3, label=label, **style)
+            ax.set_ylim(0, 1.02)
             ax.axvline(0.0, color="0.6", lw=0.6)
             ax.set_xlim(-lim, lim)
-            ax.set_ylim(0, 1.02)
             ax.set_title(t, fontsize="medium")
             ax.set_xlabel("margin s")
             ax.set_ylabel("fraction with margin ≤ s")
             ax.grid(True, alpha=0.3, lw=0.5)
-        flat[k].legend(fontsize="x-small", frameon=False, loc="upper left")
+    # one legend right of the panels when every panel draws the same curves, else one per panel
+    # (right of it): a legend never covers the curves
+    if len({tuple(lab for lab, *_ in lines) for _, lines in prepared}) == 1:
+        legend_outside(fig, flat[:1], fontsize="x-small")
+    else:
+        for k in range(len(prepared)):
+            flat[k].legend(fontsize="x-small", frameon=False, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     for ax in flat[len(prepared):] + zflat[len(prepared):]:
         ax.set_visible(False)
     if title:
-        fig.suptitle(title, fontsize="medium")
-    bottom = 0.0
+        suptitle(fig, title)
     if note:
-        bottom = 0.45 / fig.get_figheight()
-        fig.text(0.01, 0.01, note, fontsize="x-small", va="bottom", ha="left", wrap=True)
-    fig.tight_layout(rect=(0, bottom, 1, 1))
+        import textwrap
+
+        fig.supxlabel(textwrap.fill(note, int(fig.get_figwidth() * 15)), fontsize="x-small")
     out = Path(out_png)
     out.parent.mkdir(parents=True, exist_ok=True)
-    save_figure(fig, out, dpi=110, metadata={"Software": None})
+    save_figure(fig, out, metadata={"Software": None})
     return out
 
 
@@ -203,7 +203,9 @@ def gentile_margin_panels(data_dir=None, figures=(3, 4, 5), permutations: int | 
                 m, ucfg, ds = _margin_runs(cfg, ov, FIGURE3_EPOCHS, ("last", "avg"), perms[name], data_dir, bar)
                 widths[label] = ucfg.kernel.sigma
                 runs.append((label, m, len(ds.y_train)))
-            colors = {"Perceptron": "C0", "ALMA2(1.0)": "C3", "ALMA2(0.9)": "C2"}
+            # the Perceptron in its shared style; the two ALMA2 runs in the styles after it
+            colors = {"Perceptron": algorithm_style("perceptron")["color"], "ALMA2(1.0)": algorithm_style("alma")["color"],
+                      "ALMA2(0.9)": "C9"}
             panels = []
             for rule in ("last", "avg"):
                 curves = [(f"{label}, σ = {widths[label]:g}, {e:g} epoch{'s' if e > 1 else ''}", m[(e, rule)],
@@ -253,13 +255,13 @@ def gentile_margin_panels(data_dir=None, figures=(3, 4, 5), permutations: int | 
                                      'artificial data'}
             if 5 in figures:
                 panels = [(f"eps = {eps:g}, s = {s}", [(f"{name(p, a)} {r}", runs[(eps, s, p, a)][r],
-                                                        {"color": color[(p, a)], "ls": "--" if r == "last" else "-"})
+                                                        {"color": color[(p, a)], "ls": rule_style(r)["ls"]})
                                                        for p in FIGURE45_P for a in FIGURE45_ALPHA
                                                        for r in ("last", "avg")])
                           for eps, s in FIGURE45_DATASETS]
                 specs[5] = {"panels": panels, "note": note,
-                            "title": 'Gentile (2001) Figure 5, reproduced: "last" (dashed) vs "avg" (solid), one '
-                                     'epoch, artificial data'}
+                            "title": 'Gentile (2001) Figure 5, reproduced: "last" (dashed) vs "avg" (dash-dotted), '
+                                     'one epoch, artificial data'}
     finally:
         bar.close()
     return specs

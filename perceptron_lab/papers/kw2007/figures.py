@@ -5,13 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
-from ...plots import save_figure
+from ...plots import _figure, label_outer, legend_outside, rule_order, rule_style, save_figure
 
-# Khardon & Wachman (2007) Figure 4: one line per prediction rule (colour, line style, marker).
-FIGURE4_RULES = (("Last", "C3", "--", "s"), ("Longest", "C2", ":", "^"), ("Voted", "C0", "-", "o"))
+# Khardon & Wachman (2007) Figure 4: one line per prediction rule, in the rule's style of
+# perceptron_lab.plots.RULE_STYLES.
+FIGURE4_RULES = ("Last", "Longest", "Voted")
 #: The y axis spans at least this many accuracy points, so that a flat curve looks flat.
 MIN_SPAN_PCT = 10.0
 
@@ -35,7 +34,8 @@ def plot_kw2007_figure4(curves: pd.DataFrame, out_png, title: str | None = None)
     index in the grid, which runs from no effect to strong effect, as on the paper's x axes),
     ``rule`` and ``accuracy_pct`` (:func:`perceptron_lab.papers.kw2007.tables.parameter_curves`). Returns the
     path of the PNG written. The paper's Figure 4 prints no numbers, so no paper values are drawn;
-    the rules differ in colour, line style and marker, and each y axis spans at least
+    the rules keep their styles of :data:`perceptron_lab.plots.RULE_STYLES` (the legend sits right of
+    the panels), and each y axis spans at least
     :data:`MIN_SPAN_PCT` accuracy points.
     """
     if curves.empty:
@@ -46,22 +46,21 @@ def plot_kw2007_figure4(curves: pd.DataFrame, out_png, title: str | None = None)
     if title:
         import textwrap
 
-        width = int(3.6 * ncols * 13)   # characters of a medium font per line
+        width = int(3.6 * ncols * 12)   # characters of a medium font per line
         title = "\n".join(textwrap.fill(part, width) for part in title.split("\n"))
     lines = title.count("\n") + 1 if title else 0
-    fig = Figure(figsize=(3.6 * ncols, 2.6 * nrows + 0.2 * lines + 0.1))
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(nrows, ncols, squeeze=False)
+    fig = _figure(3.6 * ncols + 1.1, 2.6 * nrows + 0.2 * lines + 0.1)
+    # a column is one parameter: its x axis is shared, labelled under the bottom panel only
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharex="col")
     for i, s in enumerate(settings):
         for j, p in enumerate(params):
             ax = axes[i][j]
             sub = curves[(curves["setting"] == s) & (curves["parameter"] == p)]
-            for rule, color, ls, marker in FIGURE4_RULES:
+            for rule in rule_order(FIGURE4_RULES):
                 c = sub[sub["rule"] == rule].sort_values("position")
                 if c.empty:
                     continue
-                ax.plot(c["position"], c["accuracy_pct"], marker=marker, ms=4, lw=1.3, ls=ls, color=color,
-                        label=rule)
+                ax.plot(c["position"], c["accuracy_pct"], ms=4, lw=1.3, label=rule, **rule_style(rule))
             if len(sub):
                 ax.set_ylim(*y_limits(sub["accuracy_pct"].astype(float)))
             ticks = sub.drop_duplicates("position").sort_values("position")
@@ -71,13 +70,11 @@ def plot_kw2007_figure4(curves: pd.DataFrame, out_png, title: str | None = None)
             if j == 0:
                 ax.set_ylabel(f"{s}\naccuracy (%)", fontsize="small")
             ax.grid(True, alpha=0.3, lw=0.5)
-    axes[0][0].legend(fontsize="small", frameon=False, loc="best")
+    label_outer(axes, nrows * ncols, ncols, ylabels=True)
+    legend_outside(fig)
     if title:
         fig.suptitle(title, fontsize="medium")
-    fig.tight_layout()   # makes room for the title too
     out = Path(out_png)
     out.parent.mkdir(parents=True, exist_ok=True)
-    save_figure(fig, out, dpi=110)
+    save_figure(fig, out)
     return out
-
-
