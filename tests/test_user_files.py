@@ -254,3 +254,14 @@ def test_a_users_file_named_like_the_lock_is_kept(cfg, tmp_path):
     r = run(cfg, out)
     assert r.exit_code == 1 and ".plab.lock was not written by plab" in errors(r)[0]
     assert (out / ".plab.lock").read_text() == "my notes\n"
+
+
+def test_every_committed_figure_plab_redraws_carries_plabs_mark():
+    # make reproduce redraws these in place; one without plab's mark would stop it (exit 1)
+    from pathlib import Path
+
+    results = Path(__file__).resolve().parents[1] / "results"
+    redrawn = [p for p in results.rglob("*.png") if not p.is_relative_to(results / "docs")
+               and not p.is_relative_to(results / "figures_gallery") and not p.is_relative_to(results / "bench")
+               and p.name != "landing.png"]
+    assert redrawn and [p for p in redrawn if not plab_wrote(p)] == []

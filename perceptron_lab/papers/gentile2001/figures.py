@@ -81,7 +81,7 @@ def plot_margin_distributions(panels, out_png, title: str | None = None, ncols: 
         fig.supxlabel(textwrap.fill(note, int(fig.get_figwidth() * 15)), fontsize="x-small")
     out = Path(out_png)
     out.parent.mkdir(parents=True, exist_ok=True)
-    save_figure(fig, out, metadata={"Software": None})
+    save_figure(fig, out)
     return out
 
 
