@@ -157,10 +157,12 @@ def main(argv=None) -> None:
             rows.append({"figure": kind, "input": src, "first_s": first, "median_s": med, "cpu_median_s": cpu})
             print(f"{kind:26s} first {first:6.3f} s  median {med:6.3f} s  cpu {cpu:6.3f} s  ({src})", flush=True)
             pngs = sorted(Path(tmp).glob("*.png"))
-            for png in pngs:   # one PNG per call: kept as <kind>.png in the gallery, else dropped
+            for png in pngs:   # one PNG per call: kept as gallery_<kind>.png in the gallery, else dropped
                 if a.gallery and kind not in SYNTHETIC:
+                    # the prefix keeps a gallery drawing (some from small stand-in runs) from being taken
+                    # for a paper's figure (<paper>_figure*.png) by plab report and the documentation
                     a.gallery.mkdir(parents=True, exist_ok=True)
-                    png.replace(a.gallery / (f"{kind}.png" if len(pngs) == 1 else f"{kind}_{png.name}"))
+                    png.replace(a.gallery / (f"gallery_{kind}.png" if len(pngs) == 1 else f"gallery_{kind}_{png.name}"))
                 else:
                     png.unlink()
     t = pd.DataFrame(rows)
