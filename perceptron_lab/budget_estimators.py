@@ -244,7 +244,7 @@ class _BudgetRun:
 
 
 class BudgetPerceptron(_EngineClassifier):
-    __doc__ = f"""Kernel perceptrons on a memory budget, and NORMA (:mod:`perceptron_lab.engine.budget`).
+    __doc__ = f"""Kernel perceptrons on a memory budget, and NORMA (``perceptron_lab.engine.budget``).
 
     One-vs-rest: every label keeps at most ``budget`` support vectors with real coefficients; the
     hypothesis is ``f(x) = sum_j coef_j K(x_j, x)``. The algorithms:
@@ -306,25 +306,33 @@ class BudgetPerceptron(_EngineClassifier):
         permutation 0 of a holdout ``plab run`` with ``training.seed: s``.
     dtype : {{"float64", "float32"}}, default "float64"
         Unused: the budgeted engine computes kernel values in float64.
-    chunk_size : int
+    chunk_size : int, default 512
         Examples per kernel block (``training.chunk_size``): speed and memory, not results.
-    cache_limit_gb : float
+    cache_limit_gb : float, default 8.0
         Most memory for the Forgetron's and the Projectrons' budget x budget matrices
         (``training.cache_limit_gb``).
 
     Attributes
     ----------
-    classes_ : ndarray of the class labels.
-    n_features_in_ : number of features.
-    support_ : positions (in the examples seen: fit's rows, then each partial_fit batch's) of the
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    n_features_in_ : int
+        Number of features.
+    support_ : ndarray of shape (n_support,)
+        Positions (in the examples seen: fit's rows, then each partial_fit batch's) of the
         examples in some label's current support set.
-    support_vectors_ : those examples.
-    n_mistakes_ : prediction mistakes (``y f(x) <= 0``) over all labels.
-    n_updates_ : insertions, projections and margin updates over all labels.
-    log_ : the engine's :class:`~perceptron_lab.engine.budget.BudgetLog` of the run so far (one
+    support_vectors_ : ndarray of shape (n_support, n_features)
+        Those examples.
+    n_mistakes_ : int
+        Prediction mistakes (``y f(x) <= 0``) over all labels.
+    n_updates_ : int
+        Insertions, projections and margin updates over all labels.
+    log_ : BudgetLog
+        The engine's log of the run so far (``perceptron_lab.engine.budget.BudgetLog``, one
         checkpoint: now), its hypotheses over the rows of ``support_vectors_`` and of the other
         examples the averaged and voted rules need.
-    kernel_ : the kernel as scaled.
+    kernel_ : Kernel
+        The kernel as scaled.
 
     Notes
     -----
@@ -332,9 +340,21 @@ class BudgetPerceptron(_EngineClassifier):
     features of the examples that some rule refers to: every example ever inserted in a support
     set, not the whole training set. So that any rule can be chosen after ``fit``, the run records
     every change of the hypotheses that the voted rule replays (``record_changes`` of
-    :func:`~perceptron_lab.engine.budget.train_budget`, which ``plab run`` turns on only when
+    ``perceptron_lab.engine.budget.train_budget``, which ``plab run`` turns on only when
     ``prediction.rules`` lists vote): one entry per insertion and removal, and one per support
     vector for each projection of the Projectrons.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from perceptron_lab import BudgetPerceptron
+    >>> X = np.array([[0., 1.], [1., 0.], [0., 2.], [2., 0.], [1., 3.], [3., 1.]])
+    >>> y = np.array([0, 1, 0, 1, 0, 1])
+    >>> clf = BudgetPerceptron(algorithm="rbp", budget=2, random_state=0).fit(X, y)
+    >>> clf.predict([[0., 3.], [3., 0.]])
+    array([0, 1])
+    >>> len(clf.support_vectors_) <= 2
+    True
     """
 
     _parameter_constraints = {
@@ -384,7 +404,8 @@ class BudgetPerceptron(_EngineClassifier):
 
         Returns
         -------
-        self : the estimator.
+        self : object
+            The fitted estimator.
         """
         super().fit(X, y)
         self._seq = None  # the run keeps the rows it needs (compacted): no reference to X
@@ -404,7 +425,8 @@ class BudgetPerceptron(_EngineClassifier):
 
         Returns
         -------
-        self : the estimator.
+        self : object
+            The fitted estimator.
 
         Notes
         -----

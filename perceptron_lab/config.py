@@ -492,10 +492,35 @@ def _finish(result: Any, problems: list[str], src: _Source, dataset_names, defau
 def load_config(path: str | os.PathLike, dataset_names: Iterable[str] | None = None) -> ExperimentConfig:
     """Read, resolve (``extends``) and validate the config at ``path``.
 
-    ``path`` may also be ``package:NAME.yaml``. ``dataset_names`` lists the valid
-    ``dataset.name`` values (the synthetic datasets are always valid); by default they come
-    from the dataset registry, and are not checked when the registry cannot be imported.
-    Raises :class:`ConfigError` listing every problem found, one line each.
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A YAML config file, or ``package:NAME.yaml`` for a config packaged with plab (in
+        ``perceptron_lab/configs``).
+    dataset_names : iterable of str, optional
+        The valid ``dataset.name`` values (the synthetic datasets are always valid). By default
+        they come from the dataset registry, and are not checked when the registry cannot be
+        imported.
+
+    Returns
+    -------
+    ExperimentConfig
+        The typed, validated config, every ``extends`` resolved and every default filled in.
+
+    Raises
+    ------
+    ConfigError
+        Listing every problem found, one line each (a missing file, YAML that does not parse,
+        an unknown key with a did-you-mean, a value out of range), e.g.
+        ``bad.yaml: training.epochs must be a positive number, got -3``; exit status 2 on the
+        command line.
+
+    Examples
+    --------
+    >>> from perceptron_lab.config import load_config
+    >>> cfg = load_config("package:quickstart.yaml")
+    >>> cfg.dataset.name, cfg.algorithm.name, cfg.training.epochs
+    ('sonar', 'perceptron', 100.0)
     """
     text = os.fspath(path)
     src = _package_source(text) if text.startswith(C.PACKAGE_CONFIG_PREFIX) else _Source(text, Path(text))

@@ -75,8 +75,8 @@ DEFAULT_CACHE_LIMIT_GB = 8.0
 
 #: A training set with at most this many entries (examples x features) trains and is evaluated on
 #: one thread: on such small problems the thread team's start-up on every jitted call costs more
-#: than the parallel work saves (measured: Khardon & Wachman Table 4, 600 x 50, 133 s on two
-#: threads against 47 s on one).
+#: than the parallel work saves (Khardon & Wachman's Table 4, 600 x 50, is one).
+#: The measurement is in ``benchmarks/NOTES.md``.
 SINGLE_THREAD_MAX_ENTRIES = 1_000_000
 
 #: Two epoch positions (checkpoints, fractional epochs) closer than this are the same position.
@@ -108,6 +108,7 @@ PACKAGE_CONFIG_PREFIX = "package:"
 #: Number of hex digits of the sha256 kept by :func:`perceptron_lab.config.config_hash`.
 CONFIG_HASH_LENGTH = 12
 
-#: ``plab run`` refuses to start when the output folder's disk has less free space than this: a
-#: part of the largest runs (a full MNIST permutation) takes about 1 MB, results.csv as much again.
+#: ``plab run`` refuses to start when the output folder's disk has less free space than this:
+#: room, several times over, for a part of the largest runs (a full MNIST permutation) and its
+#: rows of results.csv (their sizes are in ``benchmarks/NOTES.md``).
 MIN_FREE_DISK_MB = 16

@@ -189,8 +189,23 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         """Train on ``(X, y)`` for ``epochs`` passes (in a random order unless ``shuffle=False``).
 
-        X: (n_samples, n_features), or the Gram matrix (n_samples, n_samples) with
-        ``kernel="precomputed"``; y: class labels (at least two classes).
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or (n_samples, n_samples)
+            Training examples, or the Gram matrix K(train, train) with ``kernel="precomputed"``.
+        y : array-like of shape (n_samples,)
+            Class labels, of at least two classes.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            For an invalid setting, labels of mixed types, a single class, a Gram matrix that is
+            not square, or data outside the range the chosen ``dtype`` can score exactly.
         """
         self._validate_params()
         self._check_kernel()
@@ -234,7 +249,14 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        self : the estimator.
+        self : object
+            The estimator, fitted on the whole sequence so far.
+
+        Raises
+        ------
+        ValueError
+            Without ``classes`` on the first call, with labels outside ``classes_``, or for a
+            model that cannot be continued (see Notes).
 
         Notes
         -----
@@ -248,7 +270,7 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         costs the whole sequence, not the batch alone. ``fit``'s data is kept by reference: do
         not change it in place before calling ``partial_fit``. A model unpickled after ``fit``
         keeps no training data and is not continued. Settings relative to the training set
-        (``tau`` and ``theta_init="avg_sq_norm"`` of :class:`MarginPerceptron`, in units of the
+        (``tau`` and ``theta_init="avg_sq_norm"`` of [`MarginPerceptron`][perceptron_lab.estimators.MarginPerceptron], in units of the
         average K(x, x)) take the average over the sequence's steps so far; ``lambda_`` and
         ``alpha_bound`` depend on which examples the hypothesis holds, so a model fit with them
         over more than one pass is not continued. Not available with ``kernel="precomputed"``
@@ -304,8 +326,20 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         self._seq, self._seq_of_fit = (Xs, ys, np.arange(len(ys))), False
 
     def decision_function(self, X):
-        """Scores of the rule ``rule``: shape (n_samples,) for two classes (> 0: ``classes_[1]``),
-        else (n_samples, n_classes). With ``kernel="precomputed"`` X is K(test, train)."""
+        """Scores of the rule ``rule``, the ones ``predict`` takes its labels from.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or (n_samples, n_train)
+            Test examples, or K(test, train) with ``kernel="precomputed"``.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            With two classes one score per example (> 0: ``classes_[1]``); else one score per
+            example and class (one-vs-rest). The ``vote`` rule's scores are vote counts; the
+            others are in the units of the kernel.
+        """
         S = self._scores(X)
         try:
             S = self.kernel_.from_values(S, _VALUE_POWER.get(self.rule, 1.0))
@@ -314,7 +348,19 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         return S[:, 0] if S.shape[1] == 1 else S
 
     def predict(self, X):
-        """Class labels by the rule ``rule`` (the same predictions ``plab run`` counts)."""
+        """Class labels by the rule ``rule`` (the same predictions ``plab run`` counts).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or (n_samples, n_train)
+            Test examples, or K(test, train) with ``kernel="precomputed"``.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Values of ``classes_``: the class of the largest score (the first on ties), or with
+            two classes ``classes_[1]`` where the score is positive.
+        """
         S = self._scores(X)
         if S.shape[1] == 1:
             return self.classes_[(S[:, 0] > 0.0).astype(np.int64)]
@@ -393,7 +439,7 @@ _VALUE_POWER = {"vote": 0.0, "last_norm": 0.5, "avg_norm": 0.5, "random_norm": 0
 _KERNEL_DOC = """kernel : {"linear", "poly", "gaussian", "poly_gaussian", "precomputed"}
         ``linear`` x·y; ``poly`` (1 + x·y / scale)^degree (Freund & Schapire Eq. 1); ``gaussian``
         exp(-|x - y|² / (2 sigma²)); ``poly_gaussian`` (1 + exp(-|x - y|² / (2 sigma²)))^degree
-        (Gentile §4.3); ``precomputed``: X is a Gram matrix, as in :class:`sklearn.svm.SVC`.
+        (Gentile §4.3); ``precomputed``: X is a Gram matrix, as in scikit-learn's ``SVC``.
     degree : int, default 3
         Degree of the poly and poly_gaussian kernels.
     scale : float, default 1.0
@@ -404,7 +450,7 @@ _KERNEL_DOC = """kernel : {"linear", "poly", "gaussian", "poly_gaussian", "preco
         Passes over the training data; a fraction trains on the first part of the sequence.
     rule : str
         Prediction rule, one of ``last``, ``last_norm``, ``avg``, ``avg_norm``, ``vote``,
-        ``random``, ``random_norm``, ``longest`` (see :mod:`perceptron_lab.predict`). Every rule
+        ``random``, ``random_norm``, ``longest`` (``perceptron_lab.predict``). Every rule
         comes from the same training pass: changing ``rule`` after ``fit`` needs no refit. The
         random rules draw one time slice per row of X (by its position, from ``random_state``), so
         their predictions on a subset of the rows may differ from those on the whole.
@@ -418,18 +464,28 @@ _KERNEL_DOC = """kernel : {"linear", "poly", "gaussian", "poly_gaussian", "preco
         permutation 0 of ``plab run`` with ``training.seed: s``.
     dtype : {"float64", "float32"}, default "float64"
         Precision of the kernel values (``training.dtype`` of a config).
-    chunk_size, cache_limit_gb : engine settings (``training.chunk_size`` and
-        ``training.cache_limit_gb``); they change the speed and memory, not the algorithm.
+    chunk_size : int, default 512
+        Examples per block of the engine (``training.chunk_size`` of a config): a setting of speed
+        and memory, not of the algorithm.
+    cache_limit_gb : float, default 8.0
+        Memory for cached kernel columns (``training.cache_limit_gb``): a setting of speed and
+        memory, not of the algorithm.
 
     Attributes
     ----------
-    classes_ : ndarray of the class labels.
-    n_features_in_ : number of features (of training examples with ``kernel="precomputed"``).
-    support_ : indices of the training examples on which some label updated.
-    support_vectors_ : those examples (None with ``kernel="precomputed"``).
-    n_mistakes_ : number of updates (mistakes) over all labels.
-    log_ : the engine's :class:`~perceptron_lab.engine.base.TrainLog` (its examples renumbered as
-        positions in ``support_``).
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    n_features_in_ : int
+        Number of features (of training examples with ``kernel="precomputed"``).
+    support_ : ndarray of shape (n_support,)
+        Indices of the training examples on which some label updated.
+    support_vectors_ : ndarray of shape (n_support, n_features) or None
+        Those examples (None with ``kernel="precomputed"``).
+    n_mistakes_ : int
+        Number of updates (mistakes) over all labels.
+    log_ : TrainLog
+        The engine's training log (``perceptron_lab.engine.base.TrainLog``), its examples
+        renumbered as positions in ``support_``.
 """
 
 
@@ -449,7 +505,19 @@ class VotedPerceptron(_EngineClassifier):
 
     Parameters
     ----------
-    {_common_doc("vote", "survival")}"""
+    {_common_doc("vote", "survival")}
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0., 1.], [1., 0.], [0., 2.], [2., 0.], [1., 3.], [3., 1.]])
+    >>> y = np.array([0, 1, 0, 1, 0, 1])
+    >>> from perceptron_lab import VotedPerceptron
+    >>> clf = VotedPerceptron(random_state=0).fit(X, y)
+    >>> clf.predict([[0., 3.], [3., 0.]])
+    array([0, 1])
+    >>> clf.set_params(rule="avg").predict([[0., 3.], [3., 0.]])  # every rule from one pass: no refit
+    array([0, 1])
+    """
 
     def __init__(self, kernel="linear", degree=3, scale=1.0, sigma=1.0, epochs=1.0, rule="vote",
                  vote_weight="survival", shuffle=True, random_state=None, dtype="float64",
@@ -495,7 +563,17 @@ class MarginPerceptron(_EngineClassifier):
         Threshold step per update (times ``eta``); ``theta_init`` takes its value.
     eta : float, default 1.0
         Learning rate.
-    {_common_doc("last", "correct")}"""
+    {_common_doc("last", "correct")}
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0., 1.], [1., 0.], [0., 2.], [2., 0.], [1., 3.], [3., 1.]])
+    >>> y = np.array(["a", "b", "a", "b", "a", "b"])
+    >>> from perceptron_lab import MarginPerceptron
+    >>> clf = MarginPerceptron(tau=0.1, random_state=0).fit(X, y)
+    >>> clf.predict([[0., 3.], [3., 0.]])
+    array(['a', 'b'], dtype='<U1')
+    """
 
     _parameter_constraints = {
         **_EngineClassifier._parameter_constraints,
@@ -564,7 +642,16 @@ class ALMA(_EngineClassifier):
         Margin scale; None is Gentile's 1/alpha (§4), "sqrt8/alpha" Theorem 3's sqrt(8)/alpha.
     C : float, default sqrt(2)
         Step scale.
-    {_common_doc("last", "survival")}"""
+    {_common_doc("last", "survival")}
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0., 1.], [1., 0.], [0., 2.], [2., 0.], [1., 3.], [3., 1.]])
+    >>> y = np.array([0, 1, 0, 1, 0, 1])
+    >>> from perceptron_lab import ALMA
+    >>> ALMA(alpha=0.9, random_state=0).fit(X, y).predict([[0., 3.], [3., 0.]])
+    array([0, 1])
+    """
 
     _algorithm = "alma"
     _parameter_constraints = {

@@ -537,7 +537,7 @@ def _transform_block(G, code, degree, scale, sigma, base_div, sq_a, sq_b):
     """Turn a block of inner products into kernel values, in place.
 
     The degree is dispatched outside the inner loop so that the loop vectorizes (a loop over the
-    degree inside it does not, and runs about ten times slower).
+    degree inside it does not).
     """
     n, m = G.shape
     one = G.dtype.type(1.0 / base_div)
@@ -647,8 +647,8 @@ SQ_NORMS_ROWS = 4096
 
 def sq_norms64(X: np.ndarray) -> np.ndarray:
     """``sq_norms(X as float64)``, the same values, converting a block of rows at a time: no
-    float64 copy of a whole float32 training set (376 MB for MNIST), which costs more to map
-    than to sum."""
+    float64 copy of a whole float32 training set (eight bytes per entry, 60000 x 784 for MNIST),
+    whose fresh pages cost more to map than the sums cost to compute."""
     X = np.asarray(X)
     if X.dtype == np.float64 or X.ndim != 2:
         return sq_norms(np.asarray(X, dtype=np.float64))
@@ -684,8 +684,9 @@ def integer_features(X: np.ndarray) -> bool:
 @nb.njit(cache=True)
 def _small_integers(x, limit):
     """Whether every value of ``x`` is an integer of magnitude below ``limit`` (NaN and inf are
-    not): one pass that stops at the first other value, with no temporary arrays (a copy of a
-    60000 x 784 float64 array costs more than reading it)."""
+    not): one pass that stops at the first other value, with no temporary arrays
+    (``np.floor(x) == x`` would write a copy of the data and a mask of its size, which costs more
+    than reading the values once)."""
     for i in range(x.shape[0]):
         v = x[i]
         if not (abs(v) < limit and math.floor(v) == v):
@@ -695,7 +696,8 @@ def _small_integers(x, limit):
 
 def load_jit() -> None:
     """Load numba's runtime of compiled code, as the first call of a cached jitted function in a
-    process does (0.3 s here, once; each further function then loads in a few milliseconds)."""
+    process does: that first load is the costly one, once per process, so a caller can do it on a
+    thread of its own while it waits on I/O; each further function then loads quickly."""
     _small_integers(np.zeros(1), 1.0)
 
 
@@ -715,10 +717,10 @@ def exact32_heavy_rows(sq_a, sq_b) -> np.ndarray:
 def matmul_exact32(A: np.ndarray, B: np.ndarray, sq_a=None, sq_b=None, out=None, B32=None) -> np.ndarray:
     """``A @ B.T`` in float64, equal to it bit for bit, for A and B that pass :func:`exact32_ok`.
 
-    The product runs as a float32 GEMM (about twice the float64 rate here); the few pairs with
-    ``|a|·|b| >= 2^24``, whose float32 sums could round, are recomputed in float64 (on MNIST, 27
-    of 70000 examples have a norm that can reach that bound with any other). ``B32`` may pass a
-    float32 copy of B made once by the caller.
+    The product runs as a float32 GEMM (a SIMD register holds twice as many float32 values as
+    float64 ones); the few pairs with ``|a|·|b| >= 2^24``, whose float32 sums could round, are
+    recomputed in float64 (on MNIST, 27 of 70000 examples have a norm that can reach that bound
+    with any other). ``B32`` may pass a float32 copy of B made once by the caller.
     """
     sq_a = sq_norms(A) if sq_a is None else np.asarray(sq_a, dtype=np.float64)
     sq_b = sq_norms(B) if sq_b is None else np.asarray(sq_b, dtype=np.float64)

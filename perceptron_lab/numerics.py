@@ -60,8 +60,8 @@ def check_finite_training(log: TrainLog, hyp: Hypotheses | None, kernel: Kernel,
     if log.kernel_normalized:
         kmax = 1.0
     else:
-        # K(x, x) of every updating example is in the log (gathering the support vectors' rows to
-        # recompute it cost up to 0.3 s on MNIST, more than the linear cases' whole test call)
+        # K(x, x) of every updating example is in the log: recomputing it would gather every
+        # support vector's row, a pass over the data as large as a linear case's whole test call
         kmax = float(np.max(log.upd_kxx))
     with np.errstate(over="ignore", invalid="ignore"):
         bound = kmax * score_factor(log, hyp) + float(np.abs(hyp.theta).max())

@@ -165,8 +165,20 @@ class _Online(_Classifier):
         return self._classes[int(np.argmax(s))] if s.size else self._classes[0]
 
     def decision_one(self, x: dict) -> dict:
-        """The score of each class's perceptron on x (with two given classes: the score of
-        ``classes[1]``, > 0 predicts it, under the key ``classes[1]``)."""
+        """The score of each class's perceptron on ``x``.
+
+        Parameters
+        ----------
+        x : dict
+            The example's features, by name (a name not seen before is a new feature, 0 in every
+            earlier example).
+
+        Returns
+        -------
+        dict
+            Class -> score; with two given classes the score of ``classes[1]`` alone (> 0
+            predicts it), under that key; empty before the first example.
+        """
         if not self._started:
             return {}
         s = self._scores(x)
@@ -175,7 +187,20 @@ class _Online(_Classifier):
         return {c: float(v) for c, v in zip(self._classes, s)}
 
     def predict_one(self, x: dict):
-        """The predicted class of x (None before the first example)."""
+        """The predicted class of ``x``.
+
+        Parameters
+        ----------
+        x : dict
+            The example's features, by name (a name not seen before is a new feature, 0 in every
+            earlier example).
+
+        Returns
+        -------
+        object
+            The class of the largest score (before the first example: the first given class, or
+            None).
+        """
         if not self._started:
             return self._classes[0] if self._classes else None
         return self._decide(self._scores(x))
@@ -184,39 +209,40 @@ class _Online(_Classifier):
 class BudgetKernelPerceptron(_Online):
     """Kernel perceptrons on a memory budget, and NORMA, learning one example at a time.
 
-    The algorithms and their settings are those of :class:`perceptron_lab.BudgetPerceptron` (see
-    :mod:`perceptron_lab.engine.budget` for the papers and the readings of them), on the same
+    The algorithms and their settings are those of
+    [`BudgetPerceptron`][perceptron_lab.budget_estimators.BudgetPerceptron] (see
+    ``perceptron_lab.engine.budget`` for the papers and the readings of them), on the same
     jitted step and state.
 
     Parameters
     ----------
-    algorithm
-        ``stoptron``, ``rbp``, ``forgetron``, ``projectron``, ``projectron++`` or ``norma``.
-    budget
+    algorithm : {"forgetron", "stoptron", "rbp", "projectron", "projectron++", "norma"}, default "forgetron"
+        The budgeted algorithm.
+    budget : int or None, default 100
         Most support vectors per class (NORMA: the truncation tau); None: no limit.
-    eta
+    eta : float or None, default None
         The Projectrons' threshold, or NORMA's learning rate; None: a config's default.
-    lambda_
+    lambda_ : float, default 0.0
         NORMA's regularization.
-    rho
+    rho : float, default 1.0
         NORMA's margin.
-    schedule
+    schedule : {"constant", "sqrt"}, default "constant"
         NORMA's learning rate: ``constant`` (eta) or ``sqrt`` (eta / sqrt(t)).
-    kernel
+    kernel : {"gaussian", "linear", "poly", "poly_gaussian"}, default "gaussian"
         ``linear``, ``poly`` ((1 + x.y / scale)^degree), ``gaussian`` (exp(-|x - y|^2 / (2 sigma^2)))
         or ``poly_gaussian``.
-    degree
+    degree : int, default 3
         Degree of the polynomial kernels.
-    scale
+    scale : float, default 1.0
         The scale of the poly kernel.
-    sigma
+    sigma : float, default 1.0
         Width of the Gaussian kernels.
-    rule
+    rule : {"last", "avg"}, default "last"
         ``last`` (the current hypothesis) or ``avg`` (the sum of the hypotheses after each step).
         The voted rule, whose cost grows with the stream, is left to the batch estimator.
-    classes
+    classes : list or None, default None
         The classes, if known in advance (see the module docstring); None: learned as they come.
-    seed
+    seed : int, default 0
         Seed of the RBP's random removals (as ``random_state`` of the batch estimator).
 
     Examples
@@ -273,7 +299,16 @@ class BudgetKernelPerceptron(_Online):
             self._run.add_label()
 
     def learn_one(self, x: dict, y) -> None:
-        """One step of the algorithm on (x, y): the prediction, and the update if it errs."""
+        """One step of the algorithm on ``(x, y)``: the prediction, and the update if it errs.
+
+        Parameters
+        ----------
+        x : dict
+            The example's features, by name (a name not seen before is a new feature, 0 in every
+            earlier example).
+        y : object
+            Its class (a class not seen before is added, unless the classes were given).
+        """
 
         k = self._label(y)
         row = self._row(x, grow=True)
@@ -322,17 +357,17 @@ class KernelPerceptron(BudgetKernelPerceptron):
 
     Parameters
     ----------
-    kernel
-        ``linear``, ``poly``, ``gaussian`` or ``poly_gaussian``.
-    degree
+    kernel : {"poly", "linear", "gaussian", "poly_gaussian"}, default "poly"
+        The kernel, as in [`VotedPerceptron`][perceptron_lab.estimators.VotedPerceptron].
+    degree : int, default 3
         Degree of the polynomial kernels.
-    scale
+    scale : float, default 1.0
         The scale of the poly kernel.
-    sigma
+    sigma : float, default 1.0
         Width of the Gaussian kernels.
-    rule
-        ``last`` or ``avg``.
-    classes
+    rule : {"last", "avg"}, default "last"
+        The current hypothesis, or the sum of the hypotheses after each step.
+    classes : list or None, default None
         The classes, if known in advance; None: learned as they come.
 
     Examples
@@ -365,19 +400,20 @@ class ALMA(_Online):
     p-normalized instance ``x^``; the step is ``C / (sqrt(p - 1) sqrt(k))``, and the hypothesis is
     projected onto the unit ball. Primal form (the linear kernel), any p >= 2, one weight vector
     per class; the prediction is the last hypothesis's (``sign(w . x)``, or the class of the
-    largest score). For a kernel ALMA_2 use :class:`perceptron_lab.ALMA` (``partial_fit``).
+    largest score). For a kernel ALMA_2 use [`perceptron_lab.ALMA`][perceptron_lab.estimators.ALMA]
+    (``partial_fit``).
 
     Parameters
     ----------
-    p
+    p : float, default 2.0
         The norm p (>= 2).
-    alpha
+    alpha : float, default 1.0
         Approximation parameter in (0, 1].
-    B
+    B : float, "1/alpha", "sqrt8/alpha" or None, default None
         Margin scale: a number, None or "1/alpha" (Gentile's default), or "sqrt8/alpha".
-    C
+    C : float, default sqrt(2)
         Step scale.
-    classes
+    classes : list or None, default None
         The classes, if known in advance; None: learned as they come.
 
     Examples
@@ -428,7 +464,16 @@ class ALMA(_Online):
             self._cum = np.concatenate([self._cum, np.zeros(L - self._cum.size, np.int64)])
 
     def learn_one(self, x: dict, y) -> None:
-        """One step of Figure 1 on (x, y) for every class's hypothesis."""
+        """One step of Figure 1 on ``(x, y)`` for every class's hypothesis.
+
+        Parameters
+        ----------
+        x : dict
+            The example's features, by name (a name not seen before is a new feature, 0 in every
+            earlier example).
+        y : object
+            Its class (a class not seen before is added, unless the classes were given).
+        """
         k = self._label(y)
         row = self._row(x, grow=True)
         f = row.size

@@ -3,11 +3,9 @@
 The evaluation scan (:func:`perceptron_lab.scoring.score_block_t`) reads one row of a kernel block
 per update, in the training order of the updates, which is a random order of the rows. Each row
 then comes from memory at its full latency, one after the other. Asking for the rows a few
-updates ahead lets those reads overlap: on one Khardon & Wachman Table 3 MNIST fold (49 runs,
-1.67 million updates, 7000 test points, one thread) the scan spent 2.6 ns per (update, test
-point) without it and 0.54 ns with it and blocks of 128 points
-(:func:`perceptron_lab.predict.block_points`). A prefetch changes no value; it only moves data
-into the cache earlier.
+updates ahead lets those reads overlap, together with blocks narrow enough that a block's rows
+stay close (:func:`perceptron_lab.predict.block_points`). A prefetch changes no value; it only
+moves data into the cache earlier. The measurement behind it is in ``benchmarks/NOTES.md``.
 """
 
 from __future__ import annotations

@@ -4,48 +4,40 @@ garbage collector's schedule.
 They change how the cores and the memory are used, never a value. They apply in ``plab``,
 ``python -m perceptron_lab.reproduce`` and the benchmarks, and in the workers these start (which
 inherit the environment). A setting the user made in the environment is kept as it is. The library
-(the scikit-learn estimators, ``import perceptron_lab``) changes none of them.
+(the scikit-learn estimators, ``import perceptron_lab``) changes none of them. The measurements
+behind each choice are in ``benchmarks/NOTES.md``.
 
 **OpenBLAS's idle spin.** After a BLAS call OpenBLAS's worker threads spin for ``2^28`` processor
-cycles (about 0.1 s) before they sleep (``OPENBLAS_THREAD_TIMEOUT``, the log2 of that count, 4 to
-30). plab alternates GEMMs with numba's parallel loops (the kernel transform, the evaluation's
-scan), whose threads then share the cores with the spinning ones. plab sets the spin to ``2^22``
-cycles, about a millisecond. Measured on case 5 (one permutation of ``configs/mnist_d4.yaml``): its
-evaluation's scan took 0.95-1.28 s with the default and 0.49-0.54 s with a short spin; its training
-took 10.3 s with the default and 10.0-10.5 s with ``2^22`` (two runs each, the spread of this
-machine; these and the measurements below with numpy's huge-page advice off). OpenBLAS reads the
-variable when it loads, so it is set before numpy is imported where plab starts the process, and in
-the workers it starts; other BLAS libraries ignore it.
+cycles before they sleep (``OPENBLAS_THREAD_TIMEOUT``, the log2 of that count, 4 to 30). plab
+alternates GEMMs with numba's parallel loops (the kernel transform, the evaluation's scan), whose
+threads then share the cores with the spinning ones, so plab shortens the spin to ``2^22`` cycles
+(:data:`SPIN_LOG2_CYCLES`). OpenBLAS reads the variable when it loads, so it is set before numpy is
+imported where plab starts the process, and in the workers it starts; other BLAS libraries ignore
+it.
 
 **OpenMP's wait policy.** numba's parallel loops run on OpenMP threads, which by default also spin
 after a loop before they sleep, taking the cores from the GEMM that follows (the evaluation computes
 a test block's kernel values right after scanning the previous block). plab sets
-``OMP_WAIT_POLICY=PASSIVE``: the threads sleep at once. Measured on case 5's evaluation: its test
-kernel blocks took 0.70-0.72 s instead of 0.85-0.88 s (the arithmetic at the measured GEMM rate is
-0.71 s).
+``OMP_WAIT_POLICY=PASSIVE``: the threads sleep at once.
 
 Workers of a pool (``--jobs`` above 1) run BLAS and numba on one thread each, so neither setting
 changes them.
 
-**Huge pages are left to numpy** (it advises transparent huge pages for arrays of 4 MB or more;
-``NUMPY_MADVISE_HUGEPAGE=0`` turns that off), and run.json records which was in effect. Measured on
-the project's 2-core VM, whose host maps guest memory lazily: without the advice, a single cold run
-of case 5 trained in 12.0 s instead of 15.0 s (four alternating runs each; its 2 GB kernel cache is
-written once into memory never touched before), but the whole ``make reproduce SET=full JOBS=2``,
-whose workers allocate and free large blocks again and again, took 57 min 55 s instead of 56 min
-1 s, with 270 million page faults instead of 13 million and 879 s of system time instead of 597 s.
-Only arrays written once into untouched memory are mapped without the advice (:func:`cold_array`,
-:func:`cold_copy`, :func:`cold_take`): the kernel column cache (the shared store, or a run's own),
-a dataset's features as loaded, and a run's features in its dtype and in training order.
+**Huge pages are left to numpy** (it advises transparent huge pages for its large arrays;
+``NUMPY_MADVISE_HUGEPAGE=0`` turns that off), and run.json records which was in effect. Turning the
+advice off everywhere makes workers that allocate and free large blocks again and again fault far
+more often. Only arrays written once into memory the process has not touched are mapped without
+the advice (:func:`cold_array`, :func:`cold_copy`, :func:`cold_take`): where the kernel makes an
+advised page fault wait for compaction (THP ``defrag`` mode ``madvise``) and a virtual machine's
+host maps guest memory lazily, that first write is what the advice slows. These arrays are the
+kernel column cache (the shared store, or a run's own), a dataset's features as loaded, and a run's
+features in its dtype and in training order.
 
 **The garbage collector** (:func:`tune_gc`, ``plab`` only). A run creates few objects in cycles but
 imports libraries (numba, pandas, matplotlib) that hold hundreds of thousands of objects, which
 every full collection walks, and the interpreter walks them all once more when it exits. ``plab``
-collects the youngest generation every 200,000 allocations instead of 700 and freezes the objects
-alive at exit (``gc.freeze``), so that exit does not walk them; values are not touched. Measured on
-case 5 (``plab run`` of one permutation of ``configs/mnist_d4.yaml``), the time outside training and
-evaluation was 1.97-2.32 s instead of 2.42-2.77 s (three alternating runs each; the collections
-during the run: 0.05 s instead of 0.14-0.19 s).
+collects the youngest generation less often (:data:`GC_THRESHOLDS`) and freezes the objects alive
+at exit (``gc.freeze``), so that exit does not walk them; values are not touched.
 """
 
 from __future__ import annotations
@@ -133,9 +125,9 @@ _TAKE_ROWS = 4096
 def cold_array(shape, dtype, zero: bool = True):
     """A zero-filled C-contiguous array in a private anonymous memory map of its own: the kernel's
     default pages, without numpy's huge-page advice; unmapped when the array is freed. For an array
-    written once into memory the process has not touched: on the project's VM (THP ``defrag``
-    ``madvise``, a host that maps guest memory lazily and takes freed memory back) 2 GB so written
-    took 2.8-4.7 s with the advice and 1.0 s without. Arrays under :data:`COLD_MIN_BYTES` (or of
+    written once into memory the process has not touched, whose first write the advice slows where
+    the kernel compacts memory on an advised fault and the host maps guest memory lazily (see the
+    module's docstring). Arrays under :data:`COLD_MIN_BYTES` (or of
     zero size) come from numpy; ``zero=False`` then leaves them uninitialized."""
     import numpy as np
 

@@ -18,7 +18,7 @@ and compares what it wrote with the committed run under the config's ``output.di
 The variants (:data:`VARIANTS`) are the machines of this kind (x86-64 with AVX2 at least) that
 one CPU can stand in for: ``avx2`` runs the code an AVX2 CPU runs (numba compiled for Haswell,
 OpenBLAS's Haswell kernels, which are also AMD Zen's, numpy without its AVX-512 loops); ``host``
-is what this CPU picks by itself (AVX-512 here); ``avx2+blas=NAME`` changes only OpenBLAS's kernel
+is what this CPU picks by itself (on an AVX-512 CPU, its AVX-512 code); ``avx2+blas=NAME`` changes only OpenBLAS's kernel
 (``OPENBLAS_CORETYPE``: SSE3 ``Prescott``, SSE4.2 ``Nehalem``, AVX ``Sandybridge``, AVX-512
 ``SkylakeX``; OpenBLAS is DYNAMIC_ARCH, bundled with numpy); ``avx2+threads2`` runs two BLAS, OpenMP
 and numba threads instead of one; ``avx2+dtype`` flips ``training.dtype`` between float32 and

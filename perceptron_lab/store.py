@@ -349,7 +349,7 @@ def read_back_csv(path, columns=(), fix: str | None = None, rows: int | None = N
 def data_fingerprint(ds) -> str:
     """SHA-256 (its first 16 bytes) of the arrays a run reads (training and test features and
     labels, with their shapes and types): any change of the data files' contents changes it.
-    SHA-256, not blake2b: processors with SHA instructions hash it about twice as fast."""
+    SHA-256, not blake2b: processors with SHA instructions compute it in hardware."""
     h = hashlib.sha256()
     for a in (ds.X_train, ds.y_train, ds.X_test, ds.y_test):
         if a is None:

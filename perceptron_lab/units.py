@@ -456,8 +456,8 @@ def blas_one_thread():
     without threadpoolctl (which comes with scikit-learn).
 
     The loaded BLAS libraries are looked up once per process (a lookup reads every loaded
-    library's file and costs milliseconds, more than a small unit's training); libraries loaded
-    later are not limited."""
+    library's file, which can cost more than a small unit's training); libraries loaded later are
+    not limited."""
     try:
         controller = _blas_controller()
     except ImportError:  # pragma: no cover

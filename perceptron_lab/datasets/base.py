@@ -11,14 +11,30 @@ from ..errors import DatasetError
 
 @dataclass
 class Dataset:
-    """A train/test pair of feature matrices and integer labels.
+    """A train/test pair of feature matrices and integer labels, as every loader returns it.
 
-    ``X_*`` are float64 arrays (n, f); ``y_*`` are int64 class indices 0..n_classes-1;
-    ``classes`` holds the original label of each index (e.g. digits 0..9, or ``["b", "g"]``); for
-    a file of the user's own, the label as written (:mod:`perceptron_lab.datasets.user` says what
-    makes two labels one class), and ``str(classes[k])`` is what ``results.csv`` shows for class k.
-    Datasets without a fixed test split (most UCI sets) have ``X_test``/``y_test`` set to ``None``;
-    their evaluation is by cross-validation.
+    Datasets without a fixed test split (most UCI sets) have ``X_test`` and ``y_test`` set to
+    None; their evaluation is by cross-validation.
+
+    Attributes
+    ----------
+    name : str
+        The dataset's name (a registry name, or the user file's).
+    X_train : ndarray of shape (n_train, n_features)
+        Training features, float64.
+    y_train : ndarray of shape (n_train,)
+        Training labels as int64 class indices 0..n_classes-1.
+    X_test : ndarray of shape (n_test, n_features) or None
+        Test features, float64.
+    y_test : ndarray of shape (n_test,) or None
+        Test labels as class indices.
+    classes : list
+        The original label of each index (e.g. digits 0..9, or ``["b", "g"]``); for a file of the
+        user's own, the label as written (the module ``perceptron_lab.datasets.user`` says what
+        makes two labels one class). ``str(classes[k])`` is what ``results.csv`` shows for class k.
+    meta : dict
+        Where the data came from (``source``, ``files``, ``embedded``) and facts of the dataset
+        (e.g. ``image_shape``, ``class_names``, ``feature_names``).
     """
 
     name: str

@@ -209,10 +209,46 @@ def _load(folder: Path, name: str, meta: dict) -> Dataset:
 
 
 def load_mnist(folder: str | Path) -> Dataset:
-    """MNIST from the four LeCun ``*.gz`` files in ``folder``: 60000 train, 10000 test, 784 features."""
+    """MNIST from the four LeCun ``*.gz`` files in ``folder``: 60000 train, 10000 test, 784 features.
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+        The folder holding the four IDX files (``train-images-idx3-ubyte.gz`` and the others) ([`load_dataset`][perceptron_lab.datasets.load_dataset] passes
+        the dataset's folder of the data root).
+
+    Returns
+    -------
+    Dataset
+        Raw pixels 0..255 as float64, classes 0..9, LeCun's fixed train/test split.
+
+    Raises
+    ------
+    DatasetError
+        When a file is missing, unreadable, or not what the format declares (wrong magic number,
+        sizes, or value counts), naming the file.
+    """
     return _load(Path(folder), "mnist", {})
 
 
 def load_fashion_mnist(folder: str | Path) -> Dataset:
-    """Fashion-MNIST (same file names and format as MNIST); class names are in ``meta``."""
+    """Fashion-MNIST (same file names and format as MNIST); class names are in ``meta``.
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+        The folder holding the four IDX files, named as MNIST's ([`load_dataset`][perceptron_lab.datasets.load_dataset] passes
+        the dataset's folder of the data root).
+
+    Returns
+    -------
+    Dataset
+        As for MNIST; ``meta["class_names"]`` names classes 0..9.
+
+    Raises
+    ------
+    DatasetError
+        When a file is missing, unreadable, or not what the format declares (wrong magic number,
+        sizes, or value counts), naming the file.
+    """
     return _load(Path(folder), "fashion-mnist", {"class_names": list(FASHION_CLASS_NAMES)})

@@ -24,7 +24,25 @@ _CLASSES = list(string.ascii_uppercase)
 
 
 def load_letter(folder: str | Path) -> Dataset:
-    """Letter recognition with Gentile's 16000/4000 train/test split, 16 integer features (0..15)."""
+    """Letter recognition with Gentile's 16000/4000 train/test split, 16 integer features (0..15).
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+        The folder holding the UCI ``letter-recognition.data`` file ([`load_dataset`][perceptron_lab.datasets.load_dataset] passes
+        the dataset's folder of the data root).
+
+    Returns
+    -------
+    Dataset
+        The first 16000 rows for training and the last 4000 for testing, classes A..Z.
+
+    Raises
+    ------
+    DatasetError
+        When a file is missing, unreadable, or not what the format declares (wrong magic number,
+        sizes, or value counts), naming the file.
+    """
     path = Path(folder) / LETTER_FILE
     try:
         text = path.read_text(encoding="ascii")

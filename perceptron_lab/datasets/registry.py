@@ -82,7 +82,16 @@ def _resolve(explicit: str | os.PathLike | None) -> tuple[Path, str]:
 def resolve_data_dir(explicit: str | os.PathLike | None = None) -> Path:
     """The data root: ``explicit`` if given, else ``$PLAB_DATA``, else the user cache folder.
 
-    The folder need not exist. Empty strings count as unset.
+    Parameters
+    ----------
+    explicit : str or os.PathLike, optional
+        A folder given by the caller (``--data-dir`` on the command line). Empty strings count
+        as unset, here and in ``$PLAB_DATA``.
+
+    Returns
+    -------
+    pathlib.Path
+        The absolute folder, which need not exist.
     """
     return _resolve(explicit)[0]
 
@@ -277,12 +286,38 @@ def check_dataset_files(name: str, data_dir: str | os.PathLike | None = None) ->
 def load_dataset(
     name: str, data_dir: str | os.PathLike | None = None, verify: bool = False
 ) -> Dataset:
-    """Load ``name`` from the data root (see :func:`resolve_data_dir`).
+    """Load the registered dataset ``name`` from the data root.
 
-    With ``verify=True`` every file's sha256 is checked first. ``meta["source"]`` records
-    the file read (the folder, for multi-file datasets), ``meta["files"]`` every file
-    and ``meta["embedded"]`` whether the packaged copy was used.
-    Raises :class:`DatasetError` if files are missing, corrupt or fail verification.
+    Parameters
+    ----------
+    name : str
+        A registered dataset (``plab data list``), e.g. ``"mnist"``, ``"usps"``, ``"sonar"``.
+    data_dir : str or os.PathLike, optional
+        The data root; by default ``$PLAB_DATA``, else the user cache folder
+        ([`resolve_data_dir`][perceptron_lab.datasets.resolve_data_dir]). The small UCI sets
+        fall back to a copy packaged with plab when the data root lacks them.
+    verify : bool, default False
+        Check every file's sha256 against the registry first.
+
+    Returns
+    -------
+    Dataset
+        The train/test pair. ``meta["source"]`` records the file read (the folder, for
+        multi-file datasets), ``meta["files"]`` every file and ``meta["embedded"]`` whether the
+        packaged copy was used.
+
+    Raises
+    ------
+    DatasetError
+        When a file is missing (with the ``plab data fetch`` command that fetches it), corrupt,
+        or fails verification; exit status 3 on the command line.
+
+    Examples
+    --------
+    >>> from perceptron_lab.datasets import load_dataset
+    >>> ds = load_dataset("sonar")
+    >>> ds.X_train.shape, ds.X_test is None, ds.classes
+    ((208, 60), True, ['R', 'M'])
     """
     entry = get_entry(name)
     folder, embedded, missing = _locate(entry, data_dir)

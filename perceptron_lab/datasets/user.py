@@ -91,10 +91,48 @@ def _fail(file, problem: str, fix: str, line: int | None = None) -> DatasetError
 
 def load_user_data(path, fmt: str, *, label: str | None = None, categorical=(), test_path=None,
                    config: str = "the config") -> Dataset:
-    """Read a data file of the user's own (and its test file) into a :class:`Dataset`.
+    """Read a data file of the user's own (and its test file) into a dataset.
 
-    ``fmt`` is csv, tsv, libsvm or npz (``auto`` is resolved by the config); ``label`` and
-    ``categorical`` apply to CSV/TSV. ``config`` names the config in the advice for a missing file.
+    The formats, and what makes two labels one class, are described in the module
+    ``perceptron_lab.datasets.user`` and on the "Your own data" page.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The training file.
+    fmt : {"csv", "tsv", "libsvm", "npz"}
+        Its format (a config's ``dataset.format: auto`` is resolved from the extension before
+        this call).
+    label : str, optional
+        The name of the label column: required for CSV/TSV, unused by the other formats.
+    categorical : sequence of str, default ()
+        CSV/TSV only: columns to expand into 0/1 indicators even when every value is a number.
+    test_path : str or os.PathLike, optional
+        A test file of the same format; None: no fixed test split (cross-validation).
+    config : str, default "the config"
+        How the advice of an error names the config that gave the paths.
+
+    Returns
+    -------
+    Dataset
+        Float64 features, int64 class indices, and ``classes`` the labels as written;
+        ``meta["feature_names"]`` names the feature columns.
+
+    Raises
+    ------
+    DatasetError
+        For a missing or unreadable file, or content the format does not allow, in one line
+        naming the file and the fix; exit status 3 on the command line.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from perceptron_lab.datasets.user import load_user_data
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "points.csv"
+    >>> _ = path.write_text("x1,x2,y\\n0,1,a\\n1,0,b\\n0,2,a\\n2,0,b\\n")
+    >>> ds = load_user_data(path, "csv", label="y")
+    >>> ds.X_train.shape, ds.classes, ds.y_train.tolist()
+    ((4, 2), ['a', 'b'], [0, 1, 0, 1])
     """
     path = Path(path)
     test = Path(test_path) if test_path is not None else None

@@ -71,7 +71,25 @@ def _read_zip_text(path: Path, n_expected: int) -> tuple[np.ndarray, np.ndarray]
 
 
 def load_usps(folder: str | Path) -> Dataset:
-    """USPS digits: 7291 train / 2007 test rows, 256 features in [-1, 1], classes 0..9."""
+    """USPS digits: 7291 train / 2007 test rows, 256 features in [-1, 1], classes 0..9.
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+        The folder holding the gzipped text files ``zip.train.gz`` and ``zip.test.gz`` ([`load_dataset`][perceptron_lab.datasets.load_dataset] passes
+        the dataset's folder of the data root).
+
+    Returns
+    -------
+    Dataset
+        16 x 16 images as 256 features in [-1, 1], classes 0..9.
+
+    Raises
+    ------
+    DatasetError
+        When a file is missing, unreadable, or not what the format declares (wrong magic number,
+        sizes, or value counts), naming the file.
+    """
     folder = Path(folder)
     X_train, y_train = _read_zip_text(folder / USPS_FILES["train"], _N_ROWS["train"])
     X_test, y_test = _read_zip_text(folder / USPS_FILES["test"], _N_ROWS["test"])
