@@ -368,14 +368,32 @@ def test_poly_gaussian_that_overflows_float32_is_refused(tmp_path):
 def test_gaussian_sigma_too_small_is_refused(tmp_path):
     extra = "kernel: {type: gaussian, sigma: 1.0e-200}"
     code, line = run_plab(tmp_path, "sonar", extra, data=False, expect=4)
-    assert_says(line, "kernel.sigma = 1e-200 is too small", "NaN", "a larger kernel.sigma")
+    assert_says(line, "kernel.sigma = 1e-200 is too small", "NaN", "Fix: set kernel.sigma near")
 
 
-def test_features_too_large_for_float32_are_refused(tmp_path):
+def test_features_too_large_for_float32_run_rescaled_with_float64s_results(tmp_path):
+    """Features whose squared norms (6e+61) pass float32's range, but whose spread fits it, run on
+    the features times a power of two (exact), with one note; the mistakes and test errors are
+    those of the float64 run of the same file, which needs no rescaling. (Before the range checks
+    went both ways, this run was refused with exit 4.)"""
+    import pandas as pd
+
     write_sonar(tmp_path, [sonar_row("M", 1e30), sonar_row("R", 0.2), sonar_row("M", 0.3), sonar_row("R", 0.4)])
-    code, line = run_plab(tmp_path, "sonar", "training: {dtype: float32}", expect=4)
-    assert_says(line, "squared feature norms reach 6e+61", "float32", "training.dtype: float64",
-                "dataset.preprocess: standardize")
+    results = {}
+    for dtype in ("float32", "float64"):
+        cfg = tmp_path / f"{dtype}.yaml"
+        cfg.write_text(KFOLD.format(name="sonar", extra=f"training: {{dtype: {dtype}}}"))
+        out = tmp_path / dtype
+        r = CliRunner().invoke(main, ["run", str(cfg), "--out", str(out), "-q", "--data-dir", str(tmp_path / "data"),
+                                      "--no-verify"], catch_exceptions=False)
+        assert r.exit_code == 0, r.output
+        notes = [ln for ln in r.output.splitlines() if ln.startswith("plab: note:")]
+        assert len(notes) == (dtype == "float32") and all("multiplied by 2^" in n for n in notes), r.output
+        results[dtype] = pd.read_csv(out / "results.csv")
+    keys = ["fold", "permutation", "epoch", "rule", "normalized", "class", "metric"]
+    merged = results["float32"].merge(results["float64"], on=keys, suffixes=("_32", "_64"))
+    assert len(merged) == len(results["float64"]) > 0
+    assert (merged["value_32"] == merged["value_64"]).all()
 
 
 def test_scores_that_become_non_finite_during_a_run_stop_it(tmp_path, monkeypatch):
