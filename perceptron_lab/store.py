@@ -346,6 +346,20 @@ def read_back_csv(path, columns=(), fix: str | None = None, rows: int | None = N
 # ----------------------------------------------------------------------------- fingerprints and keys
 
 
+
+def read_back_results(path, columns=(), fix: str | None = None):
+    """A run's ``results.csv`` validated by :func:`read_back_csv`, with the row count its run.json
+    records (``csv_rows``) when there is one: a damaged results.csv or run.json raises
+    :class:`~perceptron_lab.errors.DamagedFileError`, so no table or figure is drawn from part of
+    a run."""
+    path = Path(path)
+    info = path.with_name(INFO_NAME)
+    rows = None
+    if info.is_file():
+        recorded = read_back_json(info, fix).get("csv_rows")
+        rows = recorded.get(path.name) if isinstance(recorded, dict) else None
+    return read_back_csv(path, columns, fix, rows)
+
 def data_fingerprint(ds) -> str:
     """SHA-256 (its first 16 bytes) of the arrays a run reads (training and test features and
     labels, with their shapes and types): any change of the data files' contents changes it.
@@ -569,6 +583,6 @@ class RunFolder:
         return path
 
 
-__all__ = ["PART_NAME_RE", "PNG_SOFTWARE", "png_metadata", "plab_wrote", "check_replaceable", "damaged",
+__all__ = ["read_back_results", "PART_NAME_RE", "PNG_SOFTWARE", "png_metadata", "plab_wrote", "check_replaceable", "damaged",
            "read_back_text", "read_back_json", "read_back_csv", "csv_rows", "TMP_SUFFIX", "atomic_write_text", "atomic_write_bytes", "write_error", "remove_stale_temporaries", "check_writable",
            "data_fingerprint", "code_fingerprint", "part_key", "encode_part", "decode_part", "RunFolder"]

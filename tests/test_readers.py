@@ -310,3 +310,49 @@ def test_the_fix_for_a_damaged_run_file_works(tmp_path, what, damage):
     assert r.exit_code == 0 and "0 run(s) computed, 2 reused" in r.output
     assert (out / "results.csv").read_bytes() == whole
     assert plab("plot", out, "--out", tmp_path / "f").exit_code == 0
+
+
+# ----------------------------------------------------------------------------- the papers' and the study's readers
+
+
+def _results_folder(tmp_path, cut: str | None = None, run_json: str | None = None) -> Path:
+    """A run folder with a small results.csv (and a run.json recording its row count)."""
+    d = tmp_path / "run"
+    d.mkdir(parents=True)
+    text = ("rule,metric,value,class,epoch,grid_point,fold,permutation\n"
+            + "".join(f"vote,test_error_pct,{i}.5,all,1,0,-1,{i}\n" for i in range(4)))
+    if cut == "mid-line":
+        text = text[:-5]
+    elif cut == "line-end":
+        text = "".join(text.splitlines(keepends=True)[:-2])
+    (d / "results.csv").write_text(text)
+    (d / "run.json").write_text(run_json if run_json is not None else
+                                json.dumps({"name": "r", "config_hash": "x", "csv_rows": {"results.csv": 4},
+                                            "dataset": {"n_train": 10}}))
+    return d
+
+
+@pytest.mark.parametrize("reader", ["fs1999", "gentile2001"])
+@pytest.mark.parametrize("damage", ["mid-line", "line-end", "run.json"])
+def test_the_papers_table_readers_refuse_a_damaged_run(tmp_path, reader, damage):
+    # before: fs1999 and gentile2001 read results.csv with pandas alone (a file cut at a line's end
+    # gave tables of fewer runs), and fs1999 ignored a run.json that did not parse
+    from perceptron_lab.papers.fs1999.tables import _read_results as fs_read
+    from perceptron_lab.papers.gentile2001.tables import _read_results as g_read
+
+    read = fs_read if reader == "fs1999" else g_read
+    whole = _results_folder(tmp_path / "whole")
+    assert len(fs_read(whole / "results.csv")[0] if reader == "fs1999" else read(whole / "results.csv")) == 4
+    d = _results_folder(tmp_path, cut=None if damage == "run.json" else damage,
+                        run_json='{"name": "r", "config' if damage == "run.json" else None)
+    with pytest.raises(DamagedFileError, match="is damaged"):
+        read(d / "results.csv")
+
+
+def test_the_budget_studys_run_reader_refuses_damaged_timings(tmp_path):
+    from perceptron_lab.studies.budget import _run_rows
+
+    d = _results_folder(tmp_path)
+    (d / "timings.json").write_text('{"unit": ')
+    with pytest.raises(DamagedFileError, match="timings.json is damaged"):
+        _run_rows(d, "panel", lambda *a: "m")

@@ -21,7 +21,6 @@ in the same training order with last, avg and the vote. On top of those runs thi
 
 from __future__ import annotations
 
-import json
 import math
 import time
 import warnings
@@ -70,12 +69,26 @@ def configs() -> list[str]:
 # ----------------------------------------------------------------------------- the runs' results
 
 
+def _read_csv_checked(path: Path) -> pd.DataFrame:
+    """A CSV the study wrote, validated first (:func:`perceptron_lab.store.read_back_csv`)."""
+    from ..store import read_back_csv
+
+    read_back_csv(path, fix=f"move {path} away and write the study again with training")
+    return pd.read_csv(path)
+
+
 def _run_rows(run_dir: Path, panel: str, method_of) -> list[dict]:
     """Rows of one finished run folder: per grid point, the multiclass test error of each rule at the
     last checkpoint, its training seconds and its support vectors and mistakes (totals over labels)."""
+    from ..store import read_back_csv, read_back_json, read_back_results
+
+    read_back_results(run_dir / "results.csv", ["class", "epoch", "rule", "metric", "value"])  # damaged: stop
     res = pd.read_csv(run_dir / "results.csv", dtype={"class": str})
-    timings = json.loads((run_dir / "timings.json").read_text())
-    grid = pd.read_csv(run_dir / "grid.csv") if (run_dir / "grid.csv").exists() else None
+    timings = read_back_json(run_dir / "timings.json")
+    grid = None
+    if (run_dir / "grid.csv").exists():
+        read_back_csv(run_dir / "grid.csv")
+        grid = pd.read_csv(run_dir / "grid.csv")
     last_epoch = res["epoch"].max()
     res = res[(res["epoch"] == last_epoch) & (res["class"] == "all")]
     rows = []
@@ -384,7 +397,9 @@ def _md(df: pd.DataFrame) -> str:
 def _run_hash(results_dir, config: str) -> str | None:
     """The config hash recorded by the finished run of a study config (None if it has not run)."""
     info = Path(results_dir) / STUDY_DIR / config.split("/", 1)[1] / "run.json"
-    return json.loads(info.read_text()).get("config_hash") if info.exists() else None
+    from ..store import read_back_json
+
+    return read_back_json(info).get("config_hash") if info.exists() else None
 
 
 def _check_trained_for(path: Path, want: dict) -> None:
@@ -392,6 +407,9 @@ def _check_trained_for(path: Path, want: dict) -> None:
     (``want``: panel -> the config hash it must carry)."""
     from ..errors import OutputError
 
+    from ..store import read_back_csv
+
+    read_back_csv(path, ["panel", "config_hash"], fix=f"move {path} away and write the study again with training")
     df = pd.read_csv(path, dtype={"config_hash": str})
     have = dict(zip(df["panel"], df["config_hash"])) if "panel" in df else {}
     stale = [p for p, h in want.items() if have.get(p) != h]
@@ -429,11 +447,11 @@ def write_study(results_dir="results", data_dir=None, train: bool = True, progre
     for name, path in curve_paths.items():
         if path.exists() and curve_hash[name]:
             _check_trained_for(path, {name: curve_hash[name]})
-    ny = pd.read_csv(ny_path).drop(columns=["config_hash"], errors="ignore") if ny_path.exists() \
+    ny = _read_csv_checked(ny_path).drop(columns=["config_hash"], errors="ignore") if ny_path.exists() \
         else pd.DataFrame(columns=runs.columns)
     df = pd.concat([runs, ny], ignore_index=True)
     atomic_write_text(out / "summary.csv", df.to_csv(index=False))
-    curves = {n: pd.read_csv(p).drop(columns=["panel", "config_hash"], errors="ignore")
+    curves = {n: _read_csv_checked(p).drop(columns=["panel", "config_hash"], errors="ignore")
               for n, p in curve_paths.items() if p.exists()}
     figures = [plot_error(df, out, "avg"), plot_error(df, out, "last"), plot_seconds(df, out)]
     if curves:

@@ -36,7 +36,9 @@ def reproduce_figures(results_dir, data_dir=None) -> list[Path]:
     runs = sorted(root.glob("d*/results.csv"))
     if not runs:
         return []
-    curves = pd.concat([pd.read_csv(p, dtype=str, keep_default_na=False) for p in runs])
+    from ...store import read_back_results
+
+    curves = pd.concat([read_back_results(p, ["class", "rule", "metric", "value", "epoch"]) for p in runs])
     curves = curves[curves["class"] == "all"]
     return [plot_fs1999_figure2(curves, root / "fs1999_figure2.png",
                                 title="Freund & Schapire (1999) Figure 2, reproduced: MNIST test error vs "

@@ -32,7 +32,6 @@ earlier T the row is the same formula, shown for how it evolves.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from ...comparison import CORE_COLUMNS
-from ...store import atomic_write_text
+from ...store import atomic_write_text, read_back_json, read_back_results
 from ...reference import reference_table
 
 # ----------------------------------------------------------------------------- tolerances
@@ -501,13 +500,10 @@ def _read_results(paths) -> tuple[pd.DataFrame, int]:
     frames, n_train = [], None
     for p in paths:
         p = Path(p)
-        frames.append(pd.read_csv(p, dtype=str, keep_default_na=False))
+        frames.append(read_back_results(p, ["rule", "metric", "value"]))
         info = p.with_name("run.json")
         if info.is_file():
-            try:
-                n = json.loads(info.read_text()).get("dataset", {}).get("n_train")
-            except (OSError, ValueError, AttributeError):
-                n = None
+            n = (read_back_json(info).get("dataset") or {}).get("n_train")
             if n is not None:
                 if n_train is not None and int(n) != n_train:
                     raise ValueError(f"results use different training-set sizes ({n_train} and {n})")

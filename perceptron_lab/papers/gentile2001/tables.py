@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ...comparison import CORE_COLUMNS
-from ...store import atomic_write_text
+from ...store import atomic_write_text, read_back_results
 from ...reference import reference_table
 
 # ----------------------------------------------------------------------------- tolerances
@@ -425,7 +425,7 @@ def table6_B_note(df: pd.DataFrame) -> str:
 def _read_results(paths) -> pd.DataFrame:
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    frames = [pd.read_csv(Path(p), dtype=str, keep_default_na=False) for p in paths]
+    frames = [read_back_results(Path(p), ["rule", "metric", "value"]) for p in paths]
     if not frames:
         raise ValueError("no results files given")
     return pd.concat(frames, ignore_index=True)

@@ -56,7 +56,7 @@ from ...evaluation import (
     t_interval,
 )
 from ...reference import reference_table
-from ...store import atomic_write_text
+from ...store import atomic_write_text, read_back_csv
 
 #: Artificial data sets per noise rate behind each Table 2 count (3 f x 5 M x 2 seeds).
 TABLE2_SETS_PER_NOISE = 30
@@ -407,7 +407,10 @@ def svm_baselines(cfg, data_dir=None, out: Path | None = None) -> pd.DataFrame:
 
     grid = Grid.from_config(cfg)
     cache = out / "svm_folds.csv" if out is not None else None
-    folds_df = pd.read_csv(cache) if cache is not None and cache.exists() else None
+    folds_df = None
+    if cache is not None and cache.exists():
+        read_back_csv(cache, fix=f"move {cache} away: the next run computes the SVM baselines again")
+        folds_df = pd.read_csv(cache)
     frames, rows = [], []
     for s in grid.settings():
         values = dict(zip(grid.setting_keys, s))
