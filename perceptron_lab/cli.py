@@ -178,16 +178,18 @@ def run(config, overrides, multirun, out_dir, data_dir, force, quiet, jobs, exec
     lists them), with OVERRIDES (key=value, values in YAML) replacing keys of the config.
 
     Without CONFIG, runs the packaged quickstart: the voted perceptron on the UCI sonar data
-    (shipped inside the package), 10-fold cross-validation. An overridden run writes to its own
-    folder, runs/NAME/KEY=VALUE,... (--out chooses another). Finished runs are kept in OUT/parts,
-    so an interrupted command resumes where it stopped.
+    (shipped inside the package), 10-fold cross-validation. A run writes to runs/NAME (the
+    config's output.dir, or --out, chooses another folder; the paper configs write to runs/ too:
+    'make reproduce' is what regenerates results/). An overridden run writes to its own folder,
+    runs/NAME/KEY-VALUE_... (the overrides, shell-safe). Finished runs are kept in OUT/parts, so
+    an interrupted command resumes where it stopped.
 
     \b
     Examples:
       plab run
       plab run fs1999/table1_d4 dataset.train_size=10000 training.epochs=1
       plab run my.yaml -m kernel.degree=2,3,4 training.epochs=1,10
-      plab run configs/mnist_d4.yaml --out results/fs1999/table1_d4
+      plab run configs/mnist_d4.yaml --out /scratch/mnist_d4
       plab run my.yaml --data-dir ~/datasets --force
       plab run configs/kw2007/table3_uci.yaml --jobs 2
       plab run configs/kw2007/table3_uci.yaml --executor dask --scheduler tcp://head-node:8786

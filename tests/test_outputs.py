@@ -49,3 +49,108 @@ def test_a_key_the_algorithm_lacks_names_that_algorithm(here, args, expected):
     (here / "f.yaml").write_text(FORGETRON)
     line = one_error(2, "run", "f.yaml", *args, "--out", here / "never", "-q")
     assert line.endswith(expected), line
+
+
+# ----------------------------------------------------------------------------- where runs write
+
+
+def test_plab_run_of_a_packaged_config_writes_to_runs_never_to_results():
+    from perceptron_lab.config import load_config
+    from perceptron_lab.overrides import packaged_configs
+
+    for name, path in packaged_configs():
+        cfg = load_config(path)
+        assert cfg.output.dir is None, name
+        assert cfg.run_dir == Path("runs") / cfg.name
+    assert load_config(REPO / "configs" / "mnist_d4.yaml").run_dir == Path("runs/mnist_d4")
+
+
+def test_reproduce_maps_every_config_to_its_committed_folder_with_the_recorded_config():
+    """The one table of results folders covers every config make reproduce runs, and each config
+    as the reproduction runs it is the config its committed run.json records (so a reproduction
+    that reuses the results has nothing new to record)."""
+    import os
+
+    from perceptron_lab.experiment import results_hash
+    from perceptron_lab.reproduce import SETS, reproduction_config, results_dir
+
+    os.chdir(REPO)
+    for path in dict.fromkeys(c for s in SETS.values() for c in s):
+        folder = Path(results_dir(path))
+        assert folder.parts[0] == "results"
+        cfg = reproduction_config(path)
+        assert cfg.run_dir == folder
+        info = REPO / folder / "run.json"
+        if info.exists():
+            recorded = json.loads(info.read_text())
+            assert recorded["config"] == json.loads(json.dumps(cfg.to_dict(), default=str)), path
+            assert recorded["config_hash"] == results_hash(cfg), path
+
+
+def test_reproduce_refuses_a_config_it_does_not_run():
+    from perceptron_lab.errors import UsageError
+    from perceptron_lab.reproduce import results_dir
+
+    with pytest.raises(UsageError, match="not a config the reproduction runs.*plab run configs/mnist_d4.yaml"):
+        results_dir("configs/mnist_d4.yaml")
+
+
+def _records(folder):
+    return {n: (folder / n).read_bytes() for n in ("run.json", "timings.json")}
+
+
+def test_a_run_that_changes_no_result_leaves_run_json_and_timings_json_as_they_were(here):
+    status, _, errors = plab("run", "small.yaml", "--out", "o", "-q")
+    assert status == 0, errors
+    folder = here / "o"
+    first = _records(folder)
+    # everything reused
+    status, out, _ = plab("run", "small.yaml", "--out", "o", "-q")
+    assert status == 0 and "0 run(s) computed, 3 reused" in out
+    assert _records(folder) == first
+    # everything computed again, to the same bytes
+    for p in (folder / "parts").glob("*.csv"):
+        p.unlink()
+    status, out, _ = plab("run", "small.yaml", "--out", "o", "-q")
+    assert status == 0 and "3 run(s) computed, 0 reused" in out
+    assert _records(folder) == first
+    # --force asks for a new record
+    assert plab("run", "small.yaml", "--out", "o", "-q", "--force")[0] == 0
+    assert json.loads((folder / "run.json").read_text())["started"] != json.loads(first["run.json"])["started"] \
+        or (folder / "timings.json").read_bytes() != first["timings.json"]
+
+
+def test_a_changed_result_is_recorded_anew(here):
+    assert plab("run", "small.yaml", "--out", "o", "-q")[0] == 0
+    folder = here / "o"
+    info = json.loads((folder / "run.json").read_text())
+    # a table the reused run did not have before: the record lists it
+    (here / "small.yaml").write_text(SMALL.replace("output: {figures: false}", "output: {figures: true}"))
+    assert plab("run", "small.yaml", "--out", "o", "-q")[0] == 0
+    new = json.loads((folder / "run.json").read_text())
+    assert "learning_curves.png" in new["outputs"] and "learning_curves.png" not in (info.get("outputs") or [])
+    assert new["started"] == info["started"] and new["ran"] == info["ran"]   # made by the first invocation
+
+
+def test_a_reproduction_that_computes_nothing_keeps_its_log(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import perceptron_lab.reproduce as R
+
+    (tmp_path / "results").mkdir()
+    log = tmp_path / "results" / "reproduce.json"
+    log.write_text(json.dumps({"finished": "then", "configs": {"a.yaml": {"wall_seconds": 9.0, "ran": 1}},
+                               "figures": {}}, indent=2) + "\n")
+    before = log.read_bytes()
+    monkeypatch.setattr(R, "ROOT", tmp_path)
+    monkeypatch.setattr(R, "reproduction_config", lambda path: path)
+    monkeypatch.setattr(R, "verify_inputs", lambda cfg, data_dir, note=None: True)
+    monkeypatch.setattr(R, "write_report", lambda paths, out: (tmp_path / "r.md", tmp_path / "r.html"))
+    monkeypatch.setattr(R, "collect", lambda paths: None)
+    monkeypatch.setattr(R, "summary_lines", lambda rep: [])
+    monkeypatch.setattr(R, "run_experiment", lambda cfg, **kw: SimpleNamespace(ran=0, skipped=4, run_info={}))
+    R.main(["a.yaml"])
+    assert log.read_bytes() == before
+    monkeypatch.setattr(R, "run_experiment", lambda cfg, **kw: SimpleNamespace(ran=4, skipped=0, run_info={}))
+    R.main(["a.yaml"])
+    assert json.loads(log.read_text())["configs"]["a.yaml"]["ran"] == 4
