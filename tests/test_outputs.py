@@ -154,3 +154,47 @@ def test_a_reproduction_that_computes_nothing_keeps_its_log(tmp_path, monkeypatc
     monkeypatch.setattr(R, "run_experiment", lambda cfg, **kw: SimpleNamespace(ran=4, skipped=0, run_info={}))
     R.main(["a.yaml"])
     assert json.loads(log.read_text())["configs"]["a.yaml"]["ran"] == 4
+
+
+# ----------------------------------------------------------------------------- folder names
+
+
+SHELL_SPECIAL = set("[],= '\"*?$&;|<>(){}!`\\#~")
+
+
+@pytest.mark.parametrize("overrides, expected", [
+    ([("training.epochs", "3"), ("kernel.degree", "2")], "kernel.degree-2_training.epochs-3"),
+    ([("kernel.degree", "2,3"), ("training.epochs", "1,10")], "kernel.degree-2+3_training.epochs-1+10"),
+    ([("algorithm.tau", "0.125")], "algorithm.tau-0.125"),
+])
+def test_folder_names_are_key_value_pairs_without_shell_characters(overrides, expected):
+    from perceptron_lab.overrides import Override, override_dirname
+
+    assert override_dirname([Override(k, t, (t,)) for k, t in overrides]) == expected
+
+
+def test_every_folder_name_is_shell_safe_and_distinct():
+    from perceptron_lab.overrides import Override, override_dirname
+
+    texts = ["[1, 2]", "[1,2]", "/data/a b.csv", "/data/a_b.csv", "-1", "1", "avg_sq_norm", "'x'", "a=b", "x" * 500,
+             "1,2", "12"]
+    names = [override_dirname([Override("k.v", t, (t,))]) for t in texts]
+    assert len(set(names)) == len(names)
+    for n in names:
+        assert not SHELL_SPECIAL & set(n), n
+        assert len(n) < 140 and not n.startswith(("-", "."))
+
+
+def test_a_sweep_writes_a_shell_safe_folder_and_records_its_overrides(here):
+    status, out, errors = plab("run", "small.yaml", "-m", "algorithm.tau=0,0.5", "training.epochs=1", "-q")
+    assert status == 0, errors
+    folder = here / "runs" / "small" / "algorithm.tau-0+0.5_training.epochs-1"
+    assert f"results in {folder.relative_to(here)}/results.csv" in out
+    assert json.loads((folder / "run.json").read_text())["overrides"] == ["algorithm.tau=0,0.5", "training.epochs=1"]
+
+
+def test_a_folder_named_as_before_is_resumed(here):
+    old = here / "runs" / "small" / "training.epochs=1"
+    assert plab("run", "small.yaml", "--out", old, "training.epochs=1", "-q")[0] == 0
+    status, out, _ = plab("run", "small.yaml", "training.epochs=1", "-q")
+    assert status == 0 and "0 run(s) computed, 3 reused" in out and "training.epochs=1/results.csv" in out
