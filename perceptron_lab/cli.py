@@ -197,11 +197,14 @@ def run(config, overrides, multirun, out_dir, data_dir, force, quiet, jobs, exec
     from .executors import check_executor
     from .experiment import run_experiment, summarize
 
-    from .overrides import load_with_overrides, override_dir
+    from .overrides import dropped_checkpoints, load_with_overrides, override_dir
 
     check_executor(executor, scheduler, jobs)
     _check_overrides(overrides)
     base, cfg, parsed = load_with_overrides(config, overrides, multirun)
+    dropped = dropped_checkpoints(base, cfg, parsed)
+    if dropped:
+        click.echo(f"plab: warning: {dropped}", err=True)
     if out_dir is None and parsed:
         out_dir = override_dir(base, cfg, parsed)
     if base.paper and not cfg.paper:
@@ -225,6 +228,8 @@ def _check_overrides(args):
 
 
 def format_summary(cfg, res, table) -> str:
+    """What ``plab run`` prints at the end: where the results are, then without a grid one table
+    (rules x checkpoints), with a grid one table of one row per grid point (:func:`grid_summary`)."""
     from .summary import COUNT_ROWS, rule_order, search_lines
 
     lines = [f"{cfg.name}: {res.ran} run(s) computed, {res.skipped} reused; results in {res.out_dir}/results.csv"]
@@ -232,64 +237,76 @@ def format_summary(cfg, res, table) -> str:
     tail = [f"figures in {res.out_dir}: {', '.join(figs)} (plab plot redraws them)"] if figs else []
     if table.empty:
         return "\n".join(lines + tail)
-    if table["grid_point"].nunique() > COMPACT_GRID_POINTS:
-        return "\n".join(lines + _compact_grid_summary(res, table) + search_lines(res.out_dir) + tail)
-    labels = _grid_labels(res)
-    for (g, params), part in table.groupby(["grid_point", "params"], sort=True):
-        if table["grid_point"].nunique() > 1:
-            lines.append(f"grid point {g}: {labels.get(int(g)) or params}")
-        piv_mean = part.pivot(index="rule", columns="epoch", values="mean")
-        piv_std = part.pivot(index="rule", columns="epoch", values="std")
-        cols = list(piv_mean.columns)
-        header = f"{'':16s}" + "".join(f"{'T=' + format(c, 'g'):>18s}" for c in cols)
-        lines.append("test error % (mean ± std over runs), then counts (totals over labels, mean ± std)")
-        lines.append(header)
-        for rule in rule_order(piv_mean.index, cfg.prediction.rules):
-            cells = []
-            for c in cols:
-                m, s = piv_mean.loc[rule, c], piv_std.loc[rule, c]
-                s = 0.0 if s != s else s
-                cells.append(f"{m:9.1f} ± {s:5.1f}" if rule in COUNT_ROWS else f"{m:9.2f} ± {s:5.2f}")
-            lines.append(f"{rule:16s}" + "".join(f"{c:>18s}" for c in cells))
+    if table["grid_point"].nunique() > 1:
+        return "\n".join(lines + grid_summary(res.out_dir, table, cfg.prediction.rules) + search_lines(res.out_dir)
+                         + tail)
+    piv_mean = table.pivot(index="rule", columns="epoch", values="mean")
+    piv_std = table.pivot(index="rule", columns="epoch", values="std")
+    cols = list(piv_mean.columns)
+    header = f"{'':16s}" + "".join(f"{'T=' + format(c, 'g'):>18s}" for c in cols)
+    lines.append("test error % (mean ± std over runs), then counts (totals over labels, mean ± std)")
+    lines.append(header)
+    for rule in rule_order(piv_mean.index, cfg.prediction.rules):
+        cells = []
+        for c in cols:
+            m, s = piv_mean.loc[rule, c], piv_std.loc[rule, c]
+            s = 0.0 if s != s else s
+            cells.append(f"{m:9.1f} ± {s:5.1f}" if rule in COUNT_ROWS else f"{m:9.2f} ± {s:5.2f}")
+        lines.append(f"{rule:16s}" + "".join(f"{c:>18s}" for c in cells))
     return "\n".join(lines + search_lines(res.out_dir) + tail)
 
 
-#: More grid points than this are summarized one line per point (final epoch only).
-COMPACT_GRID_POINTS = 6
-
-
-def _grid_labels(res) -> dict:
-    """Grid point -> the grid values that vary between points, from the run's grid.csv."""
-    grid = res.out_dir / "grid.csv"
+def _grid_values(out_dir) -> "pd.DataFrame | None":
+    """The run's grid.csv with only the columns that vary between points, headed by their last
+    dotted part where that is unambiguous (``degree``), else the whole key; None without one."""
+    grid = out_dir / "grid.csv"
     if not grid.exists():
-        return {}
+        return None
     from .store import read_back_csv
 
     g = read_back_csv(grid, ["grid_point"])
     cols = [c for c in g.columns if c != "grid_point" and g[c].nunique() > 1]
-    return {int(r["grid_point"]): " ".join(f"{c.split('.')[-1]}={r[c]}" for c in cols) for _, r in g.iterrows()}
+    short = [c.split(".")[-1] for c in cols]
+    names = {c: (s if short.count(s) == 1 else c) for c, s in zip(cols, short)}
+    return g.set_index(g["grid_point"].astype(int))[cols].rename(columns=names)
 
 
-def _compact_grid_summary(res, table) -> list[str]:
-    """One line per grid point: the dataset/parameter values that vary and the test error of
-    every rule at the last epoch (mean ± std over runs)."""
-    last = table["epoch"].max()
-    t = table[(table["epoch"] == last) & ~table["rule"].isin(["mistakes", "support_vectors"])]
-    rules = list(dict.fromkeys(t["rule"]))
-    labels = _grid_labels(res)
-    width = max([len(v) for v in labels.values()] + [10]) + 6
-    out = [f"test error % at T={last:g} (mean ± std over runs), one line per grid point",
-           f"{'':{width}s}" + "".join(f"{r:>16s}" for r in rules)]
-    t = t.assign(gp=t["grid_point"].astype(int))
+def grid_summary(out_dir, table, rules=()) -> list[str]:
+    """One table for a run with a grid (a sweep): a row per grid point -- the values that vary,
+    its last epoch when that varies, and the test error % of every rule at that epoch (mean ±
+    std over runs)."""
+    from .summary import COUNT_ROWS, rule_order
+
+    t = table[~table["rule"].isin(COUNT_ROWS)].assign(gp=table["grid_point"].astype(int))
+    last = t.groupby("gp")["epoch"].transform("max")
+    t = t[t["epoch"] == last]
+    order = rule_order(dict.fromkeys(t["rule"]), rules)
+    values = _grid_values(out_dir)
+    head = [] if values is None else list(values.columns)
+    epochs = t.groupby("gp")["epoch"].first()
+    show_T = epochs.nunique() > 1 and not (values is not None and {"epochs", "training.epochs"} & set(values.columns))
+    rows = []
     for g, part in t.groupby("gp", sort=True):
-        name = f"{int(g):4d} " + labels.get(int(g), "")
         vals = part.set_index("rule")
-        cells = [f"{vals.loc[r, 'mean']:9.2f} ± {0.0 if vals.loc[r, 'std'] != vals.loc[r, 'std'] else vals.loc[r, 'std']:4.2f}"
-                 if r in vals.index else "" for r in rules]
-        out.append(f"{name:{width}s}" + "".join(f"{c:>16s}" for c in cells))
+        row = [str(g)] + ([] if values is None else [str(v) for v in values.loc[g]])
+        row += [f"{epochs[g]:g}"] if show_T else []
+        for r in order:
+            if r in vals.index:
+                sd = vals.loc[r, "std"]
+                row.append(f"{vals.loc[r, 'mean']:.2f} ± {0.0 if sd != sd else sd:.2f}")
+            else:
+                row.append("")
+        rows.append(row)
+    header = ["point"] + head + (["T"] if show_T else []) + order
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    n_runs = int(t["count"].max()) if "count" in t and len(t) else 0
+    what = "at the last epoch" if epochs.nunique() == 1 else "at each point's last epoch" + (" T" if show_T else "")
+    out = [f"test error % {what} (mean ± std over {n_runs} runs), one row per grid point"]
+    out.append("  ".join(h.rjust(w) for h, w in zip(header, widths)))
+    out += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
     for extra in ("search.csv", "nested.csv"):
-        if (res.out_dir / extra).exists():
-            out.append(f"parameter selection summary: {res.out_dir / extra} (error_pct, then accuracy_pct)")
+        if (out_dir / extra).exists():
+            out.append(f"parameter selection summary: {out_dir / extra} (error_pct, then accuracy_pct)")
     return out
 
 

@@ -253,6 +253,34 @@ def override_dir(base: ExperimentConfig, cfg: ExperimentConfig, overrides: list[
     return root / name
 
 
+def dropped_checkpoints(base: ExperimentConfig, cfg: ExperimentConfig, overrides: list[Override]) -> str | None:
+    """The warning for checkpoints a run will not evaluate because they lie beyond its
+    ``training.epochs`` (:func:`perceptron_lab.config.with_overrides` drops them: an override of
+    ``training.epochs`` keeps the checkpoints up to the new value, and each value of a grid over
+    it does the same for its points), or None when none are dropped. The config's own last epoch
+    is not counted: it moves to the new value."""
+    def beyond(c, epochs):
+        return sorted(x for x in c.training.checkpoints if x != c.training.epochs and x > epochs + C.EPOCH_TOL)
+
+    def show(xs):
+        return ", ".join(f"{x:g}" for x in xs)
+
+    given = {o.key: o for o in overrides}
+    parts = []
+    if "training.epochs" in given and not given["training.epochs"].sweep and "training.checkpoints" not in given:
+        lost = beyond(base, cfg.training.epochs)
+        if lost:
+            parts.append(f"training.epochs={cfg.training.epochs:g} drops checkpoint(s) {show(lost)}")
+    for e in cfg.evaluation.grid.get("training.epochs", ()):
+        lost = beyond(cfg, float(e))
+        if lost:
+            parts.append(f"the grid points with training.epochs={float(e):g} drop checkpoint(s) {show(lost)}")
+    if not parts:
+        return None
+    return ("; ".join(parts) + " (beyond the last epoch; set training.checkpoints to choose the checkpoints "
+            "yourself)")
+
+
 def load_with_overrides(config: str | None, args=(), multirun: bool = False):
     """(the base config, the config to run, the overrides) for ``plab run CONFIG key=value ...``.
     A first argument that is ``key=value`` (and no file) is an override of the packaged quickstart."""

@@ -198,3 +198,59 @@ def test_a_folder_named_as_before_is_resumed(here):
     assert plab("run", "small.yaml", "--out", old, "training.epochs=1", "-q")[0] == 0
     status, out, _ = plab("run", "small.yaml", "training.epochs=1", "-q")
     assert status == 0 and "0 run(s) computed, 3 reused" in out and "training.epochs=1/results.csv" in out
+
+
+# ----------------------------------------------------------------------------- sweeps
+
+
+CP = SMALL.replace("training: {epochs: 2, checkpoints: [1], permutations: 1}",
+                   "training: {epochs: 10, checkpoints: [1, 2, 5, 10], permutations: 1}")
+
+
+def test_a_sweep_prints_one_table_a_row_per_grid_point(here):
+    status, out, errors = plab("run", "small.yaml", "-m", "algorithm.tau=0,0.5", "training.epochs=1,2", "-q")
+    assert status == 0, errors
+    lines = out.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("test error %"))
+    assert lines[start] == "test error % at each point's last epoch (mean ± std over 3 runs), one row per grid point"
+    assert lines[start + 1].split() == ["point", "tau", "epochs", "last", "vote"]
+    rows = [ln.split() for ln in lines[start + 2:start + 6]]
+    assert [r[:3] for r in rows] == [["0", "0", "1"], ["1", "0", "2"], ["2", "0.5", "1"], ["3", "0.5", "2"]]
+    assert len(lines) == start + 6 and "grid point" not in out.replace("one row per grid point", "")
+    # each cell is the mean ± std over the folds of results.csv at that point's last epoch
+    import pandas as pd
+
+    folder = here / "runs" / "small" / "algorithm.tau-0+0.5_training.epochs-1+2"
+    df = pd.read_csv(folder / "results.csv", dtype={"class": str})
+    cell = df[(df["grid_point"] == 1) & (df["epoch"] == 2) & (df["rule"] == "vote") & (df["class"] == "all")
+              & (df["metric"] == "test_error_pct")]["value"]
+    assert rows[1][6:9] == [f"{cell.mean():.2f}", "±", f"{cell.std():.2f}"]
+
+
+def test_checkpoints_beyond_a_swept_epochs_are_warned_about_in_one_line(here):
+    from click.testing import CliRunner
+
+    from perceptron_lab.cli import main
+
+    (here / "cp.yaml").write_text(CP)
+    r = CliRunner().invoke(main, ["run", "cp.yaml", "-m", "training.epochs=1,3,10", "-q", "--out", "o"])
+    assert r.exit_code == 0, r.output
+    warnings = [ln for ln in r.stderr.splitlines() if ln.startswith("plab: warning:")]
+    assert warnings == ["plab: warning: the grid points with training.epochs=1 drop checkpoint(s) 2, 5; the grid "
+                        "points with training.epochs=3 drop checkpoint(s) 5 (beyond the last epoch; set "
+                        "training.checkpoints to choose the checkpoints yourself)"]
+
+
+def test_an_epochs_override_names_the_checkpoints_it_drops_and_none_when_none(here):
+    from click.testing import CliRunner
+
+    from perceptron_lab.cli import main
+
+    (here / "cp.yaml").write_text(CP)
+    r = CliRunner().invoke(main, ["run", "cp.yaml", "training.epochs=3", "-q", "--out", "o"])
+    assert r.exit_code == 0
+    assert [ln for ln in r.stderr.splitlines() if "warning" in ln] == [
+        "plab: warning: training.epochs=3 drops checkpoint(s) 5 (beyond the last epoch; set training.checkpoints "
+        "to choose the checkpoints yourself)"]
+    r = CliRunner().invoke(main, ["run", "cp.yaml", "training.epochs=3", "training.checkpoints=[1]", "-q", "--out", "o2"])
+    assert r.exit_code == 0 and "warning" not in r.stderr
