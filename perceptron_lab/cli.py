@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .errors import DatasetError, PlabError, UserFileError
+from .errors import DatasetError, PlabError, UsageError, UserFileError
 
 #: Signals that end a command the way Ctrl-C does: (signal name, exit status 128 + its number, as a shell
 #: reports a process that signal ended; batch schedulers and supervisors read it so).
@@ -575,35 +575,97 @@ def figures_gentile2001(out_dir, data_dir, which, permutations, quiet):
               help="Paper comparisons: list only the in-scope cells outside tolerance, with their causes.")
 @click.option("--figure", "figure", type=click.Path(dir_okay=False), default=None,
               help="Where to draw the runs side by side (default: compare.png in the current folder).")
+@click.option("--diff", "diff_only", is_flag=True,
+              help="Only what differs: the settings whose values differ between the runs, and the rows of the "
+                   "table whose cells differ.")
+@click.option("--layout", type=click.Choice(["auto", "columns", "rows"]), default="auto", show_default=True,
+              help="columns: a column per run (per grid point); rows: a row per run (per grid point), as suits "
+                   "a sweep; auto: rows when there are more than 3.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print the table as CSV on stdout (no figure).")
+@click.option("--paired", is_flag=True,
+              help="Is run A better than run B? For two runs (or one run with two grid points): per rule, the "
+                   "test error difference A - B paired over the folds and permutations both have, with its "
+                   "t-interval and n.")
+@click.option("--rules", "rule_pair", metavar="X,Y",
+              help="Is rule X better than rule Y? In each run (grid point): the test error difference X - Y "
+                   "paired over its folds and permutations, with its t-interval and n.")
+@click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
+              show_default=True, help="Level of the paired t-intervals.")
 @friendly_errors
-def compare(run_dirs, only_outside, figure):
-    """Compare runs: several side by side, or one run against its paper.
+def compare(run_dirs, only_outside, figure, diff_only, layout, as_csv, paired, rule_pair, confidence):
+    """Compare runs: several side by side, one against another, or one run against its paper.
 
     One run folder that reproduces a paper table: every cell, the paper's value, ours, within
     tolerance (--only-outside: only the cells outside it, with their causes). Otherwise, and
-    for several runs: one table with a column per run (per grid point) -- the test error of each
-    rule at the last epoch, then mistakes and support vectors, mean ± std over folds and
-    permutations -- and one figure (test error vs epochs, a panel per rule). Runs that reproduce
-    a paper table also print their counts of cells within tolerance.
+    for several runs: one table with a column per run (per grid point, headed by the shortest
+    label that tells them apart) -- the test error of each rule at the last epoch, then
+    mistakes and support vectors, mean ± std over folds and permutations -- and one figure
+    (test error vs epochs, a panel per rule). --diff keeps what differs, --layout rows puts a
+    run (grid point) per row, --csv prints CSV.
+
+    --paired and --rules answer "is A better than B?": the mean of the differences over the
+    folds and permutations both sides share (the same index in both), its t-interval over
+    those n pairs, and which side is lower when the interval excludes 0. Runs on another
+    dataset, test set or folds are refused as not comparable.
 
     \b
     Examples:
       plab compare results/fs1999/d4
       plab compare results/kw2007/table3_usps --only-outside
       plab compare runs/quickstart runs/my_variant --figure cmp.png
+      plab compare runs/my_run/kernel.degree-2+3 --diff --layout rows
+      plab compare runs/a runs/b --paired
+      plab compare runs/quickstart --rules vote,last --csv
     """
-    from .compare import plot_side_by_side, side_by_side, table_text
+    from .compare import (_columns, differing, numbers, paired_rules, paired_runs, paired_text, plot_side_by_side,
+                          settings, short_rows, side_by_side, table_text)
     from .report import collect, compare_text
 
     papers = [d for d in run_dirs if collect([d], strict=True).tables]
-    if len(run_dirs) == 1 and papers:
+    users = [d for d in run_dirs if (Path(d) / "results.csv").is_file()]
+    if (paired or rule_pair) and not users:
+        raise PlabError("--paired and --rules compare run folders with a results.csv; none was given")
+    if len(run_dirs) == 1 and papers and not (paired or rule_pair or as_csv or diff_only):
         click.echo(compare_text(run_dirs[0], only_outside=only_outside))
         return
-    users = [d for d in run_dirs if (Path(d) / "results.csv").is_file()]
     if users:
-        click.echo("runs side by side: test error % at each run's last epoch, then counts (totals over labels); "
-                   "mean ± std over folds and permutations")
-        click.echo(table_text(side_by_side(users)))
+        cols = _columns(users)
+        if paired or rule_pair:
+            if rule_pair:
+                x, _, y = rule_pair.partition(",")
+                if not x.strip() or not y.strip():
+                    raise UsageError(f"--rules {rule_pair}: give two rules as X,Y, e.g. --rules vote,last")
+                table = paired_rules(cols, x.strip(), y.strip(), confidence)
+                what = f"rule {x.strip()} (A) against rule {y.strip()} (B) in each run"
+            else:
+                table = paired_runs(cols, confidence)
+                what = f"A = {cols[0]['name']} against B = {cols[1]['name']}"
+            if as_csv:
+                click.echo(table.to_csv(index=False, lineterminator="\n", float_format="%.6g"), nl=False)
+                return
+            click.echo(f"paired difference of test error % at the last epoch, {what}: the mean of A - B over the "
+                       f"n folds x permutations both have (same index in both), its t-interval")
+            click.echo(paired_text(table, confidence))
+            return
+        table = side_by_side(users, cols)
+        if diff_only:
+            table = differing(table)
+        rows = layout == "rows" or (layout == "auto" and len(cols) > 3)
+        if as_csv:
+            click.echo(numbers(cols, set(table.index)).to_csv(index=False, lineterminator="\n", float_format="%.6g"),
+                       nl=False)
+            return
+        if rows:
+            table = short_rows(table)
+        if diff_only:
+            sets = differing(settings(cols))
+            click.echo("settings that differ" if len(sets) else "settings: all the same")
+            if len(sets):
+                click.echo(table_text(sets.T if rows else sets))
+            click.echo("")
+        click.echo("runs side by side: test error % of each rule at each run's last epoch T, then counts (totals "
+                   "over labels); mean ± std over folds and permutations" + ("; only what differs" if diff_only else ""))
+        click.echo(table_text(table.T if rows else table))
         target = Path(figure or "compare.png")
         try:
             fig = plot_side_by_side(users, target)
@@ -614,6 +676,8 @@ def compare(run_dirs, only_outside, figure):
     for d in run_dirs:
         if d not in users and d not in papers:
             click.echo(f"{d}: no results.csv and no paper tables (not a finished run folder)")
+    if as_csv:
+        return
     for d in papers:
         click.echo("")
         click.echo(compare_text(d, only_outside=only_outside, cells=only_outside))
