@@ -425,7 +425,7 @@ def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, exec
                desc="training steps" if len(todo) > 1 else f"{cfg.name} ({n_todo}/{n_units} runs)",
                dynamic_ncols=True, leave=len(todo) < 2,
                mininterval=0.1 if tty else 30.0)  # a log file gets a line per 30 s
-    flush = _TimingsWriter(folder, timings, force)
+    flush = _TimingsWriter(folder, timings, dirty=force or not (folder.out / "timings.json").exists())
     log = _PartLog(folder.out / PROGRESS_LOG, len(todo))
     try:
         def finished(part, text, tms):
@@ -523,11 +523,11 @@ class _TimingsWriter:
     """Collects unit timings and rewrites timings.json at most every TIMINGS_FLUSH_SECONDS, and
     no more often than keeps the rewrites within TIMINGS_WRITE_SHARE of the time."""
 
-    def __init__(self, folder: RunFolder, timings: dict, force: bool = False):
+    def __init__(self, folder: RunFolder, timings: dict, dirty: bool = True):
         self.folder, self.timings, self.last = folder, timings, time.perf_counter()
         self.every = TIMINGS_FLUSH_SECONDS
-        # nothing new to write unless a unit finishes (or --force starts the file afresh)
-        self.dirty = force or not (folder.out / "timings.json").exists()
+        # ``dirty``: the file does not hold ``timings`` yet; else nothing is written until a unit finishes
+        self.dirty = dirty
 
     def add(self, tms):
         for t in tms:
