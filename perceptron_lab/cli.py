@@ -540,8 +540,10 @@ def figures():
 
 
 @figures.command("gentile2001")
-@click.option("--out", "out_dir", default="results/gentile2001", show_default=True,
-              type=click.Path(file_okay=False), help="Folder for gentile2001_figure{3,4,5}.png.")
+@click.option("--out", "out_dir", default="runs/gentile2001", show_default=True,
+              type=click.Path(file_okay=False),
+              help="Folder for gentile2001_figure{3,4,5}.png (make reproduce draws the committed ones in "
+                   "results/gentile2001).")
 @_data_dir_option
 @click.option("--figure", "which", type=click.Choice(["3", "4", "5"]), multiple=True,
               help="Draw only this figure (repeatable; default: 3, 4 and 5).")
@@ -559,7 +561,7 @@ def figures_gentile2001(out_dir, data_dir, which, permutations, quiet):
     table1_usps_perceptron.yaml and table1_usps_alma.yaml; Figures 4-5: table6.yaml's artificial
     data). About two minutes on two cores; deterministic.
 
-    Example: plab figures gentile2001 --data-dir ../shared/data --out results/gentile2001
+    Example: plab figures gentile2001 --data-dir ../shared/data --out runs/gentile2001
     """
     from .papers.gentile2001.figures import gentile_margin_figures
 
