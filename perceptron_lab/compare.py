@@ -220,7 +220,11 @@ def not_comparable(a: dict, b: dict) -> str | None:
     another dataset, another number of training or test examples, another evaluation mode, or
     other folds (count or fold seed)."""
     if a["dir"] == b["dir"]:
-        return None   # grid points of one run: the same folds and training orders
+        # grid points of one run share its folds and training orders, unless the grid changes the data
+        for k in sorted(set(a["grid"]) | set(b["grid"])):
+            if k.startswith(("dataset.", "evaluation.")) and a["grid"].get(k) != b["grid"].get(k):
+                return f"their grid points differ in {k} ({a['grid'].get(k)} vs {b['grid'].get(k)})"
+        return None
     ca, cb = (a["info"] or {}).get("config") or {}, (b["info"] or {}).get("config") or {}
     da, db = (a["info"] or {}).get("dataset") or {}, (b["info"] or {}).get("dataset") or {}
     for what, x, y in (("dataset", da.get("name"), db.get("name")),
@@ -276,16 +280,16 @@ def paired_runs(cols, confidence: float = PAIRED_CONFIDENCE) -> pd.DataFrame:
         raise PlabError(f"a paired comparison takes two runs (or a run with two grid points); these give {len(cols)}: "
                         + ", ".join(c["name"] for c in cols))
     a, b = cols
+    who = f"{a['name']} and {b['name']} of {a['dir']}" if a["dir"] == b["dir"] else f"{a['dir']} and {b['dir']}"
     why = not_comparable(a, b)
     if why:
-        raise PlabError(f"{a['dir']} and {b['dir']} are not comparable: {why}; a paired difference needs the same "
-                        "test sets")
+        raise PlabError(f"{who} are not comparable: {why}; a paired difference needs the same test sets")
     rules = [r for r in _rules([a]) if r in _rules([b])]
     rows = []
     for rule in rules:
         r = paired_difference(_errors(a, rule), _errors(b, rule), confidence)
         if r["n"] == 0:
-            raise PlabError(f"{a['dir']} and {b['dir']} are not comparable: they share no fold and permutation")
+            raise PlabError(f"{who} are not comparable: they share no fold and permutation")
         rows.append(_paired_row(rule, r, "A", "B", confidence))
     return pd.DataFrame(rows)
 

@@ -165,3 +165,22 @@ def test_a_sweep_is_a_row_per_grid_point_with_short_headers_and_csv_numbers(tmp_
            & (df["rule"] == "vote")]["value"]
     assert got.loc[2, "vote_mean"] == pytest.approx(v.mean(), rel=1e-5)
     assert got.loc[2, "vote_std"] == pytest.approx(v.std(), rel=1e-5)
+
+
+def test_grid_points_of_one_run_pair_unless_the_grid_changes_the_folds(runs):
+    tmp = runs["tmp"]
+    cfg = tmp / "g.yaml"
+    cfg.write_text(BASE.format(name="g", tau=0, perms=1, folds=3))
+    assert invoke("run", cfg, "-m", "algorithm.tau=0,0.5", "--out", tmp / "g", "-q").exit_code == 0
+    r = invoke("compare", tmp / "g", "--paired", "--csv")
+    assert r.exit_code == 0, r.output
+    got = pd.read_csv(io.StringIO(r.output)).set_index("rule")
+    # the grid point tau=0 is run a's setting and tau=0.5 run b's: the same pairs, the same difference
+    a, b = fold_errors(runs["a"], "vote"), fold_errors(runs["b"], "vote")
+    assert got.loc["vote", "n"] == 3
+    assert got.loc["vote", "A - B"] == pytest.approx(statistics.mean([x - y for x, y in zip(a, b)]), abs=1e-4)
+    assert invoke("run", cfg, "-m", "evaluation.fold_seed=0,1", "--out", tmp / "fs", "-q").exit_code == 0
+    r = invoke("compare", tmp / "fs", "--paired")
+    assert r.exit_code == 1 and r.output.strip() == (
+        f"plab: error: fold_seed=0 and fold_seed=1 of {tmp / 'fs'} are not comparable: their grid points differ in "
+        "evaluation.fold_seed (0 vs 1); a paired difference needs the same test sets")
