@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .errors import DatasetError, PlabError, UserFileError
+from .errors import DatasetError, PlabError, UsageError, UserFileError
 
 #: Signals that end a command the way Ctrl-C does: (signal name, exit status 128 + its number, as a shell
 #: reports a process that signal ended; batch schedulers and supervisors read it so).
@@ -178,16 +178,18 @@ def run(config, overrides, multirun, out_dir, data_dir, force, quiet, jobs, exec
     lists them), with OVERRIDES (key=value, values in YAML) replacing keys of the config.
 
     Without CONFIG, runs the packaged quickstart: the voted perceptron on the UCI sonar data
-    (shipped inside the package), 10-fold cross-validation. An overridden run writes to its own
-    folder, runs/NAME/KEY=VALUE,... (--out chooses another). Finished runs are kept in OUT/parts,
-    so an interrupted command resumes where it stopped.
+    (shipped inside the package), 10-fold cross-validation. A run writes to runs/NAME (the
+    config's output.dir, or --out, chooses another folder; the paper configs write to runs/ too:
+    'make reproduce' is what regenerates results/). An overridden run writes to its own folder,
+    runs/NAME/KEY-VALUE_... (the overrides, shell-safe). Finished runs are kept in OUT/parts, so
+    an interrupted command resumes where it stopped.
 
     \b
     Examples:
       plab run
       plab run fs1999/table1_d4 dataset.train_size=10000 training.epochs=1
       plab run my.yaml -m kernel.degree=2,3,4 training.epochs=1,10
-      plab run configs/mnist_d4.yaml --out results/fs1999/table1_d4
+      plab run configs/mnist_d4.yaml --out /scratch/mnist_d4
       plab run my.yaml --data-dir ~/datasets --force
       plab run configs/kw2007/table3_uci.yaml --jobs 2
       plab run configs/kw2007/table3_uci.yaml --executor dask --scheduler tcp://head-node:8786
@@ -195,11 +197,14 @@ def run(config, overrides, multirun, out_dir, data_dir, force, quiet, jobs, exec
     from .executors import check_executor
     from .experiment import run_experiment, summarize
 
-    from .overrides import load_with_overrides, override_dir
+    from .overrides import dropped_checkpoints, load_with_overrides, override_dir
 
     check_executor(executor, scheduler, jobs)
     _check_overrides(overrides)
     base, cfg, parsed = load_with_overrides(config, overrides, multirun)
+    dropped = dropped_checkpoints(base, cfg, parsed)
+    if dropped:
+        click.echo(f"plab: warning: {dropped}", err=True)
     if out_dir is None and parsed:
         out_dir = override_dir(base, cfg, parsed)
     if base.paper and not cfg.paper:
@@ -223,6 +228,8 @@ def _check_overrides(args):
 
 
 def format_summary(cfg, res, table) -> str:
+    """What ``plab run`` prints at the end: where the results are, then without a grid one table
+    (rules x checkpoints), with a grid one table of one row per grid point (:func:`grid_summary`)."""
     from .summary import COUNT_ROWS, rule_order, search_lines
 
     lines = [f"{cfg.name}: {res.ran} run(s) computed, {res.skipped} reused; results in {res.out_dir}/results.csv"]
@@ -230,64 +237,76 @@ def format_summary(cfg, res, table) -> str:
     tail = [f"figures in {res.out_dir}: {', '.join(figs)} (plab plot redraws them)"] if figs else []
     if table.empty:
         return "\n".join(lines + tail)
-    if table["grid_point"].nunique() > COMPACT_GRID_POINTS:
-        return "\n".join(lines + _compact_grid_summary(res, table) + search_lines(res.out_dir) + tail)
-    labels = _grid_labels(res)
-    for (g, params), part in table.groupby(["grid_point", "params"], sort=True):
-        if table["grid_point"].nunique() > 1:
-            lines.append(f"grid point {g}: {labels.get(int(g)) or params}")
-        piv_mean = part.pivot(index="rule", columns="epoch", values="mean")
-        piv_std = part.pivot(index="rule", columns="epoch", values="std")
-        cols = list(piv_mean.columns)
-        header = f"{'':16s}" + "".join(f"{'T=' + format(c, 'g'):>18s}" for c in cols)
-        lines.append("test error % (mean ± std over runs), then counts (totals over labels, mean ± std)")
-        lines.append(header)
-        for rule in rule_order(piv_mean.index, cfg.prediction.rules):
-            cells = []
-            for c in cols:
-                m, s = piv_mean.loc[rule, c], piv_std.loc[rule, c]
-                s = 0.0 if s != s else s
-                cells.append(f"{m:9.1f} ± {s:5.1f}" if rule in COUNT_ROWS else f"{m:9.2f} ± {s:5.2f}")
-            lines.append(f"{rule:16s}" + "".join(f"{c:>18s}" for c in cells))
+    if table["grid_point"].nunique() > 1:
+        return "\n".join(lines + grid_summary(res.out_dir, table, cfg.prediction.rules) + search_lines(res.out_dir)
+                         + tail)
+    piv_mean = table.pivot(index="rule", columns="epoch", values="mean")
+    piv_std = table.pivot(index="rule", columns="epoch", values="std")
+    cols = list(piv_mean.columns)
+    header = f"{'':16s}" + "".join(f"{'T=' + format(c, 'g'):>18s}" for c in cols)
+    lines.append("test error % (mean ± std over runs), then counts (totals over labels, mean ± std)")
+    lines.append(header)
+    for rule in rule_order(piv_mean.index, cfg.prediction.rules):
+        cells = []
+        for c in cols:
+            m, s = piv_mean.loc[rule, c], piv_std.loc[rule, c]
+            s = 0.0 if s != s else s
+            cells.append(f"{m:9.1f} ± {s:5.1f}" if rule in COUNT_ROWS else f"{m:9.2f} ± {s:5.2f}")
+        lines.append(f"{rule:16s}" + "".join(f"{c:>18s}" for c in cells))
     return "\n".join(lines + search_lines(res.out_dir) + tail)
 
 
-#: More grid points than this are summarized one line per point (final epoch only).
-COMPACT_GRID_POINTS = 6
-
-
-def _grid_labels(res) -> dict:
-    """Grid point -> the grid values that vary between points, from the run's grid.csv."""
-    grid = res.out_dir / "grid.csv"
+def _grid_values(out_dir) -> "pd.DataFrame | None":
+    """The run's grid.csv with only the columns that vary between points, headed by their last
+    dotted part where that is unambiguous (``degree``), else the whole key; None without one."""
+    grid = out_dir / "grid.csv"
     if not grid.exists():
-        return {}
+        return None
     from .store import read_back_csv
 
     g = read_back_csv(grid, ["grid_point"])
     cols = [c for c in g.columns if c != "grid_point" and g[c].nunique() > 1]
-    return {int(r["grid_point"]): " ".join(f"{c.split('.')[-1]}={r[c]}" for c in cols) for _, r in g.iterrows()}
+    short = [c.split(".")[-1] for c in cols]
+    names = {c: (s if short.count(s) == 1 else c) for c, s in zip(cols, short)}
+    return g.set_index(g["grid_point"].astype(int))[cols].rename(columns=names)
 
 
-def _compact_grid_summary(res, table) -> list[str]:
-    """One line per grid point: the dataset/parameter values that vary and the test error of
-    every rule at the last epoch (mean ± std over runs)."""
-    last = table["epoch"].max()
-    t = table[(table["epoch"] == last) & ~table["rule"].isin(["mistakes", "support_vectors"])]
-    rules = list(dict.fromkeys(t["rule"]))
-    labels = _grid_labels(res)
-    width = max([len(v) for v in labels.values()] + [10]) + 6
-    out = [f"test error % at T={last:g} (mean ± std over runs), one line per grid point",
-           f"{'':{width}s}" + "".join(f"{r:>16s}" for r in rules)]
-    t = t.assign(gp=t["grid_point"].astype(int))
+def grid_summary(out_dir, table, rules=()) -> list[str]:
+    """One table for a run with a grid (a sweep): a row per grid point -- the values that vary,
+    its last epoch when that varies, and the test error % of every rule at that epoch (mean ±
+    std over runs)."""
+    from .summary import COUNT_ROWS, rule_order
+
+    t = table[~table["rule"].isin(COUNT_ROWS)].assign(gp=table["grid_point"].astype(int))
+    last = t.groupby("gp")["epoch"].transform("max")
+    t = t[t["epoch"] == last]
+    order = rule_order(dict.fromkeys(t["rule"]), rules)
+    values = _grid_values(out_dir)
+    head = [] if values is None else list(values.columns)
+    epochs = t.groupby("gp")["epoch"].first()
+    show_T = epochs.nunique() > 1 and not (values is not None and {"epochs", "training.epochs"} & set(values.columns))
+    rows = []
     for g, part in t.groupby("gp", sort=True):
-        name = f"{int(g):4d} " + labels.get(int(g), "")
         vals = part.set_index("rule")
-        cells = [f"{vals.loc[r, 'mean']:9.2f} ± {0.0 if vals.loc[r, 'std'] != vals.loc[r, 'std'] else vals.loc[r, 'std']:4.2f}"
-                 if r in vals.index else "" for r in rules]
-        out.append(f"{name:{width}s}" + "".join(f"{c:>16s}" for c in cells))
+        row = [str(g)] + ([] if values is None else [str(v) for v in values.loc[g]])
+        row += [f"{epochs[g]:g}"] if show_T else []
+        for r in order:
+            if r in vals.index:
+                sd = vals.loc[r, "std"]
+                row.append(f"{vals.loc[r, 'mean']:.2f} ± {0.0 if sd != sd else sd:.2f}")
+            else:
+                row.append("")
+        rows.append(row)
+    header = ["point"] + head + (["T"] if show_T else []) + order
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    n_runs = int(t["count"].max()) if "count" in t and len(t) else 0
+    what = "at the last epoch" if epochs.nunique() == 1 else "at each point's last epoch" + (" T" if show_T else "")
+    out = [f"test error % {what} (mean ± std over {n_runs} runs), one row per grid point"]
+    out.append("  ".join(h.rjust(w) for h, w in zip(header, widths)))
+    out += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
     for extra in ("search.csv", "nested.csv"):
-        if (res.out_dir / extra).exists():
-            out.append(f"parameter selection summary: {res.out_dir / extra} (error_pct, then accuracy_pct)")
+        if (out_dir / extra).exists():
+            out.append(f"parameter selection summary: {out_dir / extra} (error_pct, then accuracy_pct)")
     return out
 
 
@@ -521,8 +540,10 @@ def figures():
 
 
 @figures.command("gentile2001")
-@click.option("--out", "out_dir", default="results/gentile2001", show_default=True,
-              type=click.Path(file_okay=False), help="Folder for gentile2001_figure{3,4,5}.png.")
+@click.option("--out", "out_dir", default="runs/gentile2001", show_default=True,
+              type=click.Path(file_okay=False),
+              help="Folder for gentile2001_figure{3,4,5}.png (make reproduce draws the committed ones in "
+                   "results/gentile2001).")
 @_data_dir_option
 @click.option("--figure", "which", type=click.Choice(["3", "4", "5"]), multiple=True,
               help="Draw only this figure (repeatable; default: 3, 4 and 5).")
@@ -540,7 +561,7 @@ def figures_gentile2001(out_dir, data_dir, which, permutations, quiet):
     table1_usps_perceptron.yaml and table1_usps_alma.yaml; Figures 4-5: table6.yaml's artificial
     data). About two minutes on two cores; deterministic.
 
-    Example: plab figures gentile2001 --data-dir ../shared/data --out results/gentile2001
+    Example: plab figures gentile2001 --data-dir ../shared/data --out runs/gentile2001
     """
     from .papers.gentile2001.figures import gentile_margin_figures
 
@@ -556,35 +577,97 @@ def figures_gentile2001(out_dir, data_dir, which, permutations, quiet):
               help="Paper comparisons: list only the in-scope cells outside tolerance, with their causes.")
 @click.option("--figure", "figure", type=click.Path(dir_okay=False), default=None,
               help="Where to draw the runs side by side (default: compare.png in the current folder).")
+@click.option("--diff", "diff_only", is_flag=True,
+              help="Only what differs: the settings whose values differ between the runs, and the rows of the "
+                   "table whose cells differ.")
+@click.option("--layout", type=click.Choice(["auto", "columns", "rows"]), default="auto", show_default=True,
+              help="columns: a column per run (per grid point); rows: a row per run (per grid point), as suits "
+                   "a sweep; auto: rows when there are more than 3.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print the table as CSV on stdout (no figure).")
+@click.option("--paired", is_flag=True,
+              help="Is run A better than run B? For two runs (or one run with two grid points): per rule, the "
+                   "test error difference A - B paired over the folds and permutations both have, with its "
+                   "t-interval and n.")
+@click.option("--rules", "rule_pair", metavar="X,Y",
+              help="Is rule X better than rule Y? In each run (grid point): the test error difference X - Y "
+                   "paired over its folds and permutations, with its t-interval and n.")
+@click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
+              show_default=True, help="Level of the paired t-intervals.")
 @friendly_errors
-def compare(run_dirs, only_outside, figure):
-    """Compare runs: several side by side, or one run against its paper.
+def compare(run_dirs, only_outside, figure, diff_only, layout, as_csv, paired, rule_pair, confidence):
+    """Compare runs: several side by side, one against another, or one run against its paper.
 
     One run folder that reproduces a paper table: every cell, the paper's value, ours, within
     tolerance (--only-outside: only the cells outside it, with their causes). Otherwise, and
-    for several runs: one table with a column per run (per grid point) -- the test error of each
-    rule at the last epoch, then mistakes and support vectors, mean ± std over folds and
-    permutations -- and one figure (test error vs epochs, a panel per rule). Runs that reproduce
-    a paper table also print their counts of cells within tolerance.
+    for several runs: one table with a column per run (per grid point, headed by the shortest
+    label that tells them apart) -- the test error of each rule at the last epoch, then
+    mistakes and support vectors, mean ± std over folds and permutations -- and one figure
+    (test error vs epochs, a panel per rule). --diff keeps what differs, --layout rows puts a
+    run (grid point) per row, --csv prints CSV.
+
+    --paired and --rules answer "is A better than B?": the mean of the differences over the
+    folds and permutations both sides share (the same index in both), its t-interval over
+    those n pairs, and which side is lower when the interval excludes 0. Runs on another
+    dataset, test set or folds are refused as not comparable.
 
     \b
     Examples:
       plab compare results/fs1999/d4
       plab compare results/kw2007/table3_usps --only-outside
       plab compare runs/quickstart runs/my_variant --figure cmp.png
+      plab compare runs/my_run/kernel.degree-2+3 --diff --layout rows
+      plab compare runs/a runs/b --paired
+      plab compare runs/quickstart --rules vote,last --csv
     """
-    from .compare import plot_side_by_side, side_by_side, table_text
+    from .compare import (_columns, differing, numbers, paired_rules, paired_runs, paired_text, plot_side_by_side,
+                          settings, short_rows, side_by_side, table_text)
     from .report import collect, compare_text
 
     papers = [d for d in run_dirs if collect([d], strict=True).tables]
-    if len(run_dirs) == 1 and papers:
+    users = [d for d in run_dirs if (Path(d) / "results.csv").is_file()]
+    if (paired or rule_pair) and not users:
+        raise PlabError("--paired and --rules compare run folders with a results.csv; none was given")
+    if len(run_dirs) == 1 and papers and not (paired or rule_pair or as_csv or diff_only):
         click.echo(compare_text(run_dirs[0], only_outside=only_outside))
         return
-    users = [d for d in run_dirs if (Path(d) / "results.csv").is_file()]
     if users:
-        click.echo("runs side by side: test error % at each run's last epoch, then counts (totals over labels); "
-                   "mean ± std over folds and permutations")
-        click.echo(table_text(side_by_side(users)))
+        cols = _columns(users)
+        if paired or rule_pair:
+            if rule_pair:
+                x, _, y = rule_pair.partition(",")
+                if not x.strip() or not y.strip():
+                    raise UsageError(f"--rules {rule_pair}: give two rules as X,Y, e.g. --rules vote,last")
+                table = paired_rules(cols, x.strip(), y.strip(), confidence)
+                what = f"rule {x.strip()} (A) against rule {y.strip()} (B) in each run"
+            else:
+                table = paired_runs(cols, confidence)
+                what = f"A = {cols[0]['name']} against B = {cols[1]['name']}"
+            if as_csv:
+                click.echo(table.to_csv(index=False, lineterminator="\n", float_format="%.6g"), nl=False)
+                return
+            click.echo(f"paired difference of test error % at the last epoch, {what}: the mean of A - B over the "
+                       f"n folds x permutations both have (same index in both), its t-interval")
+            click.echo(paired_text(table, confidence))
+            return
+        table = side_by_side(users, cols)
+        if diff_only:
+            table = differing(table)
+        rows = layout == "rows" or (layout == "auto" and len(cols) > 3)
+        if as_csv:
+            click.echo(numbers(cols, set(table.index)).to_csv(index=False, lineterminator="\n", float_format="%.6g"),
+                       nl=False)
+            return
+        if rows:
+            table = short_rows(table)
+        if diff_only:
+            sets = differing(settings(cols))
+            click.echo("settings that differ" if len(sets) else "settings: all the same")
+            if len(sets):
+                click.echo(table_text(sets.T if rows else sets))
+            click.echo("")
+        click.echo("runs side by side: test error % of each rule at each run's last epoch T, then counts (totals "
+                   "over labels); mean ± std over folds and permutations" + ("; only what differs" if diff_only else ""))
+        click.echo(table_text(table.T if rows else table))
         target = Path(figure or "compare.png")
         try:
             fig = plot_side_by_side(users, target)
@@ -595,6 +678,8 @@ def compare(run_dirs, only_outside, figure):
     for d in run_dirs:
         if d not in users and d not in papers:
             click.echo(f"{d}: no results.csv and no paper tables (not a finished run folder)")
+    if as_csv:
+        return
     for d in papers:
         click.echo("")
         click.echo(compare_text(d, only_outside=only_outside, cells=only_outside))

@@ -40,6 +40,7 @@ from typing import Any, Callable, Iterable
 from . import constants as C
 from .config_checks import (  # noqa: F401  (re-exported)
     _FILE_STEM, _PATH_CUTOFF, _REQUIRED, INVALID, _did_you_mean, _fmt_num, _ParamScalar, _plain, _render_path, _show)
+from .config_schema import off_text
 from .config_schema import (  # noqa: F401  (re-exported)
     _TOP_KEYS, MAX_CONFIG_BYTES, PACKAGE_CONFIG_DIR, SCHEMA, SECTIONS, Param, _attr, _params_of)
 from .config_algorithm import rule_alma_primal, rule_budget_rules, rule_primal_kernel
@@ -349,8 +350,7 @@ class _Validator:
                 out[p.key] = p.default
 
     def off(self, p: Param, sel: Any, shown: str, at: tuple) -> None:
-        sel_path = f"{p.section}.{p.when[0]}"
-        self.line(at, p.off.format(path=p.path, shown=shown, sel_path=sel_path, sel=_show(sel)))
+        self.line(at, off_text(p, shown, sel, _show))
 
     def grid_check(self, key: Any, at: tuple):
         """The check for values of grid parameter ``key``; None if unknown yet; INVALID if bad."""
@@ -372,8 +372,7 @@ class _Validator:
             if sel in p.when[1]:
                 return p.check
         p = candidates[0]
-        self.line(at, f"{_render_path(at)}: " + p.off.format(
-            path=p.path, shown="", sel_path=f"{p.section}.{p.when[0]}", sel=_show(section.get(p.when[0]))))
+        self.line(at, f"{_render_path(at)}: " + off_text(p, "", section.get(p.when[0]), _show))
         return INVALID
 
     def _combinations(self) -> None:

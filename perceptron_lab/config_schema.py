@@ -76,7 +76,13 @@ _INT_GE0 = _Number(integer=True, lo=0)
 _INT_GE2 = _Number(integer=True, lo=2)
 
 _IS_ALMA = "{path} is an ALMA parameter; set algorithm.name: alma to use it"
-_IS_PERCEPTRON = "{path} is a perceptron parameter; ALMA does not use it"
+#: A key of the perceptron (and of some budgeted algorithms) given with an algorithm that has no such
+#: key: ``{users}`` lists the algorithms that have it, ``{sel_name}`` the one chosen (:func:`off_text`).
+_IS_PERCEPTRON = "{path} is {users}; {sel_name} does not use it"
+#: How messages name each algorithm (``algorithm.name``).
+ALGORITHM_TITLES = {"perceptron": "the perceptron", "alma": "ALMA", "stoptron": "the Stoptron", "rbp": "the RBP",
+                    "forgetron": "the Forgetron", "projectron": "the Projectron",
+                    "projectron++": "the Projectron++", "norma": "NORMA"}
 _NOT_BUDGETED = ("{path}{shown} with {sel_path} = {sel}: only the budgeted algorithms (" + ", ".join(C.BUDGET_ALGORITHMS)
                  + ") have a budget")
 
@@ -238,6 +244,30 @@ SCHEMA: tuple[Param, ...] = (
     _P("output.float_format", _FloatFormat(), C.DEFAULT_FLOAT_FORMAT, "Format of numbers in CSV files.",
        grid=False),
 )
+
+
+def _users(path: str) -> str:
+    """``a perceptron parameter`` or ``a parameter of the perceptron, the Projectron ... and NORMA``:
+    the algorithms whose schema entries for ``path`` apply."""
+    names = list(dict.fromkeys(n for p in SCHEMA if p.path == path and p.when and p.when[0] == "name"
+                               for n in p.when[1]))
+    if not names:   # a key selected by another setting (kernel.type ...): its message has no {users}
+        return ""
+    if names == ["perceptron"]:
+        return "a perceptron parameter"
+    titles = [ALGORITHM_TITLES.get(n, n) for n in names]
+    return "a parameter of " + (", ".join(titles[:-1]) + " and " + titles[-1] if len(titles) > 1 else titles[0])
+
+
+def off_text(p: Param, shown: str, sel: Any, show=repr) -> str:
+    """The message for key ``p`` given where its selector (``p.when``) has the value ``sel``, which
+    does not use it: ``p.off`` with ``{path}``, ``{shown}`` (`` = value`` or empty), ``{sel_path}``,
+    ``{sel}`` (``show(sel)``), ``{sel_name}`` (the chosen algorithm as messages name it) and
+    ``{users}`` (the algorithms that have the key) filled in."""
+    sel_path = f"{p.section}.{p.when[0]}"
+    name = ALGORITHM_TITLES.get(sel, show(sel)) if isinstance(sel, str) else show(sel)
+    return p.off.format(path=p.path, shown=shown, sel_path=sel_path, sel=show(sel), sel_name=name,
+                        users=_users(p.path))
 
 
 @lru_cache(maxsize=None)

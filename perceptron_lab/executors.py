@@ -205,12 +205,48 @@ def _dask_task(cfg, part, data_dir, topic):
     return part.key, text, tms, steps
 
 
+def worker_config(cfg):
+    """``cfg`` as a worker in another folder must see it: its source file named by an absolute
+    path, so that a relative ``dataset.path`` / ``dataset.test_path`` (relative to the config's
+    folder, :func:`perceptron_lab.config_checks.config_dir`) is read from the same file as here.
+    Packaged configs and configs built from a mapping are returned as they are."""
+    import dataclasses
+
+    from .constants import PACKAGE_CONFIG_PREFIX
+
+    src = cfg.source
+    if not src or src.startswith((PACKAGE_CONFIG_PREFIX, "<")) or os.path.isabs(src):
+        return cfg
+    return dataclasses.replace(cfg, source=os.path.abspath(src))
+
+
+#: What to do when a worker cannot read data this process has just read.
+WORKER_DATA_FIX = ("this process reads it, so the worker sees another file system: make the file readable at "
+                   "the same absolute path on every worker (a shared folder; for registry datasets point "
+                   "--data-dir / PLAB_DATA at one), or run with --executor local")
+
+
+def _worker_error(exc: PlabError) -> PlabError:
+    """A worker's own error, in one line that says it happened there, with its exit status. A data
+    file a worker cannot read, which this process read before dispatching, is a matter of where
+    the worker runs, not of the config: the fix says so (:data:`WORKER_DATA_FIX`)."""
+    from .errors import DatasetError
+
+    text = str(exc)
+    if isinstance(exc, DatasetError) and ". Fix: " in text:
+        text = text.split(". Fix: ", 1)[0] + f" on the worker. Fix: {WORKER_DATA_FIX}."
+    err = PlabError(f"on a Dask worker: {text}")
+    err.exit_code = exc.exit_code
+    return err
+
+
 def run_dask(cfg, todo, data_dir, scheduler, finished, bar=None, timeout: float = DASK_CONNECT_SECONDS):
     """Run ``todo`` (parts) on the Dask cluster at ``scheduler``; ``finished(part, text, timings)``
     is called in this process, in completion order, as each task ends. ``bar`` (a tqdm bar of
-    training steps) advances after each unit."""
+    training steps) advances after each unit. Paths are sent absolute (:func:`worker_config`)."""
     if data_dir is not None:
         data_dir = os.path.abspath(os.path.expanduser(str(data_dir)))
+    cfg = worker_config(cfg)
     # failures are reported in one line by this function, not by distributed's own log records
     # (a lost scheduler makes its client log a traceback per reconnection attempt); after a
     # failure the logs stay quiet, as the client's background reconnection may still be winding down
@@ -282,9 +318,7 @@ def _run_dask(cfg, todo, data_dir, scheduler, finished, bar, timeout):
                 try:
                     key, text, tms, steps = fut.result()
                 except PlabError as exc:   # a worker's own error keeps its exit status (data 3, numerics 4)
-                    err = PlabError(f"on a Dask worker: {exc}")
-                    err.exit_code = exc.exit_code
-                    raise err from None
+                    raise _worker_error(exc) from None
                 except KilledWorker as exc:
                     raise WorkerError(f"Dask workers died while running {fut.key} ({_reason(exc)}); "
                                     "check the workers' memory and logs") from None

@@ -174,7 +174,9 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
             info["numerics"] = {"rescaled": note}
         if overrides:
             info["overrides"] = list(overrides)
-        folder.write_info(info)
+        earlier = None if force else _Record.read(folder)
+        if todo or earlier is None:
+            folder.write_info(info)   # status "running" while parts are computed
         timings = _execute(cfg, folder, todo, work.keys, texts, data_dir, ds, jobs, executor, scheduler,
                            progress, force, len(work.units), pool)
         t_write = time.perf_counter()
@@ -184,8 +186,90 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
         ran = sum(len(p.units) for p in todo)
         info = {**info, **outputs, **_run_summary(t0, ran, len(work.units), timings, load_s,
                                                   time.perf_counter() - t_write, own_peak=pool is None)}
-        folder.write_info(info)
+        info = _Record.settle(folder, info, earlier, ran)
     return RunResult(folder.out, df, info, skipped=len(work.units) - ran, ran=ran, timings=list(timings.values()))
+
+
+#: run.json entries that describe the invocation rather than the results: when it was, on what
+#: machine and code revision, how it was called, how long it took (:class:`_Record`).
+VOLATILE_KEYS = ("config_file", "versions", "git_revision", "command", "jobs", "executor", "scheduler", "started",
+                 "finished", "wall_seconds", "ran", "skipped", "train_seconds_total", "eval_seconds_total",
+                 "load_seconds", "write_seconds", "peak_rss_gb_per_process")
+
+#: run.json entries derived from the result files, which :class:`_Record` compares by their sha256
+#: instead (records written before an entry existed are kept as they are).
+_DERIVED_KEYS = ("csv_rows",)
+
+
+@dataclass
+class _Record:
+    """A folder's run.json and timings.json as an earlier invocation left them, and the sha256 of
+    the result files run.json lists (CSV and Markdown; figures are left out, their bytes follow the
+    plotting library).
+
+    Those two files are tracked for the paper runs under ``results/``, and an invocation that
+    changes no result must leave them as they were (else every ``make reproduce`` dirties the
+    clone with new times): :meth:`settle` keeps the earlier record, byte for byte, when the
+    results' files and everything run.json says about them apart from :data:`VOLATILE_KEYS` are
+    unchanged -- the earlier invocation's times and host still describe how those very bytes were
+    made. An invocation that computed nothing but changed an output (new table code) keeps the
+    earlier invocation's volatile entries and records the rest anew. ``--force`` always writes
+    a new record."""
+    info_text: str
+    info: dict
+    timings_text: str | None
+    digests: dict
+
+    @classmethod
+    def read(cls, folder: RunFolder):
+        from .store import INFO_NAME, TIMINGS_NAME
+
+        try:
+            text = (folder.out / INFO_NAME).read_text(encoding="utf-8")
+            info = json.loads(text)
+        except (OSError, ValueError):
+            return None
+        if not isinstance(info, dict) or info.get("status") != "complete":
+            return None
+        try:
+            timings = (folder.out / TIMINGS_NAME).read_text(encoding="utf-8")
+        except OSError:
+            timings = None
+        return cls(text, info, timings, _digests(folder.out, info))
+
+    @staticmethod
+    def settle(folder: RunFolder, info: dict, earlier, ran: int) -> dict:
+        """Write run.json (and put timings.json back) as the class describes; returns what
+        run.json holds."""
+        from .store import INFO_NAME, TIMINGS_NAME, atomic_write_text
+
+        if earlier is not None:
+            old, new = earlier.info, json.loads(json.dumps(info, default=str))
+            lasting = lambda d: {k: v for k, v in d.items() if k not in VOLATILE_KEYS + _DERIVED_KEYS}  # noqa: E731
+            if lasting(old) == lasting(new) and _digests(folder.out, new) == earlier.digests:
+                atomic_write_text(folder.out / INFO_NAME, earlier.info_text)
+                if earlier.timings_text is not None:
+                    atomic_write_text(folder.out / TIMINGS_NAME, earlier.timings_text)
+                return old
+            if not ran:   # the results were made by the earlier invocation: keep its times
+                info = {k: (old[k] if k in VOLATILE_KEYS and k in old else v) for k, v in info.items()}
+        folder.write_info(info)
+        return info
+
+
+def _digests(out: Path, info: dict) -> dict:
+    """{name: sha256} of results.csv and the CSV / Markdown outputs ``info`` lists."""
+    import hashlib
+
+    names = ["results.csv"] + list(info.get("outputs") or []) + list(info.get("paper_outputs") or [])
+    found = {}
+    for n in dict.fromkeys(names):
+        if n.endswith((".csv", ".md")):
+            try:
+                found[n] = hashlib.sha256((out / n).read_bytes()).hexdigest()
+            except OSError:
+                found[n] = None
+    return found
 
 
 def _prepare_meanwhile(figures: bool) -> None:
@@ -350,7 +434,7 @@ def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, exec
                desc="training steps" if len(todo) > 1 else f"{cfg.name} ({n_todo}/{n_units} runs)",
                dynamic_ncols=True, leave=len(todo) < 2,
                mininterval=0.1 if tty else 30.0)  # a log file gets a line per 30 s
-    flush = _TimingsWriter(folder, timings)
+    flush = _TimingsWriter(folder, timings, dirty=force or not (folder.out / "timings.json").exists())
     log = _PartLog(folder.out / PROGRESS_LOG, len(todo))
     try:
         def finished(part, text, tms):
@@ -448,17 +532,22 @@ class _TimingsWriter:
     """Collects unit timings and rewrites timings.json at most every TIMINGS_FLUSH_SECONDS, and
     no more often than keeps the rewrites within TIMINGS_WRITE_SHARE of the time."""
 
-    def __init__(self, folder: RunFolder, timings: dict):
+    def __init__(self, folder: RunFolder, timings: dict, dirty: bool = True):
         self.folder, self.timings, self.last = folder, timings, time.perf_counter()
         self.every = TIMINGS_FLUSH_SECONDS
+        # ``dirty``: the file does not hold ``timings`` yet; else nothing is written until a unit finishes
+        self.dirty = dirty
 
     def add(self, tms):
         for t in tms:
             self.timings[t["unit"]] = t
+        self.dirty = True
         if time.perf_counter() - self.last >= self.every:
             self.write()
 
     def write(self):
+        if not self.dirty:
+            return
         t0 = time.perf_counter()
         self.folder.write_timings(self.timings)
         self.last = time.perf_counter()

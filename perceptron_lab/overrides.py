@@ -13,8 +13,9 @@
   one grid (:class:`perceptron_lab.evaluation.Grid`), each point in its own part. Only grid keys
   can be swept.
 * An overridden run is a variant: it is not scored against the paper table its config names
-  (unless ``paper=`` is overridden too), and it writes to its own folder, ``<the config's folder>/<key=value,...>`` (sorted by
-  key), never to the base run's (:func:`override_dir`).
+  (unless ``paper=`` is overridden too), and it writes to its own folder, ``<the config's
+  folder>/<key-value_...>`` (sorted by key, shell-safe: :func:`override_dirname`), never to the
+  base run's (:func:`override_dir`).
 """
 
 from __future__ import annotations
@@ -39,7 +40,11 @@ QUICKSTART = "quickstart.yaml"
 _NAMING_KEYS = ("name", "description", "output.dir")
 #: The longest folder name made from overrides before it is shortened (with a hash of the whole).
 MAX_DIRNAME = 120
-_SAFE = re.compile(r"[^A-Za-z0-9._=,+\-\[\]]")
+#: Characters of a value that stay in a folder name (others become ``+``).
+_UNSAFE = re.compile(r"[^A-Za-z0-9._\-]+")
+#: Values written as they are, with no hash: a name made of them reads back unambiguously.
+_PLAIN_VALUE = re.compile(r"[A-Za-z0-9.]+(,[A-Za-z0-9.]+)*")
+_LEGACY_SAFE = re.compile(r"[^A-Za-z0-9._=,+\-\[\]]")
 
 
 # ----------------------------------------------------------------------------- configs by name
@@ -200,15 +205,33 @@ def apply_overrides(cfg: ExperimentConfig, overrides: list[Override]) -> Experim
 
 
 def override_dirname(overrides: list[Override]) -> str | None:
-    """The folder name of an overridden run: ``key=value`` of each override that changes what is
-    computed, sorted by key, joined by ``,``; characters unsafe in a file name become ``_`` and a
-    long name is shortened, with a hash of the whole keeping names distinct. None without such
-    overrides."""
+    """The folder name of an overridden run, shell-safe (letters, digits and ``.`` ``_`` ``-``
+    ``+`` only): ``key-value`` of each override that changes what is computed, sorted by key,
+    joined by ``_``, a sweep's values joined by ``+`` (``kernel.degree-2+3_training.epochs-3``).
+    A value with other characters (``-1``, a path, a list) is written with them replaced by ``+``
+    and the name ends in ``-`` and 8 hex digits of a hash of the overrides as typed, which keeps
+    names distinct; so does a name longer than :data:`MAX_DIRNAME`, which is shortened. The
+    overrides as typed are in the run's run.json. None without such overrides."""
     items = sorted((o.key, o.text.strip()) for o in overrides if o.key not in _NAMING_KEYS)
     if not items:
         return None
     full = ",".join(f"{k}={v}" for k, v in items)
-    safe = _SAFE.sub("_", full)
+    exact = all(_PLAIN_VALUE.fullmatch(v) for _, v in items)
+    name = "_".join(f"{k}-{_UNSAFE.sub('+', v.replace(',', '+')).strip('+')}" for k, v in items)
+    if not exact or len(name) > MAX_DIRNAME:
+        digest = hashlib.sha256(full.encode()).hexdigest()[:8]
+        name = f"{name[:MAX_DIRNAME]}-{digest}"
+    return name
+
+
+def legacy_dirname(overrides: list[Override]) -> str | None:
+    """The folder name earlier versions gave an overridden run (``key=value,...``), which a run
+    resumes in when it exists (:func:`override_dir`)."""
+    items = sorted((o.key, o.text.strip()) for o in overrides if o.key not in _NAMING_KEYS)
+    if not items:
+        return None
+    full = ",".join(f"{k}={v}" for k, v in items)
+    safe = _LEGACY_SAFE.sub("_", full)
     if safe != full or len(safe) > MAX_DIRNAME or safe.startswith((".", "-")):
         digest = hashlib.sha256(full.encode()).hexdigest()[:8]
         safe = f"{safe.lstrip('.-')[:MAX_DIRNAME]}-{digest}"
@@ -222,7 +245,40 @@ def override_dir(base: ExperimentConfig, cfg: ExperimentConfig, overrides: list[
         return cfg.run_dir
     name = override_dirname(overrides)
     root = cfg.run_dir if any(o.key == "name" for o in overrides) else base.run_dir
-    return root / name if name else root
+    if not name:
+        return root
+    old = legacy_dirname(overrides)
+    if not (root / name).exists() and old and (root / old / "run.json").is_file():
+        return root / old   # a folder named as before this version: resume there
+    return root / name
+
+
+def dropped_checkpoints(base: ExperimentConfig, cfg: ExperimentConfig, overrides: list[Override]) -> str | None:
+    """The warning for checkpoints a run will not evaluate because they lie beyond its
+    ``training.epochs`` (:func:`perceptron_lab.config.with_overrides` drops them: an override of
+    ``training.epochs`` keeps the checkpoints up to the new value, and each value of a grid over
+    it does the same for its points), or None when none are dropped. The config's own last epoch
+    is not counted: it moves to the new value."""
+    def beyond(c, epochs):
+        return sorted(x for x in c.training.checkpoints if x != c.training.epochs and x > epochs + C.EPOCH_TOL)
+
+    def show(xs):
+        return ", ".join(f"{x:g}" for x in xs)
+
+    given = {o.key: o for o in overrides}
+    parts = []
+    if "training.epochs" in given and not given["training.epochs"].sweep and "training.checkpoints" not in given:
+        lost = beyond(base, cfg.training.epochs)
+        if lost:
+            parts.append(f"training.epochs={cfg.training.epochs:g} drops checkpoint(s) {show(lost)}")
+    for e in cfg.evaluation.grid.get("training.epochs", ()):
+        lost = beyond(cfg, float(e))
+        if lost:
+            parts.append(f"the grid points with training.epochs={float(e):g} drop checkpoint(s) {show(lost)}")
+    if not parts:
+        return None
+    return ("; ".join(parts) + " (beyond the last epoch; set training.checkpoints to choose the checkpoints "
+            "yourself)")
 
 
 def load_with_overrides(config: str | None, args=(), multirun: bool = False):

@@ -27,6 +27,17 @@ Three sets of configs:
   on two cores;
 * ``budget``: the budget study beyond the papers (``configs/budget/``, then
   :func:`perceptron_lab.studies.budget.write_study`: ``results/budget/``).
+
+Where each config's results go is :data:`RESULTS_DIRS`, and only here: the packaged configs have
+no ``output.dir``, so ``plab run CONFIG`` writes to ``runs/<name>/`` (or ``--out``) and never into
+the tracked ``results/``. A reproduction runs each config with ``output.dir`` set from the table,
+so its ``run.json`` records the folder it was written to.
+
+A reproduction that changes no result leaves the tracked records as they were
+(:func:`perceptron_lab.experiment.run_experiment`: a run folder's ``run.json`` and
+``timings.json`` keep the times, host and revision of the invocation that made its results while
+those results stay byte for byte the same; ``results/reproduce.json`` is rewritten only by an
+invocation that computed something).
 """
 
 from __future__ import annotations
@@ -46,7 +57,8 @@ if __name__ == "__main__":
     configure_process()   # plab's process settings, before numpy loads OpenBLAS (perceptron_lab.runtime)
 
 from . import plugins  # noqa: E402  (after the process settings)
-from .config import load_config  # noqa: E402
+from .config import load_config, with_overrides  # noqa: E402
+from .errors import UsageError  # noqa: E402
 from .experiment import run_experiment, verify_inputs  # noqa: E402
 from .store import atomic_write_text  # noqa: E402
 from .units import peak_rss_mb  # noqa: E402
@@ -71,6 +83,48 @@ CORE = (
 FULL_EXTRA = [f"configs/kw2007/{n}.yaml" for n in ("table7_mnist", "table7_mnist_poly4")]
 BUDGET = [f"configs/{c}.yaml" for c in budget_study.configs()]
 SETS = {"core": CORE, "full": CORE + FULL_EXTRA, "budget": BUDGET}
+
+#: The folder under ``results/`` each config of the reproduction writes: the one place that maps
+#: configs to tracked results. A table here rather than a config key because a config key is
+#: inherited by ``extends`` (``configs/mnist_d4.yaml`` extends Table 1's d = 4 config, and with it
+#: used to write into ``results/fs1999/d4``) and would shadow ``output.dir``, the key a user's
+#: config sets; the list of what ``make reproduce`` runs lives in this module anyway.
+RESULTS_DIRS = {
+    **{f"configs/fs1999/table1_d{d}.yaml": f"results/fs1999/d{d}" for d in range(1, 7)},
+    **{f"configs/kw2007/{n}.yaml": f"results/kw2007/{n}" for n in (
+        "table2", "table3_uci", "table3_usps", "table3_mnist", "table4", "table5", "table6_artificial", "table6_uci",
+        "table7_adult", "table7_usps", "table7_usps_poly4", "table7_mnist", "table7_mnist_poly4")},
+    **{f"configs/kw2007/{n}.yaml": f"results/kw2007/variants/{n}" for n in (
+        "table3_usps_split", "table3_mnist_split", "table5_raw_units", "table5_standardized")},
+    **{f"configs/gentile2001/{c}.yaml": f"results/gentile2001/{d}" for c, d in (
+        ("usps_sigma_cv", "usps_sigma_cv"), ("usps_sigma_cv_perceptron", "usps_sigma_cv_perceptron"),
+        ("letter_sigma_cv", "letter_sigma_cv"),
+        ("table1_usps_alma", "usps_alma"), ("table1_usps_perceptron", "usps_perceptron"),
+        ("table1_usps_alma_sigma3.5", "variants/usps_alma_sigma3.5"),
+        ("table1_usps_perceptron_sigma3.5", "variants/usps_perceptron_sigma3.5"),
+        ("table3_mnist_d4", "mnist_d4"), ("table3_mnist_d5", "mnist_d5"), ("table3_mnist_d6", "mnist_d6"),
+        ("table3_mnist_perceptron", "mnist_perceptron"),
+        ("table5_letter_alma", "letter_alma"), ("table5_letter_perceptron", "letter_perceptron"),
+        ("table6", "table6"), ("table6_B_stated", "variants/table6_B_stated"))},
+    **{f"configs/{c}.yaml": f"results/{c}" for c in budget_study.configs()},
+}
+
+
+def results_dir(path: str) -> str:
+    """The folder under ``results/`` that the reproduction writes for config ``path`` (as
+    :data:`SETS` names it, ``configs/...yaml``); a :class:`~perceptron_lab.errors.UsageError` for a
+    config the reproduction does not run."""
+    key = Path(path).as_posix()
+    key = key[2:] if key.startswith("./") else key
+    if key not in RESULTS_DIRS:
+        raise UsageError(f"{path}: not a config the reproduction runs (perceptron_lab/reproduce.py RESULTS_DIRS "
+                         f"lists them); run other configs with plab run {path}, which writes to runs/")
+    return RESULTS_DIRS[key]
+
+
+def reproduction_config(path: str):
+    """Config ``path`` as the reproduction runs it: ``output.dir`` set to :func:`results_dir`."""
+    return with_overrides(load_config(path), {"output.dir": results_dir(path)})
 
 
 def main(argv=None):
@@ -97,7 +151,7 @@ def main(argv=None):
     # every config's entry is the last invocation that computed it (this one or an earlier one)
     times = {c: dict(t, from_earlier_invocation=True) for c, t in earlier.items()}
     # every config and the files of every dataset they read are checked before any work starts
-    cfgs = {path: load_config(path) for path in configs}
+    cfgs = {path: reproduction_config(path) for path in configs}
     for cfg in cfgs.values():
         verify_inputs(cfg, args.data_dir, note=lambda msg: None)   # each run says its notes itself
     side_by_side = args.jobs > 1 and len(configs) > 1
@@ -107,10 +161,16 @@ def main(argv=None):
                      if paper.reproduce_figures and any(f"/{paper.name}/" in f"/{c}" for c in configs)]
     early = [paper.name for paper in figure_papers if side_by_side and not paper.figures_read_runs]
     drawn: dict = {}
+    computed = []   # configs this invocation computed something of: only those rewrite the log
+
+    def save_log(res, pool=False):
+        # the log so far, so an interrupted reproduction keeps the times of what finished
+        if res.ran:
+            computed.append(res)
+            write_log(log_path, args, None, time.perf_counter() - t0, times, figure_times, pool=pool)
+
     if side_by_side:
-        drawn = run_side_by_side(cfgs, args, earlier, times, t0,
-                                 lambda: write_log(log_path, args, None, time.perf_counter() - t0, times,
-                                                   figure_times, pool=True), early)
+        drawn = run_side_by_side(cfgs, args, earlier, times, t0, lambda res: save_log(res, pool=True), early)
     else:
         for i, path in enumerate(configs, 1):
             cfg = cfgs[path]
@@ -119,8 +179,7 @@ def main(argv=None):
             t1 = time.perf_counter()
             res = run_experiment(cfg, data_dir=args.data_dir, progress=True, jobs=args.jobs)
             record(times, path, res.ran, res.skipped, time.perf_counter() - t1, args.jobs, res.run_info)
-            # the log so far, so an interrupted reproduction keeps the times of what finished
-            write_log(log_path, args, None, time.perf_counter() - t0, times, figure_times)
+            save_log(res)
     total = time.perf_counter() - t0
     print(f"all configs done in {total:.0f} s")
     # each paper's whole tables and figures, from its runs
@@ -143,9 +202,13 @@ def main(argv=None):
         for p in budget_study.write_study("results", args.data_dir):
             print(f"  {p}")
         figure_times["budget_study"] = {"wall_seconds": round(time.perf_counter() - t1, 1)}
-    # the finished log first: the report states the reproduction's time from it
-    write_log(log_path, args, datetime.now(timezone.utc).isoformat(timespec="seconds"), total, times,
-              figure_times, pool=side_by_side)
+    # the finished log first: the report states the reproduction's time from it. An invocation that
+    # computed nothing (every config reused) leaves the tracked log as it was.
+    if computed or not earlier_log:
+        write_log(log_path, args, datetime.now(timezone.utc).isoformat(timespec="seconds"), total, times,
+                  figure_times, pool=side_by_side)
+    else:
+        print(f"{log_path} kept: nothing was computed")
     md, _ = write_report(["results"], "results/report")
     for line in summary_lines(collect(["results"])):
         print(line.replace("**", ""))
@@ -299,7 +362,7 @@ def run_side_by_side(cfgs: dict, args, earlier: dict, times: dict, t0: float, sa
                 if exc is not None:
                     raise exc
                 record(times, path, res.ran, res.skipped, wall, args.jobs, res.run_info, side_by_side=True)
-                save_log()  # the log so far, so an interrupted reproduction keeps the times of what finished
+                save_log(res)  # the log so far, so an interrupted reproduction keeps the times of what finished
                 bar.update(1)
                 tqdm.write(f"  {path}: {res.ran} run(s) computed, {res.skipped} reused, {wall:.0f} s "
                            f"(elapsed {_minutes(time.perf_counter() - t0)})")

@@ -218,7 +218,8 @@ def test_sonar_config_runs_and_matches_engine(tmp_path):
     ({"name": "perceptron", "budget": 5}, None, None, "only the budgeted algorithms"),
     ({"name": "forgetron", "rho": 1}, None, None, "is a NORMA parameter"),
     ({"name": "norma", "budget": 0}, None, None, "algorithm.budget"),
-    ({"name": "alma", "eta": 0.5}, None, None, "algorithm.eta is a perceptron parameter; ALMA does not use it\n"),
+    ({"name": "alma", "eta": 0.5}, None, None, "algorithm.eta is a parameter of the perceptron, the Projectron, the Projectron++ and NORMA; "
+     "ALMA does not use it\n"),
 ])
 def test_config_errors(tmp_path, algorithm, rules, grid, message):
     from click.testing import CliRunner

@@ -177,9 +177,10 @@ def test_large_grid_summary_is_one_line_per_point(tmp_path):
     r = invoke("run", cfg, "--out", tmp_path / "g", "-q")
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
-    assert "one line per grid point" in lines[1]
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("test error %"))
+    assert "one row per grid point" in lines[head] and lines[head + 1].split()[:2] == ["point", "tau"]
     points = [ln for ln in lines if ln.strip().split(" ")[0].isdigit()]
-    assert [ln.split()[1] for ln in points] == [f"tau={t:g}" for t in taus]
+    assert [ln.split()[1] for ln in points] == [f"{t:g}" for t in taus]
     df = pd.read_csv(tmp_path / "g" / "results.csv")
     e = df[(df.metric == "test_error_pct") & (df.rule == "vote") & (df["class"] == "all") & (df.epoch == 3)]
     means = e.groupby("grid_point")["value"].mean()

@@ -212,3 +212,35 @@ def test_a_port_that_is_not_a_dask_scheduler_is_one_line(mode, says):
         srv.close()
     assert says in str(e.value) and "\n" not in str(e.value)
     assert time.perf_counter() - t0 < 10
+
+
+OWN = """name: own
+dataset: {path: data.csv, label: y}
+training: {epochs: 2, permutations: 1}
+prediction: {rules: [last, vote]}
+evaluation: {mode: kfold, folds: 2}
+output: {figures: false}
+"""
+
+
+def test_a_relative_config_path_is_read_by_workers_in_another_folder(tmp_path, monkeypatch, scheduler):
+    """The workers were started in another folder than this process's: a config named by a
+    relative path whose dataset.path is relative to it is read from the same file there."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "own.yaml").write_text(OWN)
+    (tmp_path / "cfg" / "data.csv").write_text("a,b,y\n" + "".join(f"{i % 7},{(i * 3) % 5},{i % 2}\n" for i in range(30)))
+    r = invoke("run", "cfg/own.yaml", "--out", "local", "-q")
+    assert r.exit_code == 0, r.output
+    r = invoke("run", "cfg/own.yaml", "--out", "dask", "--executor", "dask", "--scheduler", scheduler, "-q")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "local" / "results.csv").read_bytes() == (tmp_path / "dask" / "results.csv").read_bytes()
+
+
+def test_a_data_file_a_worker_cannot_read_names_the_worker_not_the_config():
+    from perceptron_lab.errors import DatasetError
+    from perceptron_lab.executors import WORKER_DATA_FIX, _worker_error
+
+    err = _worker_error(DatasetError("/d/x.csv: not found. Fix: correct dataset.path in c.yaml (a relative path ...)."))
+    assert str(err) == f"on a Dask worker: /d/x.csv: not found on the worker. Fix: {WORKER_DATA_FIX}."
+    assert err.exit_code == 3 and "correct dataset.path" not in str(err)

@@ -380,13 +380,15 @@ def test_every_kw2007_config_loads_and_names_its_table():
     from pathlib import Path
 
     from perceptron_lab.papers.kw2007.tables import table_number
+    from perceptron_lab.reproduce import results_dir
 
     root = Path(__file__).resolve().parents[1] / "configs" / "kw2007"
     tables = {}
     for p in sorted(root.glob("table*.yaml")):
         c = load_config(p)
         tables[p.stem] = table_number(c)
-        assert str(c.output.dir).startswith("results/kw2007/")
+        assert results_dir(f"configs/kw2007/{p.name}").startswith("results/kw2007/")   # make reproduce's folder
+        assert c.output.dir is None                                                     # plab run: runs/<name>
     assert set(tables.values()) == {2, 3, 4, 5, 6, 7}
     t2 = load_config(root / "table2.yaml")
     assert len(ex.grid_points(t2)) == 150

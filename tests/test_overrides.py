@@ -41,8 +41,8 @@ def results(folder, drop=()):
 def test_an_override_runs_what_the_edited_config_runs_in_its_own_folder(here):
     status, out, errors = plab("run", "small.yaml", "training.epochs=3", "algorithm.tau=0.125", "-q")
     assert status == 0, errors
-    folder = here / "runs" / "small" / "algorithm.tau=0.125,training.epochs=3"
-    assert f"results in {Path('runs/small/algorithm.tau=0.125,training.epochs=3/results.csv')}" in out
+    folder = here / "runs" / "small" / "algorithm.tau-0.125_training.epochs-3"
+    assert f"results in {Path('runs/small/algorithm.tau-0.125_training.epochs-3/results.csv')}" in out
     info = json.loads((folder / "run.json").read_text())
     assert info["overrides"] == ["training.epochs=3", "algorithm.tau=0.125"]
     assert info["config"]["training"]["epochs"] == 3 and info["config"]["algorithm"]["tau"] == 0.125
@@ -96,7 +96,7 @@ def test_bad_overrides_are_one_line_exit_2(here, args, expected):
 def test_override_of_the_quickstart_and_of_own_data_paths_relative_to_the_current_folder(here):
     status, out, errors = plab("run", "training.epochs=1", "evaluation.folds=2", "-q")
     assert status == 0, errors
-    assert (here / "runs" / "quickstart" / "evaluation.folds=2,training.epochs=1" / "results.csv").exists()
+    assert (here / "runs" / "quickstart" / "evaluation.folds-2_training.epochs-1" / "results.csv").exists()
     (here / "data").mkdir()
     (here / "data" / "d.csv").write_text("a,b,y\n" + "".join(f"{i},{(i * 7) % 5},{i % 2}\n" for i in range(20)))
     (here / "cfgs").mkdir()
@@ -110,7 +110,7 @@ def test_override_of_the_quickstart_and_of_own_data_paths_relative_to_the_curren
 
 def test_folder_names_are_sorted_safe_and_distinct():
     o = lambda k, t: Override(k, t, (t,))  # noqa: E731
-    assert override_dirname([o("training.epochs", "3"), o("kernel.degree", "2")]) == "kernel.degree=2,training.epochs=3"
+    assert override_dirname([o("training.epochs", "3"), o("kernel.degree", "2")]) == "kernel.degree-2_training.epochs-3"
     assert override_dirname([o("name", "x"), o("output.dir", "y")]) is None
     a = override_dirname([o("dataset.path", "/data/a b.csv")])
     b = override_dirname([o("dataset.path", "/data/a_b.csv")])
@@ -126,16 +126,17 @@ def test_a_sweep_is_one_grid_whose_points_equal_single_runs(here):
     status, out, errors = plab("run", "small.yaml", "-m", "kernel.type=poly", "kernel.degree=2,3",
                                "training.epochs=1,2", "-q")
     assert status == 0, errors
-    folder = here / "runs" / "small" / "kernel.degree=2,3,kernel.type=poly,training.epochs=1,2"
+    folder = here / "runs" / "small" / "kernel.degree-2+3_kernel.type-poly_training.epochs-1+2"
     grid = pd.read_csv(folder / "grid.csv")
     assert grid[["kernel.degree", "training.epochs"]].values.tolist() == [[2, 1], [2, 2], [3, 1], [3, 2]]
-    assert "12 run(s) computed" in out and "grid point 2: degree=3 epochs=1" in out
+    assert "12 run(s) computed" in out
+    assert [ln.split()[:3] for ln in out.splitlines() if ln.split()[:1] == ["2"]] == [["2", "3", "1"]]
     info = json.loads((folder / "run.json").read_text())
     assert info["config"]["evaluation"]["grid"] == {"kernel.degree": [2, 3], "training.epochs": [1, 2]}
     swept = results(folder)
     point = swept[swept["grid_point"] == "2"].drop(columns=["grid_point"]).reset_index(drop=True)
     assert plab("run", "small.yaml", "kernel.type=poly", "kernel.degree=3", "training.epochs=1", "-q")[0] == 0
-    single = results(here / "runs" / "small" / "kernel.degree=3,kernel.type=poly,training.epochs=1", ["grid_point"])
+    single = results(here / "runs" / "small" / "kernel.degree-3_kernel.type-poly_training.epochs-1", ["grid_point"])
     pd.testing.assert_frame_equal(point, single)
 
 
@@ -170,7 +171,7 @@ def test_a_packaged_config_runs_by_name(here):
     assert status == 0 and "paper:" not in out and "epochs: 1" in out
     status, out, errors = plab("run", "golden/kw2007_sonar", "training.epochs=1", "evaluation.folds=2", "-q")
     assert status == 0, errors
-    info = json.loads((here / "runs" / "golden_kw2007_sonar" / "evaluation.folds=2,training.epochs=1"
+    info = json.loads((here / "runs" / "golden_kw2007_sonar" / "evaluation.folds-2_training.epochs-1"
                        / "run.json").read_text())
     assert info["config_file"] == "package:golden/kw2007_sonar.yaml"
     line = one_error(2, "run", "fs1999/table1_d9")
@@ -185,7 +186,7 @@ def test_an_overridden_paper_run_is_a_variant_not_scored_against_the_paper(here)
                            catch_exceptions=False)
     assert r.exit_code == 0, r.output
     assert "not scored against kw2007/table2 (add paper=kw2007/table2 to score it)" in r.stderr
-    folder = here / "runs" / "p" / "evaluation.folds=2,training.epochs=1"
+    folder = here / "runs" / "p" / "evaluation.folds-2_training.epochs-1"
     info = json.loads((folder / "run.json").read_text())
     assert "paper" not in info["config"] and info["paper_outputs"] == []
     assert not list(folder.glob("kw2007_*"))

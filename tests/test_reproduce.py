@@ -71,7 +71,7 @@ def test_main_writes_the_finished_log_before_the_report_and_keeps_figure_times(t
     log.write_text(json.dumps({"configs": {"old.yaml": {"wall_seconds": 9.0, "ran": 1, "reused": 0}},
                                "figures": {"gentile2001_figure3-5": {"wall_seconds": 64.0}}}))
     monkeypatch.setattr(R, "ROOT", tmp_path)
-    monkeypatch.setattr(R, "load_config", lambda path: path)
+    monkeypatch.setattr(R, "reproduction_config", lambda path: path)
     monkeypatch.setattr(R, "verify_inputs", lambda cfg, data_dir, note=None: True)
     monkeypatch.setattr(R, "run_experiment", lambda cfg, **kw: SimpleNamespace(
         ran=2, skipped=0, run_info={"train_seconds_total": 1.0, "eval_seconds_total": 0.5}))
@@ -159,7 +159,7 @@ def _side_by_side(tmp_path, monkeypatch, fake_run, configs, jobs=2, papers=()):
 
     (tmp_path / "results").mkdir()
     monkeypatch.setattr(R, "ROOT", tmp_path)
-    monkeypatch.setattr(R, "load_config", lambda path: SimpleNamespace(path=path, run_dir=str(tmp_path / configs[path])))
+    monkeypatch.setattr(R, "reproduction_config", lambda path: SimpleNamespace(path=path, run_dir=str(tmp_path / configs[path])))
     monkeypatch.setattr(R, "verify_inputs", lambda cfg, data_dir, note=None: True)
     monkeypatch.setattr(R, "run_experiment", fake_run)
     monkeypatch.setattr(R, "write_report", lambda paths, out: (tmp_path / "r.md", tmp_path / "r.html"))

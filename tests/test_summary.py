@@ -47,10 +47,10 @@ def test_kfold_search_summary_and_search_csv(tmp_path):
     out, text = run(tmp_path, "kfold")
     lines = text.splitlines()
     head = next(i for i, x in enumerate(lines) if x.startswith("test error %"))
-    rows = [x.split()[0] for x in lines[head + 2:head + 8]]
-    # the quickstart's rules in its order, then the counts, which carry a ± too
-    assert rows == ["last", "longest", "vote", "avg", "mistakes", "support_vectors"]
-    assert "±" in lines[head + 6]
+    # a grid: one table, a row per point, the quickstart's rules in its order as columns, each with a ±
+    assert lines[head + 1].split() == ["point", "tau", "last", "longest", "vote", "avg"]
+    assert [x.split()[:2] for x in lines[head + 2:head + 4]] == [["0", "0"], ["1", "0.5"]]
+    assert lines[head + 2].count("±") == 4
     s = pd.read_csv(out / "search.csv")
     assert list(s.columns).index("error_pct") < list(s.columns).index("accuracy_pct")
     assert ((s["error_pct"] + s["accuracy_pct"] - 100).abs() < 1e-3).all()
