@@ -70,8 +70,8 @@ from .units import range_note
 #: at least.
 TIMINGS_FLUSH_SECONDS = 5.0
 #: Those rewrites take at most this share of a run's time: the file of a run of many small units
-#: is large (Khardon & Wachman Table 3 UCI: 72,800 units, 1.7 s a rewrite), and a rewrite every
-#: 5 s took 100 s of that run's 440.
+#: is large (Khardon & Wachman Table 3 UCI has tens of thousands of units), and rewriting it every
+#: few seconds would take a large share of the run.
 TIMINGS_WRITE_SHARE = 0.05
 #: Runs going on in several threads (``make reproduce``) merge and write their outputs one at a
 #: time: the papers' table writers share caches (the SVM baselines) and the work is short.
@@ -132,20 +132,72 @@ class RunResult:
 
 def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=False, progress=True, jobs=1,
                    executor="local", scheduler=None, verify=True, allow_large=False, overrides=None, pool=None):
-    """Run every part of a config (reusing the finished parts that belong to it unless ``force``)
-    and write the results.
+    """Run every part of a config, reusing the finished parts that belong to it, and write the results.
 
-    ``jobs`` > 1 runs parts in that many worker processes (one BLAS and numba thread each);
-    ``executor="dask"`` sends them to the Dask scheduler at ``scheduler`` instead (see
-    :mod:`perceptron_lab.executors`). The results are byte-identical to a serial run. The output
-    folder is locked for the whole run and holds only what :class:`perceptron_lab.store.RunFolder`
-    writes. With ``verify`` the dataset files are checked against the registry's sha256 first
-    (:func:`verify_inputs`); a run beyond :mod:`perceptron_lab.bounds`' limits is refused unless
-    ``allow_large``. ``overrides`` (the ``key=value`` texts of ``plab run CONFIG key=value``) are
-    recorded in run.json next to the resolved config. ``pool`` (a
-    :class:`perceptron_lab.executors.WorkerPool`) runs the parts in worker processes shared with
-    other runs going on at the same time, in other threads (``make reproduce``); this process's
-    peak memory then belongs to all of them, so the run reports its workers' peak only.
+    The output folder is locked for the whole run and holds only what ``perceptron_lab.store.RunFolder``
+    writes: ``results.csv``, ``run.json``, ``timings.json``, ``parts/`` and, for a config that names
+    a paper table, the table in the paper's layout. The results are byte-identical whatever
+    ``jobs`` or ``executor`` runs the parts.
+
+    Parameters
+    ----------
+    cfg : ExperimentConfig
+        The resolved config ([`load_config`][perceptron_lab.config.load_config]).
+    out_dir : path-like, optional
+        The output folder; default ``cfg.run_dir`` (``runs/<name>`` unless ``output.dir`` is set).
+    data_dir : path-like, optional
+        Where datasets are read from before ``$PLAB_DATA`` and the user cache.
+    force : bool, default False
+        Recompute every part instead of reusing the finished ones.
+    progress : bool, default True
+        Show progress bars on stderr.
+    jobs : int, default 1
+        Worker processes for the parts (one BLAS and numba thread each).
+    executor : {"local", "dask"}, default "local"
+        ``"dask"`` sends the parts to the Dask scheduler at ``scheduler``.
+    scheduler : str, optional
+        The Dask scheduler's address (with ``executor="dask"``).
+    verify : bool, default True
+        Check the dataset files against the registry's sha256 first.
+    allow_large : bool, default False
+        Run a config whose estimated size is beyond the limits of ``perceptron_lab.bounds``.
+    overrides : list of str, optional
+        The ``key=value`` texts of ``plab run CONFIG key=value``, recorded in run.json.
+    pool : WorkerPool, optional
+        Worker processes shared with runs going on at the same time in other threads
+        (``make reproduce``); the run then reports its workers' peak memory only.
+
+    Returns
+    -------
+    RunResult
+        ``out_dir``, ``results`` (the long-format results as a DataFrame), ``run_info`` (what
+        run.json records), ``skipped`` and ``ran`` (units reused and computed) and ``timings``.
+
+    Raises
+    ------
+    ConfigError
+        A config that does not fit its data or is beyond the size limits (exit status 2).
+    DatasetError
+        Data missing, corrupt or not matching its sha256 (exit status 3).
+    NumericError
+        Kernel values or scores that would leave the float range (exit status 4).
+    OutputError
+        An output folder that cannot be written, is in use, or holds another config's results,
+        or a file plab did not write where it writes one (exit status 1).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from perceptron_lab.config import load_config, with_overrides
+    >>> from perceptron_lab.experiment import run_experiment
+    >>> cfg = load_config("package:quickstart.yaml")  # sonar, 10 folds, two values of tau
+    >>> cfg = with_overrides(cfg, {"training.epochs": 1, "training.checkpoints": [1], "evaluation.folds": 2,
+    ...                            "output.figures": False})
+    >>> result = run_experiment(cfg, out_dir=tempfile.mkdtemp(), progress=False)
+    >>> result.ran, result.skipped  # 2 folds x 2 grid points, none reused
+    (4, 0)
+    >>> sorted(result.results["rule"].unique())
+    ['avg', 'last', 'longest', 'none', 'vote']
     """
     from .executors import check_executor
 
@@ -275,8 +327,8 @@ def _digests(out: Path, info: dict) -> dict:
 def _prepare_meanwhile(figures: bool) -> None:
     """On a thread of its own, while this one reads, checks and hashes the data: import the figure
     library (when the run draws figures) and load numba's compiled-code runtime
-    (:func:`~perceptron_lab.kernels.load_jit`). Both are the interpreter's work (about 0.35 s and
-    0.3 s); reading the data is mostly decompressing, casting and hashing, which release it, so
+    (:func:`~perceptron_lab.kernels.load_jit`). Both are the interpreter's work; reading the data
+    is mostly decompressing (one zlib call per read), casting and hashing, which release it, so
     the two overlap. A failure there is left to the run's own import or jitted call to report."""
     def prepare():
         try:
@@ -433,7 +485,7 @@ def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, exec
     bar = tqdm(total=total, disable=not progress, unit="step", unit_scale=True, position=1 if len(todo) > 1 else 0,
                desc="training steps" if len(todo) > 1 else f"{cfg.name} ({n_todo}/{n_units} runs)",
                dynamic_ncols=True, leave=len(todo) < 2,
-               mininterval=0.1 if tty else 30.0)  # a log file gets a line per 30 s
+               mininterval=0.1 if tty else 30.0)  # a log file gets a line at most every half minute
     flush = _TimingsWriter(folder, timings, dirty=force or not (folder.out / "timings.json").exists())
     log = _PartLog(folder.out / PROGRESS_LOG, len(todo))
     try:

@@ -18,10 +18,7 @@ API_PAGE = ROOT / "docs" / "api.md"
 #: Sphinx roles: mkdocstrings renders ":class:`X`" as that text; use [`X`][path.to.X] or ``X``.
 SPHINX_ROLE = re.compile(r":(?:class|func|meth|mod|data|attr|exc|obj|ref|py:\w+):`")
 #: Objects whose docstrings live in modules being rewritten elsewhere, with what they still lack.
-PENDING = {
-    "perceptron_lab.experiment.run_experiment":
-        "being rewritten: prose docstring with Sphinx roles, no Parameters/Returns/Raises sections",
-}
+PENDING: dict = {}
 
 
 def _targets():

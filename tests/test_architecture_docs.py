@@ -46,8 +46,6 @@ ALLOWED = {
 PENDING = {
     "engine/columns.py": "page-mapping timings in the module docstring",
     "engine/perceptron.py": "an allocation's cost (add_product) and a GEMM rate (chunk_dots)",
-    "executors.py": "the CPU time of waiting on every future, in a comment",
-    "experiment.py": "timings.json rewrite timings and import timings",
     "predict.py": "BLOCK_BYTES's evaluation timings by block width",
     "scoring.py": "HYPOTHESES_PER_CHECKPOINT's timing by points per task",
 }
