@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import namedtuple
 
 import numba as nb
 import numpy as np
@@ -53,7 +54,7 @@ from ..kernels import (
 from ..runtime import cold_array, cold_copy, cold_take
 from .base import (  # noqa: F401  (re-exported: the engine's shared types)
     RULE_ALMA2, RULE_CODES, RULE_PERCEPTRON, UNBOUNDED, EngineError, PerceptronParams, TrainLog, chunk_bounds,
-    epochs_to_steps)
+    epochs_to_steps, update_buffers)
 
 # A chunk's inner products come from one float64 GEMM (instead of a loop per updating example)
 # when the previous chunk had at least this many examples updating without a cached kernel
@@ -62,12 +63,35 @@ CHUNK_DOTS_MIN_NEW = 16
 _NO_DOTS = np.zeros((1, 1))
 
 
+#: One chunk of the training sequence, as :func:`_run_chunk` reads it. ``S0[p, c]``: label c's score
+#: of example ``ex[p]`` from the updates before the chunk; ``step0``: the step of ``ex[0]``; ``Xe``: the
+#: chunk's features (row p: example ``ex[p]``); ``Kcc``/``use_kcc``: the chunk's own kernel block
+#: (primal form); ``Dcc``/``use_dcc``: the chunk's inner products by one GEMM; ``exact_dots``: integer
+#: features of small norms (exact inner products by :func:`~perceptron_lab.kernels.dot_rows_exact`).
+Chunk = namedtuple("Chunk", "S0 ex step0 Xe Kcc use_kcc Dcc use_dcc exact_dots")
+
+#: What :func:`_run_chunk` reads about the training set: the labels ``Y``, ``kdiag`` (K(x, x)),
+#: ``slot_of`` (an example's row of the column cache ``Kc``, -1 without one), the squared norms
+#: ``sq``, the normalizing factors ``rscale`` (ones for an unnormalized kernel) and the kernel's
+#: numeric parameters ``kparams`` (:meth:`~perceptron_lab.kernels.Kernel.params`).
+TrainingSet = namedtuple("TrainingSet", "Y kdiag slot_of Kc sq rscale kparams")
+
+#: The update rule and its parameters, resolved once per run: ``code`` is RULE_PERCEPTRON (``eta`` ...
+#: ``alpha_bound``) or RULE_ALMA2 (``a_alpha``, ``a_B``, ``a_C``: Gentile's alpha, B and C).
+Rule = namedtuple("Rule", "code eta C tau_abs lam alpha_bound a_alpha a_B a_C")
+
+#: Per-label state that the chunks carry forward: thresholds ``theta``, update counts ``mcount[i, c]``,
+#: correct predictions ``cum_correct``, and for ALMA_2 the corrections ``ncorr``, the scales ``scale``
+#: and ``usq = |u|^2``.
+LabelState = namedtuple("LabelState", "theta mcount cum_correct ncorr scale usq")
+
+
 @nb.njit(cache=True)
-def _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, eta, C, tau_abs, lam, alpha_bound,
-               step0, slot_of, Kc, Xe, sq, kcode, kdeg, kscale, ksigma, kdiv, rscale, Kcc, use_kcc,
-               Dcc, use_dcc, exact_dots, rule, ncorr, scale, usq, a_alpha, a_B, a_C,
-               o_step, o_ex, o_cls, o_coef, o_score, o_theta, o_cum, o_scale, o_norm):
-    """Process one chunk of the sequence (distinct examples ``ex``); returns the number of updates.
+def _run_chunk(chunk, data, rule, state, out):
+    """Process one chunk of the sequence (distinct examples ``chunk.ex``, a :data:`Chunk`) on the
+    training set ``data`` (:data:`TrainingSet`) with ``rule`` (:data:`Rule`), moving ``state``
+    (:data:`LabelState`) forward and writing each update to the buffers of ``out``
+    (:data:`~perceptron_lab.engine.base.Updates`); returns the number of updates.
 
     ``S0[p, c]`` is label c's score of example ``ex[p]`` from all updates before the chunk; the
     chunk's own updates are added through ``corr``. The kernel value between two examples of the
@@ -79,11 +103,19 @@ def _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, eta, C, tau_abs, la
     order of the examples, would be read from all over it); with ``exact_dots`` (integer features
     of small enough norms) by :func:`~perceptron_lab.kernels.dot_rows_exact`, the same values.
 
-    ``rule`` selects the update: RULE_PERCEPTRON (the parameters eta ... alpha_bound) or
+    ``rule.code`` selects the update: RULE_PERCEPTRON (the parameters eta ... alpha_bound) or
     RULE_ALMA2 (Gentile 2001, Figure 1 with p = 2; parameters a_alpha, a_B, a_C). For ALMA the
     scores are those of the unscaled ``u`` of ``w = scale * u``; ``ncorr[c]`` counts the label's
     corrections so far (k - 1) and ``usq[c]`` is ``|u|^2``.
     """
+    S0, ex, step0, Xe, Kcc, use_kcc, Dcc, use_dcc, exact_dots = chunk
+    Y, kdiag, slot_of, Kc, sq, rscale, kparams = data
+    kcode, kdeg, kscale, ksigma, kdiv = kparams
+    eta, C, tau_abs, lam, alpha_bound = rule.eta, rule.C, rule.tau_abs, rule.lam, rule.alpha_bound
+    a_alpha, a_B, a_C = rule.a_alpha, rule.a_B, rule.a_C
+    theta, mcount, cum_correct, ncorr, scale, usq = state
+    o_step, o_ex, o_cls, o_coef, o_score, o_theta, o_cum, o_scale, o_norm = (
+        out.step, out.ex, out.cls, out.coef, out.score, out.theta, out.cum, out.scale, out.norm)
     B = ex.shape[0]
     L = Y.shape[1]
     corr = np.zeros((B, L))
@@ -95,7 +127,7 @@ def _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, eta, C, tau_abs, la
         for c in range(L):
             y = Y[i, c]
             s = S0[p, c] + corr[p, c]
-            if rule == RULE_ALMA2:
+            if rule.code == RULE_ALMA2:
                 # Figure 1: correction when y w_k . x^ <= (1 - alpha) gamma_k, gamma_k = B / sqrt(k)
                 # (sqrt(p - 1) = 1); a zero instance causes no update (footnote 3).
                 if kdiag[i] <= 0.0:
@@ -260,7 +292,6 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
     ncorr = np.zeros(L, dtype=np.int64)
     scale = np.ones(L, dtype=np.float64)
     usq = np.zeros(L, dtype=np.float64)
-    kcode, kdeg, kscale, ksigma, kdiv = kernel.params()
 
     if given:
         Kc, cap, n_slots = Xd, n, n
@@ -328,10 +359,10 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
     Sbuf = np.empty(S.shape, dtype=dtype) if form == "dual" else None
 
     maxb = int(np.max(np.diff(bounds)))
-    bufs = {k: np.empty(maxb * L, dtype=t) for k, t in (
-        ("step", np.int64), ("ex", np.int64), ("cls", np.int32), ("coef", np.float64),
-        ("score", np.float64), ("theta", np.float64), ("cum", np.int64), ("scale", np.float64),
-        ("norm", np.float64))}
+    bufs, out = update_buffers(maxb * L, ("step", "ex", "cls", "coef", "score", "theta", "cum", "scale", "norm"))
+    data = TrainingSet(Y, kdiag, slot_of, Kc, sq, rscale, kernel.params())
+    rule_rec = Rule(rule, eta, C_thr, tau_abs, lam, alpha_bound, a_alpha, a_B, a_C)
+    state = LabelState(theta, mcount, cum_correct, ncorr, scale, usq)
     logs = {k: [] for k in bufs}
     cum_cp = np.zeros((cp_steps.size, L), dtype=np.int64)
     cp_ptr = 0
@@ -375,12 +406,8 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
             S0 = S0.astype(np.float64)
             if normalized:
                 S0 *= rscale[ex, None]
-        m = _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, eta, C_thr, tau_abs, lam,
-                       alpha_bound, a, slot_of, Kc, Xe, sq, kcode, kdeg, kscale, ksigma, kdiv, rscale,
-                       Kcc, form != "dual", Dcc, Dcc.shape[0] > 1, bool(ints), rule, ncorr, scale, usq, a_alpha,
-                       a_B, a_C,
-                       bufs["step"], bufs["ex"], bufs["cls"], bufs["coef"], bufs["score"], bufs["theta"],
-                       bufs["cum"], bufs["scale"], bufs["norm"])
+        m = _run_chunk(Chunk(S0, ex, a, Xe, Kcc, form != "dual", Dcc, Dcc.shape[0] > 1, bool(ints)),
+                       data, rule_rec, state, out)
         if form == "dual":
             new_last = 0
         if m:
