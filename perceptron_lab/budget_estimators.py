@@ -41,9 +41,9 @@ from sklearn.utils.validation import check_is_fitted
 from .constants import (BUDGET_ALGORITHMS, BUDGET_RULES, DEFAULT_CACHE_LIMIT_GB, DEFAULT_CHUNK,
                         DEFAULT_NORMA_ETA, DEFAULT_NORMA_RHO, DEFAULT_PROJECTRON_ETA, KERNELS, NORMA_SCHEDULES)
 from .engine import label_matrix
-from .engine.budget import (CH_ADD, ALG_FORGETRON, ALG_PROJECTRON, ALG_PROJECTRON_PP, ALGORITHM_CODES, LR_CODES,
-                            BudgetLog, BudgetParams, _avg_state, _run_chunk, budget_scores, train_budget,
-                            unit_diag_kernel)
+from .engine.budget import (CH_ADD, ALG_FORGETRON, ALG_PROJECTRON, ALG_PROJECTRON_PP, ALGORITHM_CODES,
+                            BudgetChunk, BudgetLog, BudgetParams, Events, Support, _avg_state, _run_chunk,
+                            budget_scores, resolve_rule, train_budget, unit_diag_kernel)
 from .errors import PlabError
 from .estimators import _EngineClassifier, _validate_data, _value_error
 from .kernels import Kernel, exact32_ok, gram, kernel_diag, sq_norms
@@ -208,11 +208,12 @@ class _BudgetRun:
             p_start = 0
             while p_start < ex.size:
                 m, n_ch, p_start = _run_chunk(
-                    ex, p_start, int(self.steps) + a, self.Y, self.kdiag, Kall, pool.size, self.alg, B,
-                    float(p.eta), float(p.lam), float(p.rho), LR_CODES[p.schedule], urand, self.sv_ex,
-                    self.sv_coef, sv_col, self.sv_ord, self.size, self.free, self.nfree, self.refc, self.Gs,
-                    self.alg == ALG_FORGETRON, self.Kinv, self.Q, self.M, self.acc, self.slot_acc, self.mistakes,
-                    kbuf, dbuf, *bufs, self.record, ch, ch_val)
+                    BudgetChunk(ex, int(self.steps) + a, self.Y, self.kdiag, Kall, pool.size, urand), p_start,
+                    resolve_rule(p, self.alg, B),
+                    Support(self.sv_ex, self.sv_coef, sv_col, self.sv_ord, self.size, self.free, self.nfree,
+                            self.refc, self.Gs, self.Kinv, self.Q, self.M, self.acc, self.slot_acc, self.mistakes,
+                            kbuf, dbuf),
+                    Events(*bufs, self.record, ch, ch_val))
                 if m and self.keep_events:
                     ev = np.stack([b[:m] for b in bufs], axis=1)
                     ev[:, 3] = self.pos[ev[:, 3]]  # events name stream positions, which compact() keeps

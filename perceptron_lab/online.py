@@ -53,7 +53,8 @@ import numbers
 import numpy as np
 
 from .constants import DEFAULT_ALMA_C, DEFAULT_NORMA_RHO
-from .engine.alma import _int_or_neg, _primal_chunk, pnormalize, resolve_B
+from .engine.alma import PNormSet, PNormState, _primal_chunk, alma_rule, pnormalize, resolve_B
+from .engine.base import update_buffers
 from .budget_estimators import _BudgetRun, default_eta
 from .engine.budget import BudgetParams, budget_scores
 from .errors import PlabError
@@ -483,11 +484,10 @@ class ALMA(_Online):
         L = self._W.shape[0]
         p = float(self.p)
         Xh = pnormalize(row[None, :], p)
-        bufs = [np.empty(L, dtype=t) for t in (np.int64, np.int64, np.int32, np.float64, np.float64, np.int64,
-                                                np.float64)]
-        _primal_chunk(Xh, np.array([bool(np.any(row != 0))]), self._label_row(k), np.zeros(1, np.int64),
-                      self._steps, p, _int_or_neg(p), float(self.alpha), self._B, float(self.C), self._theta, self._W,
-                      self._ncorr, self._cum, *bufs, np.empty((L, f)))
+        _, out = update_buffers(L, ("step", "ex", "cls", "coef", "score", "cum", "norm"))
+        _primal_chunk(PNormSet(Xh, np.array([bool(np.any(row != 0))]), self._label_row(k)), np.zeros(1, np.int64),
+                      self._steps, alma_rule(p, float(self.alpha), self._B, float(self.C)),
+                      PNormState(self._theta, self._W, self._ncorr, self._cum), out, np.empty((L, f)))
         self._steps += 1
         self._started = True
 

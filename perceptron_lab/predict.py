@@ -35,6 +35,7 @@ checkpoints and rules together (:mod:`perceptron_lab.scoring`, a run of test poi
 from __future__ import annotations
 
 import time
+from collections import namedtuple
 
 import numba as nb
 import numpy as np
@@ -44,7 +45,8 @@ from .engine.perceptron import TrainLog, normalizing_factors
 from .hypotheses import VOTE_WEIGHTS, Hypotheses  # noqa: F401  (re-exported)
 from .kernels import LINEAR, POLY, Kernel, exact32_heavy_rows, exact32_ok, gram, kernel_diag, sq_norms
 from .numerics import block_magnitude, check_finite_training, check_test_block, overflow_error
-from .scoring import points_per_task, random_by_history, random_indices, score_block_t
+from .scoring import (Checkpoints, HypothesisArrays, ScanOptions, ScanOutputs, points_per_task,
+                      random_by_history, random_indices, score_block_t)
 
 RULES = ("last", "last_norm", "avg", "avg_norm", "vote", "random", "random_norm", "longest")
 RULE_INDEX = {r: i for i, r in enumerate(RULES)}
@@ -281,10 +283,13 @@ class _Scan:
         out = self.out_scores
         sc = _NO_SCORES if out is None else np.zeros(out.shape[:2] + (m, L))
         rindex = np.ascontiguousarray(self.rindex[:, :, idx]) if self.need_random else _NO_RINDEX
-        score_block_t(np.ascontiguousarray(KtT), ucol, hyp.coef, hyp.uoff, hyp.hoff, hyp.theta,
-                      hyp.scale, hyp.norm, hyp.wfull, self.live, self.partial, self.longest, rindex,
-                      self.y_test[idx], self.binary, self.direct, self.need_norm, self.need_random, om, ob,
-                      out is not None, sc, self.points, self.by_history)
+        score_block_t(np.ascontiguousarray(KtT), self.y_test[idx],
+                      HypothesisArrays(ucol=ucol, coef=hyp.coef, uoff=hyp.uoff, hoff=hyp.hoff, theta=hyp.theta,
+                                       scale=hyp.scale, norm=hyp.norm, wfull=hyp.wfull),
+                      Checkpoints(self.live, self.partial, self.longest, rindex),
+                      ScanOptions(self.binary, self.direct, self.need_norm, self.need_random, out is not None,
+                                  self.points, self.by_history),
+                      ScanOutputs(om, ob, sc))
         if out is not None:
             out[:, :, idx] = sc
         self.err_m += m - om.sum(axis=0)
@@ -459,14 +464,23 @@ def _has_affine_form(kernel: Kernel) -> bool:
     return has_affine_form(kernel)
 
 
+#: The combined classifiers :func:`_expansion_vectors` writes, per (checkpoint, slot, label): the
+#: vector ``V`` of the ``x`` parts, the scalar ``V0`` (the ``k0`` part), the threshold ``b`` and the
+#: divisor ``D``.
+Combined = namedtuple("Combined", "V V0 b D")
+
 #: Slots of the combined classifiers built by :func:`_expansion_vectors` (rule -> slot).
 _EXPANSION_RULES = ("last", "last_norm", "avg", "avg_norm", "longest")
 
 
 @nb.njit(cache=True, parallel=True)
-def _expansion_vectors(X, rscale, uex, coef, uoff, hoff, scale, theta, norm, wfull, live, partial, longest,
-                       slot, V, V0, b, D):
+def _expansion_vectors(X, rscale, hyps, cps, slot, out):
     """Combined classifiers of kernel-expansion hypotheses for kernels ``K(x, y) = k0 + k1 x.y``.
+
+    ``hyps`` (:data:`~perceptron_lab.scoring.HypothesisArrays`) gives the hypotheses, update u's
+    example being row ``hyps.ucol[u]`` of ``X``; ``cps`` (:data:`~perceptron_lab.scoring.Checkpoints`,
+    whose ``rindex`` is not read) the hypotheses each rule reads at each checkpoint; ``out``
+    (:data:`Combined`) receives the classifiers.
 
     Hypothesis k of label c is ``scale_k * sum_{j <= k} coef_j phi(x^_j) - theta_k`` with
     ``x^_j = rscale[uex_j] x_{uex_j}`` (``rscale`` all ones unless the log's kernel is normalized).
@@ -479,6 +493,9 @@ def _expansion_vectors(X, rscale, uex, coef, uoff, hoff, scale, theta, norm, wfu
     ``avg_norm`` (w_k / |v_k|), ``longest`` (e_longest).
     ``slot[r]`` is the output slot of rule r of :data:`_EXPANSION_RULES` (-1: not wanted).
     """
+    uex, coef, uoff, hoff, theta, scale, norm, wfull = hyps
+    live, partial, longest = cps.live, cps.partial, cps.longest
+    V, V0, b, D = out
     L = uoff.shape[0] - 1
     ncp = live.shape[0]
     nf = X.shape[1]
@@ -596,9 +613,12 @@ def _evaluate_combined_expansion(log, kernel, hyp, live, partial, longest, Xtr, 
     else:
         rscale = np.ones(Xtr.shape[0])
     if R:
-        _expansion_vectors(Xtr, rscale, hyp.uex.astype(np.int64), hyp.coef.astype(np.float64), hyp.uoff, hyp.hoff,
-                           hyp.scale, hyp.theta, hyp.norm, hyp.wfull, live, partial.astype(np.float64),
-                           longest, slot, V, V0, b, D)
+        _expansion_vectors(Xtr, rscale,
+                           HypothesisArrays(ucol=hyp.uex.astype(np.int64), coef=hyp.coef.astype(np.float64),
+                                            uoff=hyp.uoff, hoff=hyp.hoff, theta=hyp.theta, scale=hyp.scale,
+                                            norm=hyp.norm, wfull=hyp.wfull),
+                           Checkpoints(live, partial.astype(np.float64), longest, _NO_RINDEX), slot,
+                           Combined(V, V0, b, D))
     Vr = np.ascontiguousarray(V.reshape(-1, nf))
     Vt = np.ascontiguousarray(Vr.T.astype(Xte.dtype))
     off = (k0 * V0).reshape(-1)

@@ -10,6 +10,8 @@ errors are identical to a point-by-point scan.
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numba as nb
 import numpy as np
 
@@ -106,12 +108,33 @@ def random_indices(hstep, hoff, live, rslice):
     return out
 
 
+#: The hypotheses of a training log as :func:`score_block_t` reads them: update u's example is row
+#: ``ucol[u]`` of the kernel block and its coefficient ``coef[u]``; label c's updates are
+#: ``uoff[c] .. uoff[c + 1]`` and its hypotheses ``hoff[c] .. hoff[c + 1]`` (hypothesis 0 first), each
+#: with its threshold ``theta``, ``scale``, ``norm`` and the number of steps ``wfull`` it was in force.
+HypothesisArrays = namedtuple("HypothesisArrays", "ucol coef uoff hoff theta scale norm wfull")
+
+#: Which hypothesis each rule reads at each checkpoint ``cp`` for label ``c``: ``live[cp, c]`` (the
+#: last one), ``partial[cp, c]`` (the steps it has been in force by then), ``longest[cp, c]`` and
+#: ``rindex[cp, c, x]`` (the random rules', per test point; :func:`random_indices`).
+Checkpoints = namedtuple("Checkpoints", "live partial longest rindex")
+
+#: How to scan: ``binary`` problem; ``direct`` (explicit hypotheses, a row per update); which rules
+#: to compute (``need_norm``, ``need_random``); ``want_scores`` (write the scores, not only the
+#: counts); ``points`` per task (:func:`points_per_task`); ``history`` (how the random rules find
+#: their hypothesis, :func:`random_by_history`).
+ScanOptions = namedtuple("ScanOptions", "binary direct need_norm need_random want_scores points history")
+
+#: Where :func:`score_block_t` writes: ``right_multi[task, cp, rule]``, ``right_bin[task, cp, rule, c]``
+#: and, with ``want_scores``, ``scores[cp, rule, x, c]``.
+ScanOutputs = namedtuple("ScanOutputs", "right_multi right_bin scores")
+
+
 @nb.njit(cache=True, parallel=True)
-def score_block_t(KtT, ucol, coef, uoff, hoff, theta, scale, norm, wfull, live, partial, longest,
-                  rindex, y, binary, direct, need_norm, need_random, right_multi, right_bin, want_scores,
-                  out_scores, points, history):
-    """For each test point (column of ``KtT``): every rule's score per label at every checkpoint,
-    then correctness.
+def score_block_t(KtT, y, hyps, cps, opts, outs):
+    """For each test point (column of ``KtT``, true label ``y``): every rule's score per label at every
+    checkpoint, then correctness. ``hyps``: :data:`HypothesisArrays`; ``cps``: :data:`Checkpoints`;
+    ``opts``: :data:`ScanOptions`; ``outs``: :data:`ScanOutputs`.
 
     Hypothesis k of a label scores ``scale_k * P_k - theta_k`` with ``P_k`` the prefix sum
     ``sum_{j <= k} coef_j KtT[ucol_j, x]`` over the label's updates, or, when ``direct``, the
@@ -120,12 +143,16 @@ def score_block_t(KtT, ucol, coef, uoff, hoff, theta, scale, norm, wfull, live, 
     The test points are scanned by tasks of ``points`` points (``task = x // points``):
     right_multi[task, cp, rule] counts the task's points whose multiclass (or binary) prediction is
     right; right_bin[task, cp, rule, c] those whose label c's binary one-vs-rest prediction is right;
-    with ``want_scores``, out_scores[cp, rule, x, c] = the score itself. Without ``need_norm`` the
+    with ``want_scores``, scores[cp, rule, x, c] = the score itself. Without ``need_norm`` the
     normalized scores are not computed, without ``need_random`` the random rules' are not; those
     rules' outputs are then meaningless. ``rindex[cp, c, x]``: the random rules' hypothesis of
     label c for the point (:func:`random_indices`). ``points``: test points per task (:func:`points_per_task`);
     ``history``: how the random rules find their hypothesis (:func:`random_by_history`).
     """
+    ucol, coef, uoff, hoff, theta, scale, norm, wfull = hyps
+    live, partial, longest, rindex = cps
+    binary, direct, need_norm, need_random, want_scores, points, history = opts
+    right_multi, right_bin, out_scores = outs
     nt = KtT.shape[1]
     L = uoff.shape[0] - 1
     ncp = live.shape[0]

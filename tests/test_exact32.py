@@ -255,9 +255,9 @@ def test_training_takes_exact_dots_only_on_integer_features_with_the_same_log(mo
     flags = []
     real = engine._run_chunk
 
-    def spy(*args):
-        flags.append(args[27])
-        return real(*args)
+    def spy(chunk, *args):
+        flags.append(chunk.exact_dots)
+        return real(chunk, *args)
 
     monkeypatch.setattr(engine, "_run_chunk", spy)
     kernel = Kernel("poly", 3, 1000.0)

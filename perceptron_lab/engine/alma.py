@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import namedtuple
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -46,6 +47,7 @@ import numpy as np
 
 from ..constants import ALMA_B_STATED, ALMA_B_THEOREM3
 from ..kernels import Kernel
+from .base import update_buffers
 from .perceptron import EngineError, TrainLog, chunk_bounds, epochs_to_steps, train
 
 SQRT2 = math.sqrt(2.0)
@@ -209,12 +211,36 @@ def pnormalize(X, p: float) -> np.ndarray:
 # ----------------------------------------------------------------------------- primal, p >= 2
 
 
+#: The training set as :func:`_primal_chunk` reads it: the p-normalized rows ``Xh``, ``xnz[i]``
+#: (row i is not zero) and the labels ``Y``.
+PNormSet = namedtuple("PNormSet", "Xh xnz Y")
+
+#: ALMA_p's settings: ``p``, ``pi`` (p as an integer when it is one, else -1: powers by
+#: multiplication), ``alpha``, ``B`` and ``C`` (Gentile 2001, Figure 1).
+AlmaRule = namedtuple("AlmaRule", "p pi alpha B C")
+
+#: What the chunks carry forward per label: ``theta[c] = f(W[c])``, the hypothesis ``W[c]``, the
+#: corrections so far ``ncorr`` and the correct predictions ``cum_correct``.
+PNormState = namedtuple("PNormState", "theta W ncorr cum_correct")
+
+
+def alma_rule(p, alpha, B, C) -> AlmaRule:
+    """The :data:`AlmaRule` of these settings (``pi`` found from ``p``)."""
+    return AlmaRule(p, _int_or_neg(p), alpha, B, C)
+
+
 @nb.njit(cache=True)
-def _primal_chunk(Xh, xnz, Y, ex, step0, p, pi, alpha, B, C, theta, W, ncorr, cum_correct,
-                  o_step, o_ex, o_cls, o_coef, o_score, o_cum, o_norm, o_w):
-    """Figure 1 on the examples ``ex`` (rows of the p-normalized ``Xh``), every label; returns
-    the number of updates. ``theta[c] = f(W[c])`` is kept alongside ``W[c]``; ``pi`` is p as an
-    integer when it is one (powers by multiplication), else -1."""
+def _primal_chunk(data, ex, step0, rule, state, out, o_w):
+    """Figure 1 on the examples ``ex`` (rows of the p-normalized ``Xh`` of ``data``, a
+    :data:`PNormSet`), every label, by ``rule`` (:data:`AlmaRule`) from ``state``
+    (:data:`PNormState`); returns the number of updates, written to the buffers of ``out``
+    (:data:`~perceptron_lab.engine.base.Updates`) and their new hypotheses to the rows of ``o_w``.
+    ``theta[c] = f(W[c])`` is kept alongside ``W[c]``."""
+    Xh, xnz, Y = data
+    p, pi, alpha, B, C = rule
+    theta, W, ncorr, cum_correct = state
+    o_step, o_ex, o_cls, o_coef, o_score, o_cum, o_norm = (
+        out.step, out.ex, out.cls, out.coef, out.score, out.cum, out.norm)
     L = Y.shape[1]
     sp = math.sqrt(p - 1.0)
     n_out = 0
@@ -285,18 +311,17 @@ def train_primal(X, Y, params: AlmaParams, order, epochs: float, checkpoints, ch
     ncorr = np.zeros(L, dtype=np.int64)
     cum_correct = np.zeros(L, dtype=np.int64)
     maxb = int(np.max(np.diff(bounds)))
-    bufs = {k: np.empty(maxb * L, dtype=t) for k, t in (
-        ("step", np.int64), ("ex", np.int64), ("cls", np.int32), ("coef", np.float64),
-        ("score", np.float64), ("cum", np.int64), ("norm", np.float64))}
+    bufs, out = update_buffers(maxb * L, ("step", "ex", "cls", "coef", "score", "cum", "norm"))
+    data = PNormSet(Xh, xnz, Y)
+    rule = alma_rule(p, float(params.alpha), float(params.B), float(params.C))
+    state = PNormState(theta, W, ncorr, cum_correct)
     wbuf = np.empty((maxb * L, nf))
     logs = {k: [] for k in list(bufs) + ["w"]}
     cum_cp = np.zeros((cp_steps.size, L), dtype=np.int64)
     cp_ptr = 0
     for a, b in zip(bounds[:-1], bounds[1:]):
         ex = order[np.arange(a, b) % n]
-        m = _primal_chunk(Xh, xnz, Y, ex, a, p, _int_or_neg(p), float(params.alpha), float(params.B),
-                          float(params.C), theta, W, ncorr, cum_correct, bufs["step"], bufs["ex"], bufs["cls"],
-                          bufs["coef"], bufs["score"], bufs["cum"], bufs["norm"], wbuf)
+        m = _primal_chunk(data, ex, a, rule, state, out, wbuf)
         if m:
             for k in bufs:
                 logs[k].append(bufs[k][:m].copy())

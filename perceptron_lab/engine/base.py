@@ -4,6 +4,7 @@ primal loops (:mod:`.linear`) and ALMA (:mod:`.alma`) import these; this module 
 
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -16,6 +17,28 @@ UNBOUNDED = np.iinfo(np.int32).max
 #: Update rules of the chunk loop (resolved from ``params.rule`` before the hot loop).
 RULE_PERCEPTRON, RULE_ALMA2 = 0, 1
 RULE_CODES = {"perceptron": RULE_PERCEPTRON, "alma": RULE_ALMA2}
+
+
+#: The buffers a jitted training loop writes its updates to, one entry per update (a named tuple, which
+#: numba passes to the loop as one argument): step, example, label column, coefficient, the score
+#: before the update, the threshold after it, the label's correct predictions before it, the scale
+#: and norm after it (ALMA) and K(x, x). A loop writes only the fields it records.
+Updates = namedtuple("Updates", "step ex cls coef score theta cum scale norm kxx")
+
+_UPDATE_DTYPES = {"step": np.int64, "ex": np.int64, "cls": np.int32, "coef": np.float64, "score": np.float64,
+                  "theta": np.float64, "cum": np.int64, "scale": np.float64, "norm": np.float64,
+                  "kxx": np.float64}
+
+
+def update_buffers(shape, fields) -> tuple[dict, Updates]:
+    """Buffers of ``shape`` for the update fields ``fields`` (names of :data:`Updates`), as a dict
+    in the order given and as an :data:`Updates` whose other fields are empty arrays of the same
+    number of dimensions (never written)."""
+    shape = tuple(np.atleast_1d(shape).tolist())
+    bufs = {k: np.empty(shape, dtype=_UPDATE_DTYPES[k]) for k in fields}
+    empty = (0,) * len(shape)
+    rec = Updates(**{k: bufs[k] if k in bufs else np.empty(empty, dtype=t) for k, t in _UPDATE_DTYPES.items()})
+    return bufs, rec
 
 
 class EngineError(PlabError):

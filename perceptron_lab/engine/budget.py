@@ -78,6 +78,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections import namedtuple
 from dataclasses import dataclass, field
 
 import numba as nb
@@ -214,12 +215,36 @@ def _change(ch, ch_val, n_ch, t, c, kind, example, val):
     return n_ch + 1
 
 
+#: One chunk of the sequence as :func:`_run_chunk` reads it: its examples ``ex`` (steps ``step0 ...``),
+#: the labels ``Y``, K(x, x) ``kdiag``, the kernel block ``Kall`` (the chunk's examples against the
+#: ``m0`` support vectors at the chunk start, then against themselves) and the uniform draws
+#: ``urand[p, c]`` of the random removals.
+BudgetChunk = namedtuple("BudgetChunk", "ex step0 Y kdiag Kall m0 urand")
+
+#: The algorithm and its settings, resolved once per run: ``alg`` (ALG_*), the budget ``B``, ``eta``,
+#: ``lam``, ``rho``, the schedule code ``lr`` (LR_*), and ``use_gs`` (keep the support vectors'
+#: kernel matrix ``Gs``: Forgetron).
+BudgetRule = namedtuple("BudgetRule", "alg B eta lam rho lr use_gs")
+
+#: The support sets and what the chunks carry forward, per label c: slot s holds example
+#: ``sv_ex[c, s]`` with coefficient ``sv_coef[c, s]`` (column ``sv_col[c, s]`` of the chunk's kernel
+#: block); ``sv_ord[c, :size[c]]`` the live slots in insertion order; ``free[c, :nfree[c]]`` the free
+#: slots; ``refc[i]`` the support sets holding example i; ``Gs``/``Kinv`` the Forgetron's kernel
+#: matrices and the Projectrons' inverses; ``Q``, ``M`` the Forgetron's counters; ``acc``/``slot_acc``
+#: the averaged hypothesis' sums; ``mistakes`` per label; ``kbuf``/``dbuf`` scratch rows.
+Support = namedtuple("Support", "sv_ex sv_coef sv_col sv_ord size free nfree refc Gs Kinv Q M acc slot_acc "
+                                "mistakes kbuf dbuf")
+
+#: Where :func:`_run_chunk` writes: the events (``step``, ``cls``, ``kind``, ``ex``), and with ``record``
+#: the coefficient changes (``ch`` rows of step, label, kind, example; ``ch_val`` their values).
+Events = namedtuple("Events", "step cls kind ex record ch ch_val")
+
+
 @nb.njit(cache=True)
-def _run_chunk(ex, p_start, step0, Y, kdiag, Kall, m0, alg, B, eta, lam, rho, lr, urand,
-               sv_ex, sv_coef, sv_col, sv_ord, size, free, nfree, refc, Gs, use_gs, Kinv, Q, M, acc, slot_acc,
-               mistakes, kbuf, dbuf, o_step, o_cls, o_kind, o_ex, record, ch, ch_val):
-    """One chunk of the sequence (distinct examples ``ex``, steps ``step0 ...``) from its example
-    ``p_start``; returns (events, coefficient changes, the example it stopped before). With
+def _run_chunk(chunk, p_start, rule, st, out):
+    """One chunk of the sequence (a :data:`BudgetChunk`) from its example ``p_start``, by ``rule``
+    (:data:`BudgetRule`) on the support sets ``st`` (:data:`Support`), writing to ``out``
+    (:data:`Events`); returns (events, coefficient changes, the example it stopped before). With
     ``record``, it stops early when the change buffer ``ch`` might not hold one more example's
     changes (the caller empties it and goes on from there).
 
@@ -227,6 +252,13 @@ def _run_chunk(ex, p_start, step0, Y, kdiag, Kall, m0, alg, B, eta, lam, rho, lr
     vector in slot s of label c: columns below ``m0`` are the support vectors at the chunk start,
     column ``m0 + q`` the chunk's example q. ``slot_acc[c, s]`` sums the slot's coefficient over
     the hypotheses before each step (see :func:`train_budget` for the averaged hypothesis)."""
+    ex, step0, Y, kdiag, Kall, m0, urand = chunk
+    alg, B, eta, lam, rho, lr, use_gs = rule
+    sv_ex, sv_coef, sv_col, sv_ord, size, free, nfree, refc = st.sv_ex, st.sv_coef, st.sv_col, st.sv_ord, \
+        st.size, st.free, st.nfree, st.refc
+    Gs, Kinv, Q, M, acc, slot_acc, mistakes, kbuf, dbuf = st.Gs, st.Kinv, st.Q, st.M, st.acc, st.slot_acc, \
+        st.mistakes, st.kbuf, st.dbuf
+    o_step, o_cls, o_kind, o_ex, record, ch, ch_val = out
     nb_ = ex.shape[0]
     L = Y.shape[1]
     n_out = 0
@@ -457,6 +489,10 @@ def train_budget(X, Y, kernel: Kernel, params: BudgetParams, order, epochs: floa
     logs = {k: [] for k in bufs}
     ch = np.empty((max(int(change_buffer), 2 * L * (B + 3)) if record_changes else 1, 4), dtype=np.int64)
     ch_val = np.empty(ch.shape[0])
+    rule = resolve_rule(params, alg, B)
+    support = Support(sv_ex, sv_coef, sv_col, sv_ord, size, free, nfree, refc, Gs, Kinv, Q, M, acc, slot_acc,
+                      mistakes, kbuf, dbuf)
+    events = Events(bufs["step"], bufs["cls"], bufs["kind"], bufs["ex"], record_changes, ch, ch_val)
     ch_logs, ch_val_logs = [], []
     mist_cp = np.zeros((cp_steps.size, L), dtype=np.int64)
     last, avg = [], []
@@ -480,11 +516,8 @@ def train_budget(X, Y, kernel: Kernel, params: BudgetParams, order, epochs: floa
         t_gram += time.perf_counter() - tg
         p_start = 0
         while p_start < b - a:
-            m, n_ch, p_start = _run_chunk(
-                ex, p_start, a, Y, kdiag, Kall, pool.size, alg, B, float(params.eta), float(params.lam),
-                float(params.rho), LR_CODES[params.schedule], urand, sv_ex, sv_coef, sv_col, sv_ord, size,
-                free, nfree, refc, Gs, use_gs, Kinv, Q, M, acc, slot_acc, mistakes, kbuf, dbuf,
-                bufs["step"], bufs["cls"], bufs["kind"], bufs["ex"], record_changes, ch, ch_val)
+            m, n_ch, p_start = _run_chunk(BudgetChunk(ex, a, Y, kdiag, Kall, pool.size, urand), p_start, rule,
+                                          support, events)
             if m:
                 for k in bufs:
                     logs[k].append(bufs[k][:m].copy())
@@ -517,6 +550,12 @@ def train_budget(X, Y, kernel: Kernel, params: BudgetParams, order, epochs: floa
                      params=params, ev_step=cat["step"], ev_cls=cat["cls"], ev_kind=cat["kind"], ev_ex=cat["ex"],
                      mistakes_cp=mist_cp, last=last, avg=avg, max_support=max_support,
                      seconds=time.perf_counter() - t0, info=info, **chs)
+
+
+def resolve_rule(params: BudgetParams, alg: int, B: int) -> BudgetRule:
+    """The :data:`BudgetRule` of ``params`` for the algorithm code ``alg`` and the budget ``B``."""
+    return BudgetRule(alg, B, float(params.eta), float(params.lam), float(params.rho), LR_CODES[params.schedule],
+                      alg == ALG_FORGETRON)
 
 
 def _avg_state(acc, sv_ex, sv_coef, slot_acc, live):

@@ -38,12 +38,13 @@ from __future__ import annotations
 
 import math
 import time
+from collections import namedtuple
 
 import numba as nb
 import numpy as np
 
 from ..kernels import Kernel
-from .base import EngineError, PerceptronParams, TrainLog, chunk_bounds, epochs_to_steps
+from .base import EngineError, PerceptronParams, TrainLog, chunk_bounds, epochs_to_steps, update_buffers
 
 #: Steps per call of a jitted loop (progress is reported between calls).
 SEGMENT_STEPS = 8192
@@ -92,15 +93,28 @@ def _axpy_sq(a, x, y):
     return acc
 
 
-@nb.njit(cache=True, parallel=True)
-def _perceptron_steps(X, Y, order, a, b, W, bias, theta, mcount, cum_correct, kx, k0, k1, affine,
-                      eta, C, tau_abs, lam, alpha_bound, o_step, o_ex, o_cls, o_coef, o_score, o_theta, o_cum,
-                      o_kxx, n_out):
-    """Steps ``a .. b-1`` of the sequence (example ``order[t % n]`` at step t), every label.
+#: The training sequence as the primal loops read it: features ``X``, labels ``Y`` and the order
+#: (example ``order[t % n]`` at step t).
+Sequence = namedtuple("Sequence", "X Y order")
 
-    The labels are split into ``G = o_step.shape[0]`` groups (label c in group c mod G) that run in
+#: The perceptron's parameters (:class:`~perceptron_lab.engine.base.PerceptronParams`, without
+#: ``theta_init``) and the kernel's affine form ``k0 + k1 x.y`` (``affine``: not the plain inner product).
+PrimalRule = namedtuple("PrimalRule", "eta C tau_abs lam alpha_bound k0 k1 affine")
+
+#: What :func:`_perceptron_steps` carries from one segment to the next: weights ``W``, the affine
+#: form's ``bias``, thresholds ``theta``, update counts ``mcount``, correct predictions
+#: ``cum_correct`` and ``kx[g, i] = K(x_i, x_i)`` per label group (-1 before it is needed).
+PrimalState = namedtuple("PrimalState", "W bias theta mcount cum_correct kx")
+
+
+@nb.njit(cache=True, parallel=True)
+def _perceptron_steps(seq, a, b, rule, state, out, n_out):
+    """Steps ``a .. b-1`` of the sequence ``seq`` (:data:`Sequence`), every label, by ``rule``
+    (:data:`PrimalRule`) from ``state`` (:data:`PrimalState`).
+
+    The labels are split into ``G = out.step.shape[0]`` groups (label c in group c mod G) that run in
     parallel, each over the whole sequence; group g writes its updates, in order, to row g of the
-    ``o_*`` buffers and their number to ``n_out[g]``.
+    buffers of ``out`` (:data:`~perceptron_lab.engine.base.Updates`) and their number to ``n_out[g]``.
 
     Label c's score of x is ``W[c].x`` (linear) or ``k0 bias[c] + k1 W[c].x`` (affine). The update
     condition and the bookkeeping are those of the chunked driver (``_run_chunk`` with
@@ -108,6 +122,11 @@ def _perceptron_steps(X, Y, order, a, b, W, bias, theta, mcount, cum_correct, kx
     count) when the example has reached the alpha-bound. ``kx[g, i]`` is K(x_i, x_i), computed at
     the example's first update in the group (-1 before): the lambda term needs it only for
     examples that already caused an update of the label."""
+    X, Y, order = seq
+    eta, C, tau_abs, lam, alpha_bound, k0, k1, affine = rule
+    W, bias, theta, mcount, cum_correct, kx = state
+    o_step, o_ex, o_cls, o_coef, o_score, o_theta, o_cum, o_kxx = (
+        out.step, out.ex, out.cls, out.coef, out.score, out.theta, out.cum, out.kxx)
     n = order.shape[0]
     L = Y.shape[1]
     G = o_step.shape[0]
@@ -206,19 +225,18 @@ def train_perceptron_primal(X, Y, kernel: Kernel, params: PerceptronParams, orde
     bounds = chunk_bounds(n, total, cp_steps, max(1, int(segment)), epochs=False)
     maxb = int(np.max(np.diff(bounds)))
     per_group = maxb * ((L + G - 1) // G)
-    bufs = {k: np.empty((G, per_group), dtype=t) for k, t in (
-        ("step", np.int64), ("ex", np.int64), ("cls", np.int32), ("coef", np.float64),
-        ("score", np.float64), ("theta", np.float64), ("cum", np.int64), ("kxx", np.float64))}
+    bufs, out = update_buffers((G, per_group), ("step", "ex", "cls", "coef", "score", "theta", "cum", "kxx"))
     n_out = np.zeros(G, dtype=np.int64)
     logs = {k: [] for k in bufs}
     cum_cp = np.zeros((cp_steps.size, L), dtype=np.int64)
     cp_ptr = 0
     affine = k0 != 0.0 or k1 != 1.0
+    seq = Sequence(Xd, Y, order)
+    rule = PrimalRule(float(params.eta), float(params.C), float(params.tau_abs), lam, int(params.alpha_bound),
+                      k0, k1, affine)
+    state = PrimalState(W, bias, theta, mcount, cum_correct, kx)
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        _perceptron_steps(Xd, Y, order, a, b, W, bias, theta, mcount, cum_correct, kx, k0, k1, affine,
-                          float(params.eta), float(params.C), float(params.tau_abs), lam,
-                          int(params.alpha_bound), bufs["step"], bufs["ex"], bufs["cls"], bufs["coef"],
-                          bufs["score"], bufs["theta"], bufs["cum"], bufs["kxx"], n_out)
+        _perceptron_steps(seq, a, b, rule, state, out, n_out)
         if G == 1 and n_out[0]:
             m = int(n_out[0])
             for k, v in bufs.items():
@@ -251,16 +269,25 @@ def train_perceptron_primal(X, Y, kernel: Kernel, params: PerceptronParams, orde
 # ----------------------------------------------------------------------------- ALMA_2
 
 
+#: What :func:`_alma2_steps` carries from one segment to the next, per label: the hypothesis ``W``,
+#: the scale of its expansion, the corrections so far ``ncorr`` and the correct predictions.
+AlmaState = namedtuple("AlmaState", "W scale ncorr cum_correct")
+
+
 @nb.njit(cache=True)
-def _alma2_steps(X, Y, order, a, b, W, scale, ncorr, cum_correct, alpha, B, C,
-                 o_step, o_ex, o_cls, o_coef, o_score, o_scale, o_norm, o_cum):
-    """Gentile (2001) Figure 1 with p = 2 on steps ``a .. b-1``, every label; returns the number
-    of corrections written to the ``o_*`` buffers.
+def _alma2_steps(seq, a, b, alpha, B, C, state, out):
+    """Gentile (2001) Figure 1 with p = 2 on steps ``a .. b-1`` of ``seq`` (:data:`Sequence`), every
+    label, from ``state`` (:data:`AlmaState`); returns the number of corrections written to the
+    buffers of ``out`` (:data:`~perceptron_lab.engine.base.Updates`).
 
     ``W[c]`` is label c's hypothesis ``w`` (explicit; f is the identity for p = 2) and
     ``scale[c]`` the scale s of its expansion ``w = s u`` (see :func:`train_alma2_primal`). The
     instance is normalized on the fly (x^ = x / |x|); a zero instance causes no correction
     (footnote 3)."""
+    X, Y, order = seq
+    W, scale, ncorr, cum_correct = state
+    o_step, o_ex, o_cls, o_coef, o_score, o_scale, o_norm, o_cum = (
+        out.step, out.ex, out.cls, out.coef, out.score, out.scale, out.norm, out.cum)
     n = order.shape[0]
     L = Y.shape[1]
     n_out = 0
@@ -327,17 +354,15 @@ def train_alma2_primal(X, Y, params, order, epochs: float, checkpoints, progress
     cum_correct = np.zeros(L, dtype=np.int64)
     bounds = chunk_bounds(n, total, cp_steps, max(1, int(segment)), epochs=False)  # the loop wraps itself
     maxb = int(np.max(np.diff(bounds)))
-    bufs = {k: np.empty(maxb * L, dtype=t) for k, t in (
-        ("step", np.int64), ("ex", np.int64), ("cls", np.int32), ("coef", np.float64),
-        ("score", np.float64), ("scale", np.float64), ("norm", np.float64), ("cum", np.int64))}
+    bufs, out = update_buffers(maxb * L, ("step", "ex", "cls", "coef", "score", "scale", "norm", "cum"))
     logs = {k: [] for k in bufs}
     cum_cp = np.zeros((cp_steps.size, L), dtype=np.int64)
     cp_ptr = 0
     alpha, B, C = float(params.alpha), float(params.B), float(params.C)
+    seq = Sequence(Xd, Y, order)
+    state = AlmaState(W, scale, ncorr, cum_correct)
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        m = _alma2_steps(Xd, Y, order, a, b, W, scale, ncorr, cum_correct, alpha, B, C,
-                         bufs["step"], bufs["ex"], bufs["cls"], bufs["coef"], bufs["score"], bufs["scale"],
-                         bufs["norm"], bufs["cum"])
+        m = _alma2_steps(seq, a, b, alpha, B, C, state, out)
         if m:
             for k in bufs:
                 logs[k].append(bufs[k][:m].copy())

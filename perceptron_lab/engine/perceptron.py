@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections import namedtuple
+from dataclasses import dataclass
 
 import numba as nb
 import numpy as np
@@ -53,7 +55,7 @@ from ..kernels import (
 from ..runtime import cold_array, cold_copy, cold_take
 from .base import (  # noqa: F401  (re-exported: the engine's shared types)
     RULE_ALMA2, RULE_CODES, RULE_PERCEPTRON, UNBOUNDED, EngineError, PerceptronParams, TrainLog, chunk_bounds,
-    epochs_to_steps)
+    epochs_to_steps, update_buffers)
 
 # A chunk's inner products come from one float64 GEMM (instead of a loop per updating example)
 # when the previous chunk had at least this many examples updating without a cached kernel
@@ -62,12 +64,35 @@ CHUNK_DOTS_MIN_NEW = 16
 _NO_DOTS = np.zeros((1, 1))
 
 
+#: One chunk of the training sequence, as :func:`_run_chunk` reads it. ``S0[p, c]``: label c's score
+#: of example ``ex[p]`` from the updates before the chunk; ``step0``: the step of ``ex[0]``; ``Xe``: the
+#: chunk's features (row p: example ``ex[p]``); ``Kcc``/``use_kcc``: the chunk's own kernel block
+#: (primal form); ``Dcc``/``use_dcc``: the chunk's inner products by one GEMM; ``exact_dots``: integer
+#: features of small norms (exact inner products by :func:`~perceptron_lab.kernels.dot_rows_exact`).
+Chunk = namedtuple("Chunk", "S0 ex step0 Xe Kcc use_kcc Dcc use_dcc exact_dots")
+
+#: What :func:`_run_chunk` reads about the training set: the labels ``Y``, ``kdiag`` (K(x, x)),
+#: ``slot_of`` (an example's row of the column cache ``Kc``, -1 without one), the squared norms
+#: ``sq``, the normalizing factors ``rscale`` (ones for an unnormalized kernel) and the kernel's
+#: numeric parameters ``kparams`` (:meth:`~perceptron_lab.kernels.Kernel.params`).
+TrainingSet = namedtuple("TrainingSet", "Y kdiag slot_of Kc sq rscale kparams")
+
+#: The update rule and its parameters, resolved once per run: ``code`` is RULE_PERCEPTRON (``eta`` ...
+#: ``alpha_bound``) or RULE_ALMA2 (``a_alpha``, ``a_B``, ``a_C``: Gentile's alpha, B and C).
+Rule = namedtuple("Rule", "code eta C tau_abs lam alpha_bound a_alpha a_B a_C")
+
+#: Per-label state that the chunks carry forward: thresholds ``theta``, update counts ``mcount[i, c]``,
+#: correct predictions ``cum_correct``, and for ALMA_2 the corrections ``ncorr``, the scales ``scale``
+#: and ``usq = |u|^2``.
+LabelState = namedtuple("LabelState", "theta mcount cum_correct ncorr scale usq")
+
+
 @nb.njit(cache=True)
-def _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, eta, C, tau_abs, lam, alpha_bound,
-               step0, slot_of, Kc, Xe, sq, kcode, kdeg, kscale, ksigma, kdiv, rscale, Kcc, use_kcc,
-               Dcc, use_dcc, exact_dots, rule, ncorr, scale, usq, a_alpha, a_B, a_C,
-               o_step, o_ex, o_cls, o_coef, o_score, o_theta, o_cum, o_scale, o_norm):
-    """Process one chunk of the sequence (distinct examples ``ex``); returns the number of updates.
+def _run_chunk(chunk, data, rule, state, out):
+    """Process one chunk of the sequence (distinct examples ``chunk.ex``, a :data:`Chunk`) on the
+    training set ``data`` (:data:`TrainingSet`) with ``rule`` (:data:`Rule`), moving ``state``
+    (:data:`LabelState`) forward and writing each update to the buffers of ``out``
+    (:data:`~perceptron_lab.engine.base.Updates`); returns the number of updates.
 
     ``S0[p, c]`` is label c's score of example ``ex[p]`` from all updates before the chunk; the
     chunk's own updates are added through ``corr``. The kernel value between two examples of the
@@ -79,11 +104,19 @@ def _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, eta, C, tau_abs, la
     order of the examples, would be read from all over it); with ``exact_dots`` (integer features
     of small enough norms) by :func:`~perceptron_lab.kernels.dot_rows_exact`, the same values.
 
-    ``rule`` selects the update: RULE_PERCEPTRON (the parameters eta ... alpha_bound) or
+    ``rule.code`` selects the update: RULE_PERCEPTRON (the parameters eta ... alpha_bound) or
     RULE_ALMA2 (Gentile 2001, Figure 1 with p = 2; parameters a_alpha, a_B, a_C). For ALMA the
     scores are those of the unscaled ``u`` of ``w = scale * u``; ``ncorr[c]`` counts the label's
     corrections so far (k - 1) and ``usq[c]`` is ``|u|^2``.
     """
+    S0, ex, step0, Xe, Kcc, use_kcc, Dcc, use_dcc, exact_dots = chunk
+    Y, kdiag, slot_of, Kc, sq, rscale, kparams = data
+    kcode, kdeg, kscale, ksigma, kdiv = kparams
+    eta, C, tau_abs, lam, alpha_bound = rule.eta, rule.C, rule.tau_abs, rule.lam, rule.alpha_bound
+    a_alpha, a_B, a_C = rule.a_alpha, rule.a_B, rule.a_C
+    theta, mcount, cum_correct, ncorr, scale, usq = state
+    o_step, o_ex, o_cls, o_coef, o_score, o_theta, o_cum, o_scale, o_norm = (
+        out.step, out.ex, out.cls, out.coef, out.score, out.theta, out.cum, out.scale, out.norm)
     B = ex.shape[0]
     L = Y.shape[1]
     corr = np.zeros((B, L))
@@ -95,7 +128,7 @@ def _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, eta, C, tau_abs, la
         for c in range(L):
             y = Y[i, c]
             s = S0[p, c] + corr[p, c]
-            if rule == RULE_ALMA2:
+            if rule.code == RULE_ALMA2:
                 # Figure 1: correction when y w_k . x^ <= (1 - alpha) gamma_k, gamma_k = B / sqrt(k)
                 # (sqrt(p - 1) = 1); a zero instance causes no update (footnote 3).
                 if kdiag[i] <= 0.0:
@@ -164,6 +197,22 @@ def _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, eta, C, tau_abs, la
     return n_out
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """How :func:`train` runs a training pass (the settings after ``checkpoints`` in its signature;
+    see its docstring). None of them changes the log."""
+
+    chunk_size: int = 512
+    dtype: object = np.float64
+    form: str = "auto"
+    cache_limit_gb: float = 8.0
+    progress: object = None
+    flush_at: int = 256
+    primal_loop: bool = True
+    stream: bool | None = None
+    share: bool = True
+
+
 def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, checkpoints,
           chunk_size: int = 512, dtype=np.float64, form: str = "auto", cache_limit_gb: float = 8.0,
           progress=None, flush_at: int = 256, primal_loop: bool = True, stream: bool | None = None,
@@ -187,8 +236,9 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
     cached columns are shared with the process's other runs on the same training set and kernel
     (:mod:`perceptron_lab.engine.columns`; ``share=False`` keeps them to this run).
     """
-    run = _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dtype, form, cache_limit_gb,
-                     progress, flush_at, primal_loop, stream, share)
+    opts = RunOptions(chunk_size=chunk_size, dtype=dtype, form=form, cache_limit_gb=cache_limit_gb,
+                      progress=progress, flush_at=flush_at, primal_loop=primal_loop, stream=stream, share=share)
+    run = _train_run(X, Y, kernel, params, order, epochs, checkpoints, opts)
     while True:
         try:
             next(run)
@@ -196,16 +246,37 @@ def train(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, 
             return done.value
 
 
-def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dtype, form, cache_limit_gb,
-               progress, flush_at, primal_loop, stream, share, suffix_columns=None):
+def _train_run(X, Y, kernel, params, order, epochs, checkpoints, opts: RunOptions, suffix_columns=None):
     """:func:`train` as a generator. A streamed pass over a suffix of the order yields
     ``(b, flush, pending examples)`` at the end of each chunk ``[a, b)``, before it adds its pending
     support vectors' columns to the scores (``flush``: it will now); :func:`train_lockstep` drives
     several such runs a chunk at a time and hands them ``suffix_columns``, a
     :class:`SharedSuffixColumns`, from which they take those columns. The return value is the
-    :class:`TrainLog`."""
+    :class:`TrainLog`.
+
+    The setup (:class:`_ChunkRun`) resolves the form, the rule and the memory strategy once; the
+    loop then runs :func:`_run_chunk` on each chunk and folds its updates into the scores."""
     t0 = time.perf_counter()
-    n, L = Y.shape
+    form, code = _resolve_form(X, Y, kernel, params, opts.form)
+    if form == "primal" and code == RULE_PERCEPTRON and opts.primal_loop:
+        from .linear import train_perceptron_primal
+
+        return train_perceptron_primal(X, Y, kernel, params, order, epochs, checkpoints, dtype=opts.dtype,
+                                       progress=opts.progress)
+    run = _ChunkRun(X, Y, kernel, params, order, epochs, checkpoints, opts, form, code, suffix_columns)
+    for a, b in zip(run.bounds[:-1], run.bounds[1:]):
+        m = _run_chunk(run.chunk(a, b), run.data, run.rule, run.state, run.out)
+        yield from run.absorb(m, b)
+        run.checkpoint(b)
+        if opts.progress is not None:
+            opts.progress(b - a)
+    return run.log(time.perf_counter() - t0)
+
+
+def _resolve_form(X, Y, kernel, params, form):
+    """The form (primal or dual) and the rule code of a run, or an :class:`EngineError` for settings
+    the driver cannot run."""
+    n = Y.shape[0]
     if X.shape[0] != n:
         raise EngineError(f"X has {X.shape[0]} rows but Y has {n}")
     has_primal = kernel.name == "linear" or (kernel.name == "poly" and kernel.degree == 1)
@@ -213,230 +284,262 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, chunk_size, dty
         form = "primal" if has_primal else "dual"
     if form == "primal" and not has_primal:
         raise EngineError(f"primal form needs the linear kernel (or poly of degree 1), got {kernel.describe()}")
-    rule = RULE_CODES[getattr(params, "rule", "perceptron")]
+    code = RULE_CODES[getattr(params, "rule", "perceptron")]
     # kernel "precomputed": X is the Gram matrix of the training examples, taken whole as the cache
-    given = kernel.name == "precomputed"
-    if given and (form != "dual" or rule != RULE_PERCEPTRON or X.shape[1] != n):
+    if kernel.name == "precomputed" and (form != "dual" or code != RULE_PERCEPTRON or X.shape[1] != n):
         raise EngineError(f"a precomputed kernel needs the perceptron in dual form and a square Gram matrix, "
                           f"got form {form!r}, X of shape {X.shape}")
-    if form == "primal" and rule == RULE_PERCEPTRON and primal_loop:
-        from .linear import train_perceptron_primal
+    return form, code
 
-        return train_perceptron_primal(X, Y, kernel, params, order, epochs, checkpoints, dtype=dtype,
-                                       progress=progress)
-    if rule == RULE_ALMA2:
+
+def _resolve_rule(params, code) -> tuple[Rule, float]:
+    """The :data:`Rule` of ``params`` for the rule ``code``, and the initial threshold."""
+    if code == RULE_ALMA2:
         if float(params.p) != 2.0:
             raise EngineError(f"this driver runs ALMA_p with p = 2 only, got p = {params.p:g}; "
                               "p > 2 runs in primal form (engine.alma.train_alma)")
-        eta, theta_init, C_thr, tau_abs, lam, alpha_bound = 1.0, 0.0, 0.0, 0.0, 0.0, UNBOUNDED
-        a_alpha, a_B, a_C = float(params.alpha), float(params.B), float(params.C)
-    else:
-        eta, theta_init, C_thr = params.eta, params.theta_init, params.C
-        tau_abs, lam, alpha_bound = params.tau_abs, params.lam, params.alpha_bound
-        a_alpha = a_B = a_C = 0.0
-    normalized = rule == RULE_ALMA2
-    suffix = False  # a streamed pass over the suffix of the order (set below)
-    Xd = cold_copy(X, dtype)
-    Y = np.ascontiguousarray(Y, dtype=np.int8)
-    order = np.ascontiguousarray(order, dtype=np.int64)
-    total = epochs_to_steps(epochs, n)
-    cp_steps = np.array(sorted({epochs_to_steps(c, n) for c in checkpoints}), dtype=np.int64)
-    if total < 1 or cp_steps.size == 0 or cp_steps[0] < 1 or cp_steps[-1] > total:
-        raise EngineError(f"checkpoints {list(checkpoints)} must lie in (0, {epochs}] and cover >= 1 step")
-    bounds = chunk_bounds(n, total, cp_steps, chunk_size)
+        return Rule(code, 1.0, 0.0, 0.0, 0.0, UNBOUNDED, float(params.alpha), float(params.B), float(params.C)), 0.0
+    return Rule(code, params.eta, params.C, params.tau_abs, params.lam, params.alpha_bound, 0.0, 0.0, 0.0), \
+        params.theta_init
 
-    kdiag = kernel_diag(kernel, Xd)
-    if normalized:
-        # K^(x, y) = r_x r_y K(x, y) with r = 1 / sqrt(K(x, x)) (0 for a zero instance)
-        rscale = normalizing_factors(kdiag)
-        kdiag = np.where(kdiag > 0, 1.0, 0.0)
-    else:
-        rscale = np.ones(n)
-    sq = sq_norms(Xd)
-    theta = np.full(L, theta_init, dtype=np.float64)
-    mcount = np.zeros((n, L), dtype=np.int32)
-    cum_correct = np.zeros(L, dtype=np.int64)
-    slot_of = np.full(n, -1, dtype=np.int64)
-    ncorr = np.zeros(L, dtype=np.int64)
-    scale = np.ones(L, dtype=np.float64)
-    usq = np.zeros(L, dtype=np.float64)
-    kcode, kdeg, kscale, ksigma, kdiv = kernel.params()
 
-    if given:
-        Kc, cap, n_slots = Xd, n, n
-        slot_of[:] = np.arange(n)
-        S = np.zeros((n, L), dtype=np.float64)
-    elif form == "dual":
-        itemsize = np.dtype(dtype).itemsize
-        # At most one pass: no example is visited twice, so a support vector's kernel column is
-        # never read after the flush that adds it to S. Such runs stream the columns (a block of
-        # the pending support vectors at a time) instead of caching them: memory O(block x n)
-        # instead of O(support vectors x n), the same numbers.
-        stream = total <= n if stream is None else bool(stream)
-        cap = 0 if stream else int(min(n, max(1, cache_limit_gb * 1e9 // (n * itemsize))))
-        # cached columns live in the process's column store: runs on the same training set with
-        # the same kernel take the columns computed before them (engine.columns; same numbers)
-        sharing = bool(cap and share and columns.enabled())
-        # The store knows a training set by a hash of its values, computed on a thread of its own
-        # (it releases the interpreter) while this one puts the features in training order.
-        digest = columns.Digest(Xd) if sharing else None
-        # Several passes: the features in training order, once, so that a chunk's rows are a
-        # slice of them rather than a gather from the whole set at every visit (a chunk never
-        # spans two epochs: chunk_bounds cuts at each epoch's start).
-        Xo = cold_take(Xd, order) if total > n else None
-        store = (columns.store_for(Xd, kernel.params(), normalized, cap, dtype, digest=digest.result())
-                 if sharing else None)
-        Kc = store.K if store is not None else cold_array((max(cap, 1), n), dtype)
-        S = np.zeros((n, L), dtype=np.float64)
-        n_slots = 0
+class _ChunkRun:
+    """One run of the chunked driver: the setup, resolved once (the sequence and its chunks, the
+    kernel's diagonal and normalization, the label state, the memory strategy of the scores and
+    kernel columns), and what each chunk needs before (:meth:`chunk`) and after (:meth:`absorb`)
+    :func:`_run_chunk`."""
+
+    def __init__(self, X, Y, kernel, params, order, epochs, checkpoints, opts, form, code, suffix_columns):
+        self.rule, self.theta_init = _resolve_rule(params, code)
+        self.kernel, self.opts, self.form, self.dtype = kernel, opts, form, opts.dtype
+        self.normalized = code == RULE_ALMA2
+        self.given = kernel.name == "precomputed"
+        self.suffix_columns = suffix_columns
+        self.Xd = Xd = cold_copy(X, self.dtype)
+        self.Y = np.ascontiguousarray(Y, dtype=np.int8)
+        self.n, self.L = n, L = Y.shape
+        self.order = np.ascontiguousarray(order, dtype=np.int64)
+        self.total = total = epochs_to_steps(epochs, n)
+        self.cp_steps = cp_steps = np.array(sorted({epochs_to_steps(c, n) for c in checkpoints}), dtype=np.int64)
+        if total < 1 or cp_steps.size == 0 or cp_steps[0] < 1 or cp_steps[-1] > total:
+            raise EngineError(f"checkpoints {list(checkpoints)} must lie in (0, {epochs}] and cover >= 1 step")
+        self.bounds = chunk_bounds(n, total, cp_steps, opts.chunk_size)
+        kdiag = kernel_diag(kernel, Xd)
+        if self.normalized:
+            # K^(x, y) = r_x r_y K(x, y) with r = 1 / sqrt(K(x, x)) (0 for a zero instance)
+            self.rscale = normalizing_factors(kdiag)
+            kdiag = np.where(kdiag > 0, 1.0, 0.0)
+        else:
+            self.rscale = np.ones(n)
+        self.kdiag = kdiag
+        self.sq = sq_norms(Xd)
+        self.state = LabelState(theta=np.full(L, self.theta_init, dtype=np.float64),
+                                mcount=np.zeros((n, L), dtype=np.int32), cum_correct=np.zeros(L, dtype=np.int64),
+                                ncorr=np.zeros(L, dtype=np.int64), scale=np.ones(L, dtype=np.float64),
+                                usq=np.zeros(L, dtype=np.float64))
+        self.slot_of = np.full(n, -1, dtype=np.int64)
+        self._memory()
+        maxb = int(np.max(np.diff(self.bounds)))
+        self.bufs, self.out = update_buffers(maxb * L, ("step", "ex", "cls", "coef", "score", "theta", "cum",
+                                                        "scale", "norm"))
+        self.data = TrainingSet(self.Y, kdiag, self.slot_of, self.Kc, self.sq, self.rscale, kernel.params())
+        self.logs = {k: [] for k in self.bufs}
+        self.cum_cp = np.zeros((cp_steps.size, L), dtype=np.int64)
+        self.cp_ptr = 0
+        self.pend_rows = None  # the pending examples' features (and float32 copy), gathered when they change
+        self.ints = None       # integer features of small norms (chunk_dots, _run_chunk), found at the first chunk
+
+    def _memory(self):
+        """The memory strategy: where the scores and kernel columns live (a given Gram matrix, a
+        column cache shared through the process's store, streamed columns, a streamed suffix, or
+        the primal weights), and the pending support vectors."""
+        n, L, dtype, total, opts = self.n, self.L, self.dtype, self.total, self.opts
+        Xd, kernel = self.Xd, self.kernel
+        suffix_columns = self.suffix_columns
+        self.suffix = False  # a streamed pass over the suffix of the order (set below)
+        self.stream, self.store, self.Xo, self.cap, self.n_slots = False, None, None, 0, 0
+        self.exact, self.Xd32 = False, None
+        if self.given:
+            self.Kc, self.cap, self.n_slots = Xd, n, n
+            self.slot_of[:] = np.arange(n)
+            self.S = np.zeros((n, L), dtype=np.float64)
+        elif self.form == "dual":
+            itemsize = np.dtype(dtype).itemsize
+            # At most one pass: no example is visited twice, so a support vector's kernel column is
+            # never read after the flush that adds it to S. Such runs stream the columns (a block of
+            # the pending support vectors at a time) instead of caching them: memory O(block x n)
+            # instead of O(support vectors x n), the same numbers.
+            self.stream = stream = total <= n if opts.stream is None else bool(opts.stream)
+            self.cap = cap = 0 if stream else int(min(n, max(1, opts.cache_limit_gb * 1e9 // (n * itemsize))))
+            # cached columns live in the process's column store: runs on the same training set with
+            # the same kernel take the columns computed before them (engine.columns; same numbers)
+            sharing = bool(cap and opts.share and columns.enabled())
+            # The store knows a training set by a hash of its values, computed on a thread of its own
+            # (it releases the interpreter) while this one puts the features in training order.
+            digest = columns.Digest(Xd) if sharing else None
+            # Several passes: the features in training order, once, so that a chunk's rows are a
+            # slice of them rather than a gather from the whole set at every visit (a chunk never
+            # spans two epochs: chunk_bounds cuts at each epoch's start).
+            self.Xo = cold_take(Xd, self.order) if total > n else None
+            self.store = (columns.store_for(Xd, kernel.params(), self.normalized, cap, dtype,
+                                            digest=digest.result()) if sharing else None)
+            self.Kc = self.store.K if self.store is not None else cold_array((max(cap, 1), n), dtype)
+            self.S = np.zeros((n, L), dtype=np.float64)
+            # float64 runs on integer features: kernel blocks from exact float32 GEMMs (same values)
+            self.exact = exact = np.dtype(dtype) == np.float64 and exact32_ok(Xd)
+            self.Xd32 = None if not exact else (suffix_columns.Xd32 if suffix_columns is not None
+                                                else cold_copy(Xd, np.float32))
+            # One pass: a support vector's kernel column is read only by the examples after it in the
+            # order. The features and the scores S are then held in training order (S[q] is the score
+            # of the example at position q), so that a flush computes the columns of those examples
+            # alone, a suffix: half of the whole columns' arithmetic on average. Only on integer
+            # features, whose kernel blocks are exact whatever their shape; float64 GEMMs of other
+            # features may round a narrower block differently (small-matrix kernels), which would move
+            # the scores in their last bits.
+            self.suffix = stream and total <= n and exact
+            if self.suffix:
+                self.cols = suffix_columns if suffix_columns is not None else SuffixColumns(
+                    kernel, Xd, self.sq, self.order[:total], self.rscale if self.normalized else None, dtype,
+                    self.Xd32)
+                self.S = np.zeros((total, L), dtype=np.float64)
+        if suffix_columns is not None and not self.suffix:
+            raise EngineError("shared suffix columns need a streamed pass over integer features in float64")
         # Support vectors whose kernel column is not computed yet: their contribution to a chunk's
         # scores comes from a small kernel block, and their columns are computed together once
         # enough have accumulated (one kernel column alone runs at memory speed, not GEMM speed).
-        pend_ex = np.empty(0, dtype=np.int64)
-        pend_delta = np.empty((0, L), dtype=np.float64)
-        pend_work = 0
-        flush_at = max(1, int(flush_at))
+        self.pend_ex = np.empty(0, dtype=np.int64)
+        self.pend_delta = np.empty((0, L), dtype=np.float64)
+        self.pend_work = 0
+        self.flush_at = max(1, int(opts.flush_at))
         # examples first updating in the last chunk while they had no cached column: when many,
         # the next chunk's inner products are computed together by GEMM (see _run_chunk)
-        new_last = chunk_size
-        # float64 runs on integer features: kernel blocks from exact float32 GEMMs (same values)
-        exact = np.dtype(dtype) == np.float64 and exact32_ok(Xd)
-        Xd32 = None if not exact else (suffix_columns.Xd32 if suffix_columns is not None
-                                       else cold_copy(Xd, np.float32))
-        # One pass: a support vector's kernel column is read only by the examples after it in the
-        # order. The features and the scores S are then held in training order (S[q] is the score
-        # of the example at position q), so that a flush computes the columns of those examples
-        # alone, a suffix: half of the whole columns' arithmetic on average. Only on integer
-        # features, whose kernel blocks are exact whatever their shape; float64 GEMMs of other
-        # features may round a narrower block differently (small-matrix kernels), which would move
-        # the scores in their last bits.
-        suffix = stream and total <= n and exact
-        if suffix:
-            cols = suffix_columns if suffix_columns is not None else SuffixColumns(
-                kernel, Xd, sq, order[:total], rscale if normalized else None, dtype, Xd32)
-            S = np.zeros((total, L), dtype=np.float64)
-    if suffix_columns is not None and not suffix:
-        raise EngineError("shared suffix columns need a streamed pass over integer features in float64")
-    if given:
-        pend_ex, pend_delta, pend_work, flush_at, new_last = np.empty(0, np.int64), np.empty((0, L)), 0, 1, 0
-        exact, Xd32, stream, store, Xo = False, None, False, None, None
-    elif form != "dual":
-        Kc = np.empty((1, 1), dtype=dtype)
-        Xf = primal_features(kernel, Xd)
-        W = np.zeros((L, Xf.shape[1]), dtype=np.float64)
-    # the products added to the scores are written here, one array for the run (add_product)
-    Sbuf = np.empty(S.shape, dtype=dtype) if form == "dual" else None
+        self.new_last = opts.chunk_size
+        if self.given:
+            self.pend_ex, self.pend_delta, self.pend_work, self.flush_at, self.new_last = (
+                np.empty(0, np.int64), np.empty((0, L)), 0, 1, 0)
+        elif self.form != "dual":
+            self.S = None   # the primal weights W hold the scores
+            self.Kc = np.empty((1, 1), dtype=dtype)
+            self.Xf = primal_features(kernel, Xd)
+            self.W = np.zeros((L, self.Xf.shape[1]), dtype=np.float64)
+        # the products added to the scores are written here, one array for the run (add_product)
+        self.Sbuf = np.empty(self.S.shape, dtype=dtype) if self.form == "dual" else None
 
-    maxb = int(np.max(np.diff(bounds)))
-    bufs = {k: np.empty(maxb * L, dtype=t) for k, t in (
-        ("step", np.int64), ("ex", np.int64), ("cls", np.int32), ("coef", np.float64),
-        ("score", np.float64), ("theta", np.float64), ("cum", np.int64), ("scale", np.float64),
-        ("norm", np.float64))}
-    logs = {k: [] for k in bufs}
-    cum_cp = np.zeros((cp_steps.size, L), dtype=np.int64)
-    cp_ptr = 0
-    pend_rows = None   # the pending examples' features (and float32 copy), gathered when they change
-    ints = None        # integer features of small norms (chunk_dots, _run_chunk), found out at the first chunk
-
-    for a, b in zip(bounds[:-1], bounds[1:]):
+    def chunk(self, a, b) -> Chunk:
+        """The :data:`Chunk` of steps ``[a, b)``: its examples, their scores before it (with the
+        pending support vectors' contributions) and the kernel blocks or inner products it reads."""
+        n, dtype, Xd, sq = self.n, self.dtype, self.Xd, self.sq
         pos = np.arange(a, b) % n
-        ex = order[pos]
+        ex = self.order[pos]
         Dcc = _NO_DOTS
-        if form == "dual":
-            Kcc = Kc[:1, :1]
-            S0 = S[a:b].copy() if suffix else S[ex]
-            Xe = Xd[ex] if Xo is None else Xo[pos[0]:pos[0] + pos.size]
-            if ints is None:
+        if self.form == "dual":
+            Kcc = self.Kc[:1, :1]
+            S0 = self.S[a:b].copy() if self.suffix else self.S[ex]
+            Xe = Xd[ex] if self.Xo is None else self.Xo[pos[0]:pos[0] + pos.size]
+            if self.ints is None:
                 # integer features of norms below the limit: a chunk's inner products by the exact
                 # float32 path (chunk_dots) and by dot_rows_exact (_run_chunk), the same values (a
                 # given Gram matrix has no inner products to compute)
                 small = not sq.size or float(np.max(sq)) < DOTS_EXACT_SQ_LIMIT
-                ints = not given and small and (bool(exact) or integer_features(Xd))
-            if new_last >= CHUNK_DOTS_MIN_NEW:
-                Dcc = suffix_columns.chunk_dots(a, Xe) if suffix_columns is not None else chunk_dots(Xe, ints)
+                self.ints = not self.given and small and (bool(self.exact) or integer_features(Xd))
+            if self.new_last >= CHUNK_DOTS_MIN_NEW:
+                Dcc = (self.suffix_columns.chunk_dots(a, Xe) if self.suffix_columns is not None
+                       else chunk_dots(Xe, self.ints))
+            pend_ex, pend_delta = self.pend_ex, self.pend_delta
             if pend_ex.size:
-                if pend_rows is None:
-                    pend_rows = (Xd[pend_ex], sq[pend_ex], Xd32[pend_ex] if exact else None)
-                G = gram(kernel, Xe, pend_rows[0], sq[ex], pend_rows[1], exact32=exact, B32=pend_rows[2])
-                if normalized:
-                    S0 += rscale[ex, None] * (G @ (rscale[pend_ex, None] * pend_delta).astype(dtype))
+                if self.pend_rows is None:
+                    self.pend_rows = (Xd[pend_ex], sq[pend_ex], self.Xd32[pend_ex] if self.exact else None)
+                G = gram(self.kernel, Xe, self.pend_rows[0], sq[ex], self.pend_rows[1], exact32=self.exact,
+                         B32=self.pend_rows[2])
+                if self.normalized:
+                    S0 += self.rscale[ex, None] * (G @ (self.rscale[pend_ex, None] * pend_delta).astype(dtype))
                 else:
                     S0 += G @ pend_delta.astype(dtype)
-                pend_work += ex.size * pend_ex.size
+                self.pend_work += ex.size * pend_ex.size
         else:
             Xe = Xd[:1]   # not read: the chunk's kernel block Kcc holds every value needed
-            S0 = Xf[ex] @ W.T.astype(dtype)
+            S0 = self.Xf[ex] @ self.W.T.astype(dtype)
             # the chunk's own kernel block by GEMM: mistakes are frequent in primal runs (the
             # data are rarely separable), and a row per updating example would cost more
-            Fe = Xf[ex]
+            Fe = self.Xf[ex]
             Kcc = Fe @ Fe.T
-            if normalized:
-                Kcc *= np.outer(rscale[ex], rscale[ex]).astype(Kcc.dtype)
+            if self.normalized:
+                Kcc *= np.outer(self.rscale[ex], self.rscale[ex]).astype(Kcc.dtype)
             S0 = S0.astype(np.float64)
-            if normalized:
-                S0 *= rscale[ex, None]
-        m = _run_chunk(S0, ex, Y, kdiag, theta, mcount, cum_correct, eta, C_thr, tau_abs, lam,
-                       alpha_bound, a, slot_of, Kc, Xe, sq, kcode, kdeg, kscale, ksigma, kdiv, rscale,
-                       Kcc, form != "dual", Dcc, Dcc.shape[0] > 1, bool(ints), rule, ncorr, scale, usq, a_alpha,
-                       a_B, a_C,
-                       bufs["step"], bufs["ex"], bufs["cls"], bufs["coef"], bufs["score"], bufs["theta"],
-                       bufs["cum"], bufs["scale"], bufs["norm"])
-        if form == "dual":
-            new_last = 0
+            if self.normalized:
+                S0 *= self.rscale[ex, None]
+        return Chunk(S0, ex, a, Xe, Kcc, self.form != "dual", Dcc, Dcc.shape[0] > 1, bool(self.ints))
+
+    def absorb(self, m, b):
+        """Keep the chunk's ``m`` updates and add them to the scores of the examples to come (the
+        primal weights, the cached columns, or the pending set, flushed when large enough). A
+        generator: a streamed suffix pass yields ``(b, flush, pending examples)`` (see
+        :func:`_train_run`)."""
+        L, dtype, bufs, S = self.L, self.dtype, self.bufs, self.S
+        if self.form == "dual":
+            self.new_last = 0
         if m:
             for k in bufs:
-                logs[k].append(bufs[k][:m].copy())
+                self.logs[k].append(bufs[k][:m].copy())
             u_ex = bufs["ex"][:m]
             touched, inv = np.unique(u_ex, return_inverse=True)
             delta = np.zeros((touched.size, L), dtype=np.float64)
             np.add.at(delta, (inv, bufs["cls"][:m]), bufs["coef"][:m])
-            if form == "dual":
+            if self.form == "dual":
+                slot_of, Kc = self.slot_of, self.Kc
                 cached = slot_of[touched] >= 0
                 if cached.any():
-                    add_product(S, Kc[slot_of[touched[cached]]], delta[cached].astype(dtype), Sbuf)
-                new_last = int((~cached).sum())
+                    add_product(S, Kc[slot_of[touched[cached]]], delta[cached].astype(dtype), self.Sbuf)
+                self.new_last = int((~cached).sum())
                 if not cached.all():
-                    pend_ex, pend_delta = _merge_pending(pend_ex, pend_delta, touched[~cached], delta[~cached])
-                    pend_rows = None
+                    self.pend_ex, self.pend_delta = _merge_pending(self.pend_ex, self.pend_delta, touched[~cached],
+                                                                   delta[~cached])
+                    self.pend_rows = None
                 # flush when the batch is large enough for GEMM speed, or when scoring chunks against
                 # the pending set has cost about as much as a flush's pass over the data
-                flush = bool(pend_ex.size) and (pend_ex.size >= flush_at or pend_work >= 32 * n or b == total)
-                if suffix:
+                pend_ex = self.pend_ex
+                flush = bool(pend_ex.size) and (pend_ex.size >= self.flush_at or self.pend_work >= 32 * self.n
+                                                or b == self.total)
+                if self.suffix:
                     yield b, flush, pend_ex
                 if flush:
-                    if suffix:
-                        _flush_suffix(cols, pend_ex, pend_delta, S, b, dtype, Sbuf)
+                    if self.suffix:
+                        _flush_suffix(self.cols, pend_ex, self.pend_delta, S, b, dtype, self.Sbuf)
                     else:
-                        n_slots = _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta,
-                                                 cap, cache_limit_gb, dtype, rscale if normalized else None,
-                                                 Xd32, stream, store, Sbuf)
-                    pend_ex, pend_delta, pend_work, pend_rows = pend_ex[:0], pend_delta[:0], 0, None
+                        self.n_slots = _flush_pending(self, pend_ex, self.pend_delta)
+                    self.pend_ex, self.pend_delta, self.pend_work, self.pend_rows = (
+                        pend_ex[:0], self.pend_delta[:0], 0, None)
             else:
-                rows = Xf[touched].astype(np.float64)
-                if normalized:
-                    rows *= rscale[touched, None]
-                W += delta.T @ rows
-        elif suffix:
-            yield b, False, pend_ex
-        while cp_ptr < cp_steps.size and cp_steps[cp_ptr] == b:
-            cum_cp[cp_ptr] = cum_correct
-            cp_ptr += 1
-        if progress is not None:
-            progress(b - a)
+                rows = self.Xf[touched].astype(np.float64)
+                if self.normalized:
+                    rows *= self.rscale[touched, None]
+                self.W += delta.T @ rows
+        elif self.suffix:
+            yield b, False, self.pend_ex
 
-    cat = {k: (np.concatenate(v) if v else np.empty(0, dtype=bufs[k].dtype)) for k, v in logs.items()}
-    info = {"form": form, "dtype": np.dtype(dtype).name, "chunks": int(bounds.size - 1)}
-    if normalized:
-        info.update(algorithm="alma", p=2.0, alpha=a_alpha, B=a_B, C=a_C)
-    return TrainLog(
-        n_train=n, n_labels=L, total_steps=total, order=order, checkpoint_steps=cp_steps,
-        theta_init=float(theta_init), upd_step=cat["step"], upd_ex=cat["ex"],
-        upd_cls=cat["cls"], upd_coef=cat["coef"], upd_score=cat["score"],
-        upd_kxx=kdiag[cat["ex"]], upd_theta=cat["theta"], upd_cum_correct=cat["cum"],
-        cum_correct_cp=cum_cp, seconds=time.perf_counter() - t0, info=info,
-        upd_scale=cat["scale"] if normalized else None, upd_norm=cat["norm"] if normalized else None,
-        kernel_normalized=normalized,
-    )
+    def checkpoint(self, b):
+        """Record the correct predictions at the checkpoints that end at step ``b``."""
+        cp_steps = self.cp_steps
+        while self.cp_ptr < cp_steps.size and cp_steps[self.cp_ptr] == b:
+            self.cum_cp[self.cp_ptr] = self.state.cum_correct
+            self.cp_ptr += 1
+
+    def log(self, seconds) -> TrainLog:
+        """The run's :class:`TrainLog`."""
+        bufs, normalized, rule = self.bufs, self.normalized, self.rule
+        cat = {k: (np.concatenate(v) if v else np.empty(0, dtype=bufs[k].dtype)) for k, v in self.logs.items()}
+        info = {"form": self.form, "dtype": np.dtype(self.dtype).name, "chunks": int(self.bounds.size - 1)}
+        if normalized:
+            info.update(algorithm="alma", p=2.0, alpha=rule.a_alpha, B=rule.a_B, C=rule.a_C)
+        return TrainLog(
+            n_train=self.n, n_labels=self.L, total_steps=self.total, order=self.order,
+            checkpoint_steps=self.cp_steps, theta_init=float(self.theta_init), upd_step=cat["step"],
+            upd_ex=cat["ex"], upd_cls=cat["cls"], upd_coef=cat["coef"], upd_score=cat["score"],
+            upd_kxx=self.kdiag[cat["ex"]], upd_theta=cat["theta"], upd_cum_correct=cat["cum"],
+            cum_correct_cp=self.cum_cp, seconds=seconds, info=info,
+            upd_scale=cat["scale"] if normalized else None, upd_norm=cat["norm"] if normalized else None,
+            kernel_normalized=normalized,
+        )
 
 
 def normalizing_factors(kdiag) -> np.ndarray:
@@ -636,8 +739,9 @@ def train_lockstep(X, Y, kernel: Kernel, params_list, order, epochs: float, chec
         return [train(Xd, Y, kernel, p, order, epochs, checkpoints, chunk_size=chunk_size, dtype=dtype, form=form,
                       cache_limit_gb=cache_limit_gb, progress=progress, flush_at=flush_at) for p in params_list]
     cols = SharedSuffixColumns(kernel, Xd, sq_norms(Xd), order[:total], dtype)
-    runs = [_train_run(Xd, Y, kernel, p, order, epochs, checkpoints, chunk_size, dtype, "dual", cache_limit_gb,
-                       progress, flush_at, True, True, False, suffix_columns=cols) for p in params_list]
+    opts = RunOptions(chunk_size=chunk_size, dtype=dtype, form="dual", cache_limit_gb=cache_limit_gb,
+                      progress=progress, flush_at=flush_at, primal_loop=True, stream=True, share=False)
+    runs = [_train_run(Xd, Y, kernel, p, order, epochs, checkpoints, opts, suffix_columns=cols) for p in params_list]
     logs = [None] * len(runs)
     live = list(range(len(runs)))
     while live:
@@ -661,31 +765,32 @@ def train_lockstep(X, Y, kernel: Kernel, params_list, order, epochs: float, chec
     return logs
 
 
-def _flush_pending(kernel, Xd, sq, Kc, S, slot_of, n_slots, pend_ex, pend_delta, cap, cache_limit_gb, dtype,
-                   rscale, Xd32, stream, store, buf):
-    """Compute the pending support vectors' kernel columns in one GEMM, cache them, update S.
-    With ``rscale`` the cached columns are those of the normalized kernel ``rscale_i rscale_j K``;
-    with ``Xd32`` (a float32 copy of integer features) by exact float32 GEMMs; with ``stream`` the
-    columns update S and are dropped (nothing is cached); with ``store`` (whose array is ``Kc``)
-    the columns already in the process's column store are taken from it. ``buf``: the run's
-    product buffer (:func:`add_product`)."""
+def _flush_pending(run, pend_ex, pend_delta):
+    """Compute the pending support vectors' kernel columns in one GEMM, cache them, update the
+    scores of ``run`` (a :class:`_ChunkRun`); returns the number of cache slots in use.
+    With a normalized kernel the cached columns are those of ``rscale_i rscale_j K``; with
+    ``run.Xd32`` (a float32 copy of integer features) by exact float32 GEMMs; with ``run.stream``
+    the columns update the scores and are dropped (nothing is cached); with ``run.store`` (whose
+    array is ``run.Kc``) the columns already in the process's column store are taken from it.
+    The products go through the run's buffer ``run.Sbuf`` (:func:`add_product`)."""
+    kernel, Xd, sq, S, dtype, Xd32 = run.kernel, run.Xd, run.sq, run.S, run.dtype, run.Xd32
+    rscale = run.rscale if run.normalized else None
     n = Xd.shape[0]
-    if store is not None:
-        return _flush_shared(kernel, Xd, sq, store, S, slot_of, n_slots, pend_ex, pend_delta, cache_limit_gb,
-                             dtype, rscale, Xd32, buf)
-    if stream:
+    if run.store is not None:
+        return _flush_shared(run, pend_ex, pend_delta)
+    if run.stream:
         G = gram(kernel, Xd[pend_ex], Xd, sq[pend_ex], sq, exact32=Xd32 is not None, B32=Xd32)
         if rscale is not None:
             r = rscale.astype(dtype)
             _scale_block(G, r[pend_ex], r)
-        add_product(S, G, pend_delta.astype(dtype), buf)
-        return n_slots
-    a0, a1 = n_slots, n_slots + pend_ex.size
-    if a1 > cap:
-        raise _cache_full(cache_limit_gb, a1, n, dtype)
-    slot_of[pend_ex] = np.arange(a0, a1)
-    _columns(kernel, Xd, sq, pend_ex, Kc[a0:a1], dtype, rscale, Xd32)
-    add_product(S, Kc[a0:a1], pend_delta.astype(dtype), buf)
+        add_product(S, G, pend_delta.astype(dtype), run.Sbuf)
+        return run.n_slots
+    a0, a1 = run.n_slots, run.n_slots + pend_ex.size
+    if a1 > run.cap:
+        raise _cache_full(run.opts.cache_limit_gb, a1, n, dtype)
+    run.slot_of[pend_ex] = np.arange(a0, a1)
+    _columns(kernel, Xd, sq, pend_ex, run.Kc[a0:a1], dtype, rscale, Xd32)
+    add_product(S, run.Kc[a0:a1], pend_delta.astype(dtype), run.Sbuf)
     return a1
 
 
@@ -705,11 +810,13 @@ def _columns(kernel, Xd, sq, ex, out, dtype, rscale, Xd32):
         _scale_block(out, r[ex], r)
 
 
-def _flush_shared(kernel, Xd, sq, store, S, slot_of, n_slots, pend_ex, pend_delta, cache_limit_gb, dtype,
-                  rscale, Xd32, buf):
+def _flush_shared(run, pend_ex, pend_delta):
     """:func:`_flush_pending` with the column store: the pending examples' columns found in the
-    store are used as they are, the others computed (in one GEMM) and added to it. ``S`` gets the
-    same product as from a cache of the run's own: the same rows, in the same order."""
+    store are used as they are, the others computed (in one GEMM) and added to it. The scores get
+    the same product as from a cache of the run's own: the same rows, in the same order."""
+    kernel, Xd, sq, store, S, slot_of = run.kernel, run.Xd, run.sq, run.store, run.S, run.slot_of
+    dtype, Xd32, n_slots = run.dtype, run.Xd32, run.n_slots
+    rscale = run.rscale if run.normalized else None
     n = Xd.shape[0]
     rows = store.row_of[pend_ex]
     if not columns.enabled():
@@ -727,7 +834,7 @@ def _flush_shared(kernel, Xd, sq, store, S, slot_of, n_slots, pend_ex, pend_delt
     new = np.flatnonzero(rows < 0)
     if new.size:
         if not store.make_room(new.size, slot_of):
-            raise _cache_full(cache_limit_gb, n_slots + pend_ex.size, n, dtype)
+            raise _cache_full(run.opts.cache_limit_gb, n_slots + pend_ex.size, n, dtype)
         rows = slot_of[pend_ex]    # renumbered if the store made room
         a0, a1 = store.used, store.used + new.size
         _columns(kernel, Xd, sq, pend_ex[new], store.K[a0:a1], dtype, rscale, Xd32)
@@ -740,7 +847,7 @@ def _flush_shared(kernel, Xd, sq, store, S, slot_of, n_slots, pend_ex, pend_delt
     # else a copy -- the same matrix either way
     a = int(rows[0])
     block = store.K[a:a + rows.size] if np.array_equal(rows, np.arange(a, a + rows.size)) else store.K[rows]
-    add_product(S, block, pend_delta.astype(dtype), buf)
+    add_product(S, block, pend_delta.astype(dtype), run.Sbuf)
     return n_slots + pend_ex.size
 
 
