@@ -53,11 +53,8 @@ RULE_INDEX = {r: i for i, r in enumerate(RULES)}
 
 #: Bytes of kernel values in one block of test points (support examples x points). The scan reads
 #: the block's rows in the order of the updates, which is the training order and so at random; the
-#: narrower the block, the fewer bytes between its rows. Measured on one Khardon & Wachman Table 3
-#: MNIST fold (49 runs, 7000 test points, the rows of about 40,000 support examples, float32), one
-#: thread, with the rows prefetched (:data:`~perceptron_lab.scoring.PREFETCH_AHEAD`): the
-#: evaluation took 18.0 s with blocks of 2048 points, 16.7-20.1 s with 512, 14.4-15.5 s with 256,
-#: 12.3-13.3 s with 128 and 14.2 s with 64.
+#: narrower the block, the fewer bytes between its rows, until blocks too narrow shorten the scan's
+#: vector loops (the block widths measured: benchmarks/NOTES.md).
 BLOCK_BYTES = 16 << 20
 #: Test points per block and thread, at least: one task of the scan
 #: (:data:`~perceptron_lab.scoring.POINTS_PER_TASK`).

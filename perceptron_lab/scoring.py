@@ -26,8 +26,7 @@ TASK_SCORES = 1 << 19
 #: A run whose labels have at least this many hypotheses per checkpoint scans
 #: :data:`POINTS_PER_TASK` points per task whatever its score array's size: the scan over the
 #: hypotheses then outweighs the checkpoints' writes, and short vector loops would slow it
-#: (Freund & Schapire d = 1, 300 checkpoints, 65,000 hypotheses a label: 21 points per task take
-#: 2.5 times as long as 128).
+#: (Freund & Schapire d = 1, with 300 checkpoints and tens of thousands of hypotheses a label).
 HYPOTHESES_PER_CHECKPOINT = 2
 #: The scan asks for the block row of the update this many updates ahead (:mod:`perceptron_lab.prefetch`).
 PREFETCH_AHEAD = 4

@@ -26,12 +26,9 @@ of its own (:func:`perceptron_lab.runtime.cold_array`), without the transparent-
 numpy gives its large arrays. Each column is written once, into memory the process has not touched
 before, and then read a row at a time; where the kernel makes advised page faults wait for
 compaction (THP ``defrag`` mode ``madvise``, its default) and the host of a virtual machine maps
-memory lazily, that first write costs seconds. Measured on the project's 2-core VM, one permutation
-of ``configs/mnist_d4.yaml`` (2 GB of columns) computed its columns in 5.7-5.9 s instead of
-7.3-7.8 s (two alternating runs each); ``configs/fs1999/table1_d4.yaml`` on two workers trained in
-134-143 s instead of 141-149 s. The features a run copies once (in its dtype, in training order)
-are mapped the same way; numpy's other arrays keep its advice: without it
-everywhere the full reproduction ran 2 minutes slower (perceptron_lab/runtime.py).
+memory lazily, the advice slows that first write. The features a run copies once (in its dtype,
+in training order) are mapped the same way; numpy's other arrays keep its advice, which serves
+arrays allocated and freed again and again (measurements: benchmarks/NOTES.md).
 """
 
 from __future__ import annotations

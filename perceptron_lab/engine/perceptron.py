@@ -589,7 +589,8 @@ def chunk_dots(Xe, ints: bool = False):
     """The inner products of a chunk's examples with each other, in float64: by one float64 GEMM,
     or with ``ints`` (features that are integers below 2^24, :func:`~perceptron_lab.kernels.integer_features`)
     by :func:`~perceptron_lab.kernels.matmul_exact32`, a float32 GEMM and float64 for the pairs
-    float32 could round: the same values, at about twice the rate."""
+    float32 could round: the same values, with float32 arithmetic (twice the values per SIMD
+    register)."""
     Xe64 = Xe.astype(np.float64)
     return matmul_exact32(Xe64, Xe64) if ints else Xe64 @ Xe64.T
 
@@ -606,8 +607,7 @@ def _add_into(S, P):
 def add_product(S, A, d, buf):
     """``S += A.T @ d`` with the product written into ``buf`` (rows of ``S``'s shape, the dtype of
     ``A``): the same BLAS call and the same sums as the expression, without a fresh product array
-    per call. Such an array is a new 2.4 MB allocation on MNIST, whose first touch costs about
-    as much as the product."""
+    per call, whose first touch of new memory would cost about as much as the product."""
     P = buf[:S.shape[0]]
     np.matmul(A.T, d, out=P)
     _add_into(S, P)
