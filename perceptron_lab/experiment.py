@@ -524,8 +524,8 @@ def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, exec
             if b.total is not None and b.n < b.total:
                 b.update(b.total - b.n)
     finally:
-        bar.close()     # a bar's last state is drawn on close, however long its redraw interval
-        parts_bar.close()
+        parts_bar.close()   # a bar's last state is drawn on close, however long its redraw interval
+        bar.close()
         flush.write()
     return timings
 
