@@ -80,3 +80,39 @@ def test_no_bar_when_everything_is_reused(tmp_path):
     plab_run(*QUICK, "--out", out, "-q")
     _, err = plab_run(*QUICK, "--out", out)
     assert bar_states(err) == {}, err
+
+
+@pytest.mark.parametrize("kind", ["shared", "lockstep"])
+def test_warm_up_of_a_fold_part_changes_no_result(tmp_path, capsys, kind):
+    """Parts holding one fold of every grid point (evaluated together; with a polynomial kernel in
+    one pass, also trained in lockstep): the compile step runs them on a slice of the data, and
+    the results are those of a run without it."""
+    import numpy as np
+    import pandas as pd
+
+    from perceptron_lab import units
+    from perceptron_lab.config import config_from_dict
+    from perceptron_lab.experiment import run_experiment
+
+    rng = np.random.default_rng(2)
+    X = rng.integers(0, 9, size=(240, 12))
+    y = (X[:, :4].sum(axis=1) + rng.integers(0, 6, 240)) % 3
+    pd.DataFrame(X, columns=[f"f{j}" for j in range(12)]).assign(target=y).to_csv(tmp_path / "d.csv", index=False)
+    cfg = {"dataset": {"path": str(tmp_path / "d.csv"), "label": "target"},
+           "algorithm": {"eta": 0.1, "theta_init": "avg_sq_norm", "C": "theta_init"},
+           "training": {"epochs": 2, "checkpoints": [1], "permutations": 2},
+           "prediction": {"rules": ["last", "longest", "vote"], "vote_weight": "correct"},
+           "evaluation": {"mode": "nested", "folds": 3, "inner_folds": 2, "grid": {"algorithm.tau": [0, 0.5, 2]},
+                          "search": [["algorithm.tau"]]},
+           "output": {"figures": False}}
+    if kind == "lockstep":
+        cfg["kernel"] = {"type": "poly", "degree": 2}
+        cfg["training"].update(epochs=1)
+    cfg = config_from_dict(cfg)
+    assert units.fold_shared(cfg) and units.fold_lockstep(cfg) == (kind == "lockstep")
+    run_experiment(cfg, out_dir=tmp_path / "shown", progress=True)
+    err = capsys.readouterr().err
+    run_experiment(cfg, out_dir=tmp_path / "quiet", progress=False)
+    assert (tmp_path / "shown" / "results.csv").read_bytes() == (tmp_path / "quiet" / "results.csv").read_bytes()
+    assert list(assert_bars_end_full(err))[0].startswith(COMPILE)
+    assert " compile: " in (tmp_path / "shown" / "progress.log").read_text()
