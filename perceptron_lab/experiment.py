@@ -480,8 +480,7 @@ def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, exec
     every = 0.1 if tty else 30.0   # a log file gets a line at most every half minute (and each bar's last)
     log = _PartLog(folder.out / PROGRESS_LOG, len(todo))
     if progress and todo and pool is None and executor == "local":
-        _compile_step(cfg, todo[0], ds if not todo[0].grid_values else load_data(part_config(cfg, todo[0]), data_dir),
-                      log, every)
+        _compile_step(cfg, todo, ds, data_dir, log, every)
     # two bars, started once the engine is compiled, so that their rates (and the time left) are
     # measured on the run's own work: the parts done of those to run, and below it the training
     # steps of every unit (evaluation is not counted in steps). tqdm shows no time left before
@@ -530,22 +529,36 @@ def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, exec
     return timings
 
 
-def _compile_step(cfg, part, ds, log, every: float) -> None:
+def _compile_step(cfg, todo, ds, data_dir, log, every: float) -> None:
     """The progress step before the timed bars: numba compiles the engine's jitted code on its
     first use (then loads it from its on-disk cache), which can take longer than a small run's
-    training. :func:`~perceptron_lab.units.warm_up` does that on a slice of the data, as a
-    one-step bar of its own, and ``progress.log`` records its time."""
+    training. :func:`~perceptron_lab.units.warm_up` does that on a slice of the data for the first
+    part of each kind in ``todo`` (:func:`_engine_kind`: a grid over the kernel or the algorithm
+    runs other jitted code), as a bar of its own, and ``progress.log`` records its time."""
     from tqdm.auto import tqdm
 
     from .units import warm_up
 
     t0 = time.perf_counter()
-    with tqdm(total=1, desc="compiling the engine (first use; numba caches it)", unit="step",
+    first: dict = {}
+    for p, pcfg in zip(todo, part_configs(cfg, todo)):
+        first.setdefault(_engine_kind(pcfg, p), p)
+    with tqdm(total=len(first), desc="compiling the engine (first use; numba caches it)", unit="step",
               dynamic_ncols=True, mininterval=every,
               bar_format="{desc}: {percentage:3.0f}%|{bar}| {n}/{total} [{elapsed}]") as step:
-        warm_up(cfg, part, ds)
-        step.update(1)
+        for p in first.values():
+            warm_up(cfg, p, load_data(part_config(cfg, p), data_dir) if p.grid_values else ds)
+            step.update(1)
     log.compiled(time.perf_counter() - t0)
+
+
+def _engine_kind(pcfg: ExperimentConfig, part) -> tuple:
+    """What selects the jitted functions a part runs (and the types numba specializes them on):
+    parts of one kind run the same compiled code, whatever their numeric settings."""
+    a, k, t = pcfg.algorithm, pcfg.kernel, pcfg.training
+    return (a.name, getattr(a, "form", None), k.type, (k.degree or 1) >= 2, t.dtype, pcfg.dataset.name,
+            getattr(pcfg.dataset, "path", None), pcfg.dataset.preprocess, part.shared, tuple(pcfg.prediction.rules),
+            pcfg.prediction.vote_weight)
 
 
 #: One line per finished part (appended; every invocation starts with a header line).
