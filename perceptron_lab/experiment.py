@@ -477,17 +477,22 @@ def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, exec
             total += sum(unit_steps(pcfg, data[id(pcfg)], u) for u in p.units)
     n_todo = sum(len(p.units) for p in todo)
     tty = sys.stderr.isatty()
-    # two bars: the parts done of those to run (the time left comes from the parts' measured times),
-    # and below it the training steps of every unit (evaluation is not counted in steps)
+    every = 0.1 if tty else 30.0   # a log file gets a line at most every half minute (and each bar's last)
+    log = _PartLog(folder.out / PROGRESS_LOG, len(todo))
+    if progress and todo and pool is None and executor == "local":
+        _compile_step(cfg, todo, ds, data_dir, log, every)
+    # two bars, started once the engine is compiled, so that their rates (and the time left) are
+    # measured on the run's own work: the parts done of those to run, and below it the training
+    # steps of every unit (evaluation is not counted in steps). tqdm shows no time left before
+    # its first measured step.
     parts_bar = tqdm(total=len(todo), disable=not progress or len(todo) < 2, unit="part", position=0,
                      desc=f"{cfg.name}: parts ({n_todo} of {n_units} runs to compute)", smoothing=0,
-                     dynamic_ncols=True, mininterval=0.1 if tty else 30.0)
-    bar = tqdm(total=total, disable=not progress, unit="step", unit_scale=True, position=1 if len(todo) > 1 else 0,
+                     dynamic_ncols=True, mininterval=every)
+    bar = tqdm(total=total, disable=not progress or not todo, unit="step", unit_scale=True,
+               position=1 if len(todo) > 1 else 0, smoothing=0,
                desc="training steps" if len(todo) > 1 else f"{cfg.name} ({n_todo}/{n_units} runs)",
-               dynamic_ncols=True, leave=len(todo) < 2,
-               mininterval=0.1 if tty else 30.0)  # a log file gets a line at most every half minute
+               dynamic_ncols=True, mininterval=every)
     flush = _TimingsWriter(folder, timings, dirty=force or not (folder.out / "timings.json").exists())
-    log = _PartLog(folder.out / PROGRESS_LOG, len(todo))
     try:
         def finished(part, text, tms):
             folder.write_part(part.key, keys[part.key], text)
@@ -511,11 +516,49 @@ def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, exec
                 text, tms = run_part(cfg, part, data_dir, progress=bar.update if progress else None,
                                      phase=(lambda t: bar.set_postfix_str(t, refresh=False)) if progress else None)
                 finished(part, text, tms)
+        # every part is written, so all the training is done: the bars end full, whatever share of
+        # the steps reached them between their redraws (worker processes report per unit)
+        for b in (bar, parts_bar):
+            b.set_postfix_str("", refresh=False)
+            if b.total is not None and b.n < b.total:
+                b.update(b.total - b.n)
     finally:
+        parts_bar.close()   # a bar's last state is drawn on close, however long its redraw interval
         bar.close()
-        parts_bar.close()
         flush.write()
     return timings
+
+
+def _compile_step(cfg, todo, ds, data_dir, log, every: float) -> None:
+    """The progress step before the timed bars: numba compiles the engine's jitted code on its
+    first use (then loads it from its on-disk cache), which can take longer than a small run's
+    training. :func:`~perceptron_lab.units.warm_up` does that on a slice of the data for the first
+    part of each kind in ``todo`` (:func:`_engine_kind`: a grid over the kernel or the algorithm
+    runs other jitted code), as a bar of its own, and ``progress.log`` records its time."""
+    from tqdm.auto import tqdm
+
+    from .units import warm_up
+
+    t0 = time.perf_counter()
+    first: dict = {}
+    for p, pcfg in zip(todo, part_configs(cfg, todo)):
+        first.setdefault(_engine_kind(pcfg, p), p)
+    with tqdm(total=len(first), desc="compiling the engine (first use; numba caches it)", unit="step",
+              dynamic_ncols=True, mininterval=every,
+              bar_format="{desc}: {percentage:3.0f}%|{bar}| {n}/{total} [{elapsed}]") as step:
+        for p in first.values():
+            warm_up(cfg, p, load_data(part_config(cfg, p), data_dir) if p.grid_values else ds)
+            step.update(1)
+    log.compiled(time.perf_counter() - t0)
+
+
+def _engine_kind(pcfg: ExperimentConfig, part) -> tuple:
+    """What selects the jitted functions a part runs (and the types numba specializes them on):
+    parts of one kind run the same compiled code, whatever their numeric settings."""
+    a, k, t = pcfg.algorithm, pcfg.kernel, pcfg.training
+    return (a.name, getattr(a, "form", None), k.type, (k.degree or 1) >= 2, t.dtype, pcfg.dataset.name,
+            getattr(pcfg.dataset, "path", None), pcfg.dataset.preprocess, part.shared, tuple(pcfg.prediction.rules),
+            pcfg.prediction.vote_weight)
 
 
 #: One line per finished part (appended; every invocation starts with a header line).
@@ -543,6 +586,10 @@ class _PartLog:
         ev = sum(float(t.get("eval_seconds") or 0) for t in tms)
         self._write(f"{_now()} part {self.done}/{self.n} {part.key} units={len(tms)} train={train:.2f}s "
                     f"eval={ev:.2f}s elapsed={time.perf_counter() - self.t0:.1f}s")
+
+    def compiled(self, seconds: float) -> None:
+        """The engine's compile step (before any part) took ``seconds``."""
+        self._write(f"{_now()} compile: the engine is ready ({seconds:.2f}s; not counted in the parts' times)")
 
 
 def _now() -> str:

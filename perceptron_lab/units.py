@@ -767,6 +767,41 @@ def run_part(cfg: ExperimentConfig, part: Part, data_dir=None, progress=None, un
     return rows_to_csv(rows, result_columns(cfg)), timings
 
 
+#: Training rows (and test rows) of the slice :func:`warm_up` runs on.
+WARM_UP_ROWS = 200
+
+
+def warm_up(cfg: ExperimentConfig, part: Part, ds: Dataset) -> None:
+    """Compile (first use) or load from numba's on-disk cache the jitted code that ``part`` runs:
+    its first units are trained and evaluated, through the same functions as :func:`run_part`, on
+    the first :data:`WARM_UP_ROWS` rows of ``ds``, and their results are thrown away.
+
+    Compilation then happens here, before any training is timed, and a progress bar's rate is
+    measured on training alone. The slice keeps the features' dtype, the classes and the config,
+    which are what numba specializes on. Nothing here changes a result: the warm-up's rows are
+    never written, and the kernel columns it cached are released. A failure is left to the run
+    itself to report (a config error, say, stops the run with its own message)."""
+    from .engine import columns
+
+    size = cfg.evaluation.fold_train_size or 0
+    k = min(len(ds.y_train), max(WARM_UP_ROWS, 2 * size))
+    kt = None if ds.X_test is None else min(len(ds.y_test), WARM_UP_ROWS)
+    tiny = Dataset(ds.name, ds.X_train[:k], ds.y_train[:k], None if kt is None else ds.X_test[:kt],
+                   None if kt is None else ds.y_test[:kt], ds.classes, ds.meta)
+    try:
+        ucfg = part_config(cfg, part)
+        splits = _Splits(ucfg, k)
+        if part.shared:   # two units of the first permutation: lockstep training and shared evaluation
+            first = part.units[0].permutation
+            run_shared(cfg, tiny, [u for u in part.units if u.permutation == first][:2], splits)
+        else:
+            run_unit(cfg, tiny, part.units[0], ucfg=ucfg, splits=splits)
+    except Exception:   # noqa: BLE001 -- the run raises it again on the real data
+        pass
+    finally:
+        columns.release()
+
+
 # ----------------------------------------------------------------------------- files
 
 
