@@ -12,6 +12,7 @@ import pytest
 
 from pages import vm_flags
 from perceptron_lab import runtime as R
+from perceptron_lab.engine import memory as M
 
 
 def test_the_openblas_spin_and_openmp_wait_are_set_unless_the_user_set_them():
@@ -96,19 +97,19 @@ def test_cold_copies_hold_the_same_values_as_numpys():
     rng = np.random.default_rng(5)
     a = rng.integers(0, 256, size=(3000, 700)).astype(np.float64) / 7.0   # 16.8 MB, not exact in float32
     for dtype in (np.float32, np.float64, None):
-        got = R.cold_copy(a[:, ::-1], dtype)          # a non-contiguous view: a copy is made
+        got = M.cold_copy(a[:, ::-1], dtype)          # a non-contiguous view: a copy is made
         want = np.ascontiguousarray(a[:, ::-1], dtype=dtype)
         assert got.dtype == want.dtype and got.flags.c_contiguous and got.flags.writeable
         assert np.array_equal(got, want)
-    assert R.cold_copy(a, np.float64) is a            # nothing to copy
+    assert M.cold_copy(a, np.float64) is a            # nothing to copy
     order = rng.permutation(3000)
     for dtype in (np.float32, None):
-        got = R.cold_take(a, order, dtype)
+        got = M.cold_take(a, order, dtype)
         assert np.array_equal(got, a[order].astype(dtype or a.dtype))
-    small = R.cold_copy(np.arange(10, dtype=np.int64), np.float32)
+    small = M.cold_copy(np.arange(10, dtype=np.int64), np.float32)
     assert np.array_equal(small, np.arange(10, dtype=np.float32))
-    assert R.cold_array((0, 5), np.float32).shape == (0, 5)
-    z = R.cold_array((2000, 1000), np.float64)
+    assert M.cold_array((0, 5), np.float32).shape == (0, 5)
+    z = M.cold_array((2000, 1000), np.float64)
     assert z.shape == (2000, 1000) and not z.any()
 
 
@@ -119,9 +120,9 @@ def test_cold_arrays_are_mapped_without_numpys_huge_page_advice():
     import numpy as np
 
     a = np.ones((3000, 700), dtype=np.uint8)
-    cold = R.cold_copy(a, np.float64)
+    cold = M.cold_copy(a, np.float64)
     assert "hg" not in vm_flags(cold)
-    assert "hg" not in vm_flags(R.cold_take(cold, np.arange(3000)[::-1], np.float32))
+    assert "hg" not in vm_flags(M.cold_take(cold, np.arange(3000)[::-1], np.float32))
     if R.huge_pages():
         assert "hg" in vm_flags(a.astype(np.float64))
 

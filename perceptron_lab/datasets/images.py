@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DatasetError
-from ..runtime import cold_copy
+from ..engine.memory import cold_copy
 from .base import Dataset
 
 __all__ = ["read_idx", "load_mnist", "load_fashion_mnist", "IDX_FILES", "FASHION_CLASS_NAMES"]

@@ -22,7 +22,7 @@ beyond its cache limit, or the others' columns it has not used pass that, they a
 process thus holds at most its run's own columns plus :data:`KEEP_GB`.
 
 Pages: the store's array (and the cache of a run that does not share) is an anonymous memory map
-of its own (:func:`perceptron_lab.runtime.cold_array`), without the transparent-huge-page advice
+of its own (:func:`perceptron_lab.engine.memory.cold_array`), without the transparent-huge-page advice
 numpy gives its large arrays. Each column is written once, into memory the process has not touched
 before, and then read a row at a time; where the kernel makes advised page faults wait for
 compaction (THP ``defrag`` mode ``madvise``, its default) and the host of a virtual machine maps
@@ -38,7 +38,7 @@ import threading
 
 import numpy as np
 
-from ..runtime import cold_array
+from .memory import cold_array
 
 #: Gigabytes of columns a run keeps in the store beyond its own (the others' it has not used).
 KEEP_GB = 3.0

@@ -52,7 +52,7 @@ from ..errors import NumericError
 from ..kernels import (
     DOTS_EXACT_SQ_LIMIT, Kernel, dot_rows, dot_rows_exact, exact32_ok, gram, integer_features, kernel_diag,
     kernel_from_dot, matmul_exact32, sq_norms)
-from ..runtime import cold_array, cold_copy, cold_take
+from .memory import cold_array, cold_copy, cold_take
 from .base import (  # noqa: F401  (re-exported: the engine's shared types)
     RULE_ALMA2, RULE_CODES, RULE_PERCEPTRON, UNBOUNDED, EngineError, PerceptronParams, TrainLog, chunk_bounds,
     epochs_to_steps, update_buffers)
