@@ -150,7 +150,7 @@ NOTES = {
         "pages are numpy's default (on this VM a cold run trains about 3 s faster with "
         "NUMPY_MADVISE_HUGEPAGE=0, while the full reproduction runs 2 minutes slower), except for the "
         "arrays written once into fresh memory, which are mapped without numpy's advice "
-        "(perceptron_lab/runtime.py): the kernel column cache, and the features as loaded and as the "
+        "(perceptron_lab/engine/memory.py): the kernel column cache, and the features as loaded and as the "
         "run copies them.",
     ],
     "scaling": [
