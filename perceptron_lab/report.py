@@ -318,7 +318,7 @@ def protocol_notes() -> list[str]:
         "the six continuous attributes were scaled. plab scales them to [0, 1] (min-max on the training part) "
         "because that fits the paper's Adult numbers; the paper does not imply it. The argument \"the range of "
         "the 0/1 indicators that make up the other 99 features\" would scale crx the same way, and crx scaled so "
-        "lands far above every crx cell the paper prints (`configs/kw2007/table3_crx_minmax.yaml`), so the paper "
+        "lands far above every crx cell the paper prints (`configs/kw2007/scaling_crx_minmax.yaml`), so the paper "
         "ran crx in raw units. In raw units Adult's fnlwgt (up to 1.5e6) swamps the indicators. Variants: raw "
         "units and standardized features (`table5_raw_units`, `table5_standardized`).",
         "- **Khardon & Wachman, artificial data (Tables 4 and 6).** The paper reports one generated data set per "
