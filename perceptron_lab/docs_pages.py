@@ -601,6 +601,7 @@ def budget_page(root: Path, rep) -> str:
            "[configuration reference](configuration.md).", "",
            "```bash", "make reproduce SET=budget JOBS=2                      # the study's runs, then results/budget/",
            "python -m perceptron_lab.studies.budget --no-train     # redraw from the finished runs",
+           "python -m perceptron_lab.studies.dogma                 # DOGMA's budget demo over many draws",
            "```", ""]
     if not rep.study_items:
         return "\n".join(out + ["The study has not been run yet (`results/budget/` is empty)."]) + "\n"

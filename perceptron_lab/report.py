@@ -43,6 +43,7 @@ from .report_html import _causes_text, _tally, _two_sample_tally, two_sample_tex
 from .errors import DamagedFileError
 from .store import atomic_write_text, read_back_csv, read_back_json
 from .studies import budget as budget_study
+from .studies import dogma as dogma_study
 
 def _table_match(name: str):
     """(paper name, table number) of an output or reference table stem ``<paper>_table<N>...``, or None."""
@@ -189,7 +190,7 @@ def collect(paths, warn=warn, strict: bool = False) -> Report:
     rep = Report()
     for p in paths:
         try:
-            rep.study_items = budget_study.report_items(p)
+            rep.study_items = budget_study.report_items(p) + dogma_study.report_items(p)
         except DamagedFileError as exc:
             if strict:
                 raise
