@@ -47,6 +47,10 @@ CORE_COLUMNS = ["table", "block", "row", "column", "metric", "paper", "ours_mean
 ALIASES = {"ours": "ours_mean", "ours_sd": "ours_std", "n": "n_runs", "col": "column"}
 _NUMERIC = ("paper", "ours_mean", "ours_std", "diff", "tolerance")
 SAMPLING_COLUMNS = ["sampling_lo", "sampling_hi", "sampling_basis"]
+#: Optional columns after the sampling range (see the module docstring).
+TWO_SAMPLE_COLUMNS = ["two_sample_consistent"]
+#: Level of Welch's two-sample test (two-sided).
+TWO_SAMPLE_CONFIDENCE = 0.95
 #: Level of the interval derived from ``ours_std`` and ``n_runs`` where a writer gives none.
 SAMPLING_CONFIDENCE = 0.95
 _TRUE = {"true", "1", "1.0", "yes"}
@@ -98,8 +102,9 @@ def normalize(df: pd.DataFrame) -> pd.DataFrame:
     if "table" not in c:
         c["table"] = pd.NA
     _with_sampling(c)
-    extra = [k for k in c.columns if k not in CORE_COLUMNS + SAMPLING_COLUMNS]
-    return c[CORE_COLUMNS + extra + SAMPLING_COLUMNS].reset_index(drop=True)
+    _with_two_sample(c)
+    extra = [k for k in c.columns if k not in CORE_COLUMNS + SAMPLING_COLUMNS + TWO_SAMPLE_COLUMNS]
+    return c[CORE_COLUMNS + extra + SAMPLING_COLUMNS + TWO_SAMPLE_COLUMNS].reset_index(drop=True)
 
 
 def _with_sampling(c: pd.DataFrame) -> None:
@@ -118,6 +123,93 @@ def _with_sampling(c: pd.DataFrame) -> None:
         c.loc[need, "sampling_lo"] = c.loc[need, "ours_mean"] - half
         c.loc[need, "sampling_hi"] = c.loc[need, "ours_mean"] + half
         c.loc[need, "sampling_basis"] = "runs"
+
+
+def welch(diff: float, se_a: float, n_a: int, se_b: float, n_b: int,
+          confidence: float = TWO_SAMPLE_CONFIDENCE) -> tuple[float, float, float]:
+    """Welch's two-sample t-test of a difference of two means from their standard errors.
+
+    Parameters
+    ----------
+    diff : float
+        The difference of the two means.
+    se_a, se_b : float
+        The standard error of each mean.
+    n_a, n_b : int
+        How many runs each mean is over (degrees of freedom ``n - 1`` each).
+    confidence : float
+        Two-sided level: the difference is consistent when ``|t| <= t_{nu, (1 + confidence) / 2}``.
+
+    Returns
+    -------
+    (t, nu, bound) : tuple of float
+        The statistic ``diff / sqrt(se_a^2 + se_b^2)``, the Welch-Satterthwaite degrees of freedom
+        ``(se_a^2 + se_b^2)^2 / (se_a^4 / (n_a - 1) + se_b^4 / (n_b - 1))`` and the largest
+        ``|diff|`` consistent at that level, ``t_{nu, q} * sqrt(se_a^2 + se_b^2)``. With both
+        standard errors zero, t is 0 for a zero difference and infinite otherwise (nu and the
+        bound 0).
+    """
+    from .evaluation import t_quantile
+
+    va, vb = se_a * se_a, se_b * se_b
+    se = math.sqrt(va + vb)
+    if se == 0.0:
+        return (0.0 if diff == 0 else math.copysign(math.inf, diff)), 0.0, 0.0
+    nu = (va + vb) ** 2 / (va * va / (n_a - 1) + vb * vb / (n_b - 1))
+    return diff / se, nu, t_quantile((1.0 + confidence) / 2.0, nu) * se
+
+
+def two_sample_consistent(c: pd.DataFrame) -> pd.Series:
+    """Per cell, whether Welch's test finds ours and the paper's mean consistent (module
+    docstring); NA where the paper prints no spread or a side has fewer than two runs."""
+    from .evaluation import t_quantile
+
+    out = pd.Series(pd.NA, index=c.index, dtype="boolean")
+    n = c["n_runs"]
+    q = (1.0 + TWO_SAMPLE_CONFIDENCE) / 2.0
+    for i in c.index:
+        k = int(n[i])
+        paper, ours = c.at[i, "paper"], c.at[i, "ours_mean"]
+        if k < 2 or pd.isna(paper) or pd.isna(ours):
+            continue
+        pci = _get_float(c, i, "paper_ci")
+        psd = _get_float(c, i, "paper_sd")
+        if not math.isnan(pci):
+            se_p = pci / t_quantile(q, k - 1)
+        elif not math.isnan(psd):
+            se_p = psd / math.sqrt(k - 1)
+        else:
+            continue
+        oci, osd = _get_float(c, i, "ours_ci"), _get_float(c, i, "ours_std")
+        if not math.isnan(oci):
+            se_o = oci / t_quantile(q, k - 1)
+        elif not math.isnan(osd):
+            se_o = osd / math.sqrt(k)
+        else:
+            continue
+        _, _, bound = welch(float(ours) - float(paper), se_p, k, se_o, k)
+        out[i] = bool(abs(float(ours) - float(paper)) <= bound + 1e-9)
+    return out
+
+
+def _get_float(c: pd.DataFrame, i, col: str) -> float:
+    if col not in c:
+        return math.nan
+    try:
+        v = float(c.at[i, col])
+    except (TypeError, ValueError):
+        return math.nan
+    return v
+
+
+def _with_two_sample(c: pd.DataFrame) -> None:
+    """Fill ``two_sample_consistent`` where a writer gives none (see :func:`two_sample_consistent`)."""
+    derived = two_sample_consistent(c)
+    if "two_sample_consistent" in c:
+        given = c["two_sample_consistent"].map(_flag).astype("boolean")
+        c["two_sample_consistent"] = given.where(given.notna(), derived)
+    else:
+        c["two_sample_consistent"] = derived
 
 
 #: Columns every comparison file has, in every schema it was written in (:func:`normalize`).
@@ -167,10 +259,21 @@ def consistent(c: pd.DataFrame) -> pd.Series:
     return scored(c) & ((c["within"] == True) | sampling_covers(c))  # noqa: E712
 
 
+def two_sample_checked(c: pd.DataFrame) -> pd.Series:
+    """Scored cells where the paper prints its spread, so the two-sample check applies."""
+    return scored(c) & c["two_sample_consistent"].notna() if "two_sample_consistent" in c else scored(c) & False
+
+
+def two_sample_ok(c: pd.DataFrame) -> pd.Series:
+    """Scored cells that Welch's two-sample test finds consistent (never part of the strict count)."""
+    return two_sample_checked(c) & (c["two_sample_consistent"] == True).fillna(False)  # noqa: E712
+
+
 def sampling_covers(c: pd.DataFrame) -> pd.Series:
     """Cells whose paper value lies in our sampling range."""
     return ((c["paper"] >= c["sampling_lo"]) & (c["paper"] <= c["sampling_hi"])).fillna(False)
 
 
-__all__ = ["CORE_COLUMNS", "ALIASES", "SAMPLING_COLUMNS", "normalize", "read_comparison", "compared", "scored",
-           "consistent", "sampling_covers"]
+__all__ = ["CORE_COLUMNS", "ALIASES", "SAMPLING_COLUMNS", "TWO_SAMPLE_COLUMNS", "normalize", "read_comparison",
+           "compared", "scored", "consistent", "sampling_covers", "welch", "two_sample_consistent",
+           "two_sample_checked", "two_sample_ok"]

@@ -418,19 +418,31 @@ def paper_page(root: Path, rep, paper) -> str:
     figs = [f for f in figs if f.parent.name == paper.name or f.stem not in combined]
     log = _reproduce_log(root)
     out = [NOTICE, "", f"# {paper.title}", ""]
+    from .report_html import _two_sample_tally
+
     ok, n, both, cons, causes = _counts(main)
+    ts_ok, ts_n = _two_sample_tally(main)
+    two = (f"; {ts_ok} / {ts_n} consistent by a two-sample check where the paper prints its spread (Welch's t on "
+           "the two means with both sides' spread; a second check that never changes the strict count)"
+           if ts_n else "")
     out += [f"**{ok} / {n}** in-scope cells within tolerance with the paper's settings, {cons} / {n} consistent "
-            f"with our own sampling ({both} cells compared; outside tolerance: {_causes_text(causes)}). "
+            f"with our own sampling{two} ({both} cells compared; outside tolerance: {_causes_text(causes)}). "
             "Runs of settings the paper does not state (*variants*) are shown and kept out of these totals.", ""]
     out += [f"**How cells are scored.** {_text(paper.scoring_rule())}", ""]
     # per table number
     rows = []
     for number in sorted({t.number for t in main if t.number is not None}):
-        a, b, c, d, cs = _counts([t for t in main if t.number == number])
-        rows.append([f"Table {number}", f"{a} / {b}", f"{d} / {b}", c, _causes_text(cs)])
-    if rows:
+        group = [t for t in main if t.number == number]
+        a, b, c, d, cs = _counts(group)
+        e, f = _two_sample_tally(group)
+        rows.append([f"Table {number}", f"{a} / {b}", f"{d} / {b}", f"{e} / {f}" if f else "—", c, _causes_text(cs)])
+    if rows and ts_n:
+        out += [md_table(["table", "within tolerance", "consistent with sampling",
+                          "consistent by a two-sample check (where the paper prints its spread)", "compared",
+                          "outside: causes"], rows, ["l", "r", "r", "r", "r", "l"]), ""]
+    elif rows:
         out += [md_table(["table", "within tolerance", "consistent with sampling", "compared", "outside: causes"],
-                         rows, ["l", "r", "r", "r", "l"]), ""]
+                         [r[:3] + r[4:] for r in rows], ["l", "r", "r", "r", "l"]), ""]
 
     # tables
     out += ["## Tables", "",
@@ -440,9 +452,11 @@ def paper_page(root: Path, rep, paper) -> str:
             "(causes: `results/causes.yaml`).", "", _legend(), ""]
     for t in tabs:
         a, b, c = t.counts
+        e, f = t.two_sample
+        two = f"{e} / {f} consistent by a two-sample check where the paper prints its spread, " if f else ""
         out += [f"### {table_title(t)} {{#{_anchor(t)}}}", "",
                 f"{a} / {b} in-scope cells within tolerance, {t.n_consistent} / {b} consistent with sampling, "
-                f"{c} compared. Source: `{t.run_dir.as_posix()}/{t.name}_comparison.csv`.", ""]
+                f"{two}{c} compared. Source: `{t.run_dir.as_posix()}/{t.name}_comparison.csv`.", ""]
         tnotes = paper.table_notes(t) if paper.table_notes else []
         if tnotes:
             out += [_text(tnotes[0]), ""] + [_text(x if x.startswith("- ") else f"- {x}") for x in tnotes[1:]] + (
@@ -587,6 +601,7 @@ def budget_page(root: Path, rep) -> str:
            "[configuration reference](configuration.md).", "",
            "```bash", "make reproduce SET=budget JOBS=2                      # the study's runs, then results/budget/",
            "python -m perceptron_lab.studies.budget --no-train     # redraw from the finished runs",
+           "python -m perceptron_lab.studies.dogma                 # DOGMA's budget demo over many draws",
            "```", ""]
     if not rep.study_items:
         return "\n".join(out + ["The study has not been run yet (`results/budget/` is empty)."]) + "\n"

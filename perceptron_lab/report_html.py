@@ -61,6 +61,21 @@ def _tally(tables) -> tuple[int, int, int, int, dict]:
     return ok, n, both, cons, causes
 
 
+def _two_sample_tally(tables) -> tuple[int, int]:
+    """(consistent by the two-sample check, scored cells where the paper prints its spread) over tables."""
+    ok = n = 0
+    for t in tables:
+        a, b = t.two_sample
+        ok, n = ok + a, n + b
+    return ok, n
+
+
+def two_sample_text(ok: int, n: int, sep: str = "") -> str:
+    """``consistent by a two-sample check: N / M where the paper prints its spread`` (empty when the
+    paper prints no spread for any of the cells), preceded by ``sep``."""
+    return f"{sep}consistent by a two-sample check: {ok}/{n} where the paper prints its spread" if n else ""
+
+
 def _env() -> Environment:
     env = Environment(loader=PackageLoader("perceptron_lab", "templates"), autoescape=select_autoescape(),
                       trim_blocks=True, lstrip_blocks=True)
@@ -213,14 +228,17 @@ def _paper_totals(rep, paper: str) -> list[dict]:
     tabs = [t for t in rep.tables if t.paper == paper and not t.variant]
     rows = []
     for number in sorted({t.number for t in tabs if t.number is not None}):
-        ok, n, both, cons, causes = _tally([t for t in tabs if t.number == number])
+        group = [t for t in tabs if t.number == number]
+        ok, n, both, cons, causes = _tally(group)
         if n:
             rows.append({"what": f"Table {number}", "ok": ok, "n": n, "both": both, "consistent": cons,
-                         "causes": _causes_text(causes)})
+                         "causes": _causes_text(causes),
+                         "two_sample": two_sample_text(*_two_sample_tally(group), sep=", ")})
     if tabs:
         ok, n, both, cons, causes = _tally(tabs)
         rows.append({"what": "the paper's settings", "ok": ok, "n": n, "both": both, "consistent": cons,
-                     "causes": _causes_text(causes), "total": True})
+                     "causes": _causes_text(causes), "total": True,
+                     "two_sample": two_sample_text(*_two_sample_tally(tabs), sep=", ")})
     return rows
 
 
@@ -283,6 +301,7 @@ def pages(rep, out: Path, text: dict, studies=()) -> dict[str, str]:
             sections.append({"anchor": table_anchor(t), "title": table_title(t), "stem": t.name,
                              "run": str(t.run_dir), "ok": ok, "n": n, "both": both,
                              "consistent": t.n_consistent, "notes": notes, "grid": grid(t),
+                             "two_sample": two_sample_text(*t.two_sample, sep=", "),
                              "layout": _layout(t.layout) if not t.layout.empty else None,
                              "causes": entry["tables"][len(sections)]["causes"]})
         figures = []

@@ -1,4 +1,5 @@
-"""Seeded generators for the artificial data of Khardon & Wachman (2007) and Gentile (2001).
+"""Seeded generators for the artificial data of Khardon & Wachman (2007) and Gentile (2001), and
+for the problem of DOGMA's budget demo (Orabona's MATLAB library, ``demo.m``).
 
 Both return a :class:`Dataset` with classes ``[-1, 1]`` (index 1 is the positive class).
 Each generator draws its pieces (target, instances, label noise, test set) from separate
@@ -14,7 +15,7 @@ import numpy as np
 from perceptron_lab.datasets.base import Dataset
 from perceptron_lab.errors import ConfigError
 
-__all__ = ["kw_artificial", "gentile_sparse"]
+__all__ = ["kw_artificial", "gentile_sparse", "dogma_demo"]
 
 CLASSES = [-1, 1]
 
@@ -264,3 +265,51 @@ def gentile_sparse(
         classes=list(CLASSES),
         meta=meta,
     )
+
+
+def dogma_demo(n: int = 20000, noise: float = 0.1, seed: int = 0) -> Dataset:
+    """The problem of DOGMA's budget demo (Orabona's MATLAB library, ``demo.m`` of the repository
+    ``denizyuret/dogma``): ``n`` points in the plane, labelled by a random hyperplane through the
+    origin, a fraction ``noise`` of the labels flipped; the first half trains, the second tests.
+
+    The demo, line by line: ``x = randn(2, n)``; ``w = randn(2, 1)``; ``y = sign(w' * x)``;
+    ``rp = randperm(n)``; the labels at ``rp(1 : n * 0.1)`` are negated; ``x(:, 1 : n/2)`` trains
+    and ``x(:, n/2+1 : end)`` tests. Its one draw was unseeded; here the instances, ``w`` and the
+    flipped positions come from separate child streams of ``numpy.random.SeedSequence(seed)``.
+    Exactly ``round(noise * n)`` labels are flipped (a random permutation's first positions, as in
+    the demo), so about ``noise`` of the test labels are wrong too and no classifier's expected test
+    error is below ``noise``.
+
+    Parameters
+    ----------
+    n : int, default 20000
+        Points drawn (even: half train, half test).
+    noise : float, default 0.1
+        Fraction of the labels flipped.
+    seed : int, default 0
+        Seed of the draw.
+
+    Returns
+    -------
+    Dataset
+        Classes ``[-1, 1]``; ``meta`` holds ``n``, ``noise``, ``seed``, ``w``, ``flipped`` (bool
+        mask over the ``n`` points, train first) and ``clean_y`` (labels in {-1, +1} before noise).
+    """
+    name = "dogma_demo"
+    n = _check_count(name, "n", n, minimum=2)
+    if n % 2:
+        raise ConfigError(f"{name}: n must be even (half train, half test), got {n}")
+    noise = _check_rate(name, "noise", noise)
+    rng_x, rng_w, rng_noise = _streams(seed, 3)
+    X = rng_x.standard_normal((n, 2))
+    w = rng_w.standard_normal(2)
+    clean = np.where(X @ w > 0, 1, -1).astype(np.int64)
+    flipped = np.zeros(n, dtype=bool)
+    flipped[rng_noise.permutation(n)[: int(round(noise * n))]] = True
+    labels = np.where(flipped, -clean, clean)
+    y = (labels > 0).astype(np.int64)
+    half = n // 2
+    meta = {"source": "DOGMA demo.m (denizyuret/dogma)", "n": n, "noise": noise, "seed": seed, "w": w,
+            "flipped": flipped, "clean_y": clean}
+    return Dataset(name=f"dogma_demo(n={n},noise={noise:g},seed={seed})", X_train=X[:half], y_train=y[:half],
+                   X_test=X[half:], y_test=y[half:], classes=list(CLASSES), meta=meta)

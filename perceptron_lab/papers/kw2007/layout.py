@@ -187,7 +187,7 @@ def combine_kw2007(root, out_dir=None) -> list[Path]:
                             "", "| table | cells compared | scored | within tolerance | consistent with sampling |",
                             "|---|---:|---:|---:|---:|"]
     for t in sorted(found):
-        cmp = pd.concat(found[t], ignore_index=True)[COMPARISON_COLUMNS]
+        cmp = pd.concat(found[t], ignore_index=True).reindex(columns=COMPARISON_COLUMNS)
         written += write_table(cmp, out, f"kw2007_table{t}", TABLE_TITLES[t])
         scoped = cmp[cmp["in_scope"] & cmp["within"].notna()]
         summary.append(f"| {t} | {int(compared(cmp).sum())} | {len(scoped)} | "

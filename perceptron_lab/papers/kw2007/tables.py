@@ -16,7 +16,9 @@ paper's value, ours, the difference, the tolerance and whether ours is within it
 
 Comparisons use the schema of :mod:`perceptron_lab.comparison` (``ours_mean``, ``ours_std``,
 ``n_runs``, ``tolerance``, ``within``, ``in_scope`` ...) plus ``dataset``, ``paper_ci`` (the
-paper's 95% half-width), ``ours_ci`` (ours) and ``detail`` (the chosen parameters).
+paper's 95% half-width), ``paper_sd`` (the paper's standard deviation, Table 5), ``ours_ci`` (ours)
+and ``detail`` (the chosen parameters), then ``two_sample_consistent`` (Welch's check against the
+paper's printed spread, :func:`perceptron_lab.comparison.two_sample_consistent`).
 
 Tolerance: an accuracy is *within* when it lies in the paper's 95% interval where the paper
 prints one (Table 6), otherwise when it is within :data:`ACC_TOL_PP` percentage points of the
@@ -46,6 +48,8 @@ import pandas as pd
 from ...comparison import (
     CORE_COLUMNS,
     SAMPLING_COLUMNS,
+    TWO_SAMPLE_COLUMNS,
+    two_sample_consistent,
 )
 from ...evaluation import (
     TIE_TOL_PP,
@@ -89,7 +93,8 @@ TABLE_TITLES = {
     7: "Table 7: parameter optimization on the large data sets (fixed test split), accuracy (%)",
 }
 
-COMPARISON_COLUMNS = CORE_COLUMNS + ["dataset", "paper_ci", "ours_ci", "detail"] + SAMPLING_COLUMNS
+COMPARISON_COLUMNS = (CORE_COLUMNS + ["dataset", "paper_ci", "paper_sd", "ours_ci", "detail"] + SAMPLING_COLUMNS
+                      + TWO_SAMPLE_COLUMNS)
 
 #: Grid settings whose values are independent draws of one experiment: of the data set (the
 #: artificial generator's seed) or of the cross-validation folds and so the training orders (the
@@ -137,7 +142,8 @@ def _within(ours, paper, tol):
 
 
 def _cmp_row(table, dataset, block, row, column, paper, paper_ci, ours, ours_sd=math.nan, ours_ci=math.nan,
-             n=0, tolerance=None, detail="", metric="accuracy_pct", in_scope=None, sampling=None):
+             n=0, tolerance=None, detail="", metric="accuracy_pct", in_scope=None, sampling=None,
+             paper_sd=math.nan):
     """One cell. ``tolerance`` defaults to the paper's interval, else ACC_TOL_PP; a cell is in
     scope (scored) when it has a tolerance unless ``in_scope`` says otherwise. ``sampling`` is
     (low, high, basis) of the values sampling alone gives (default: our mean ± our T-interval
@@ -154,7 +160,7 @@ def _cmp_row(table, dataset, block, row, column, paper, paper_ci, ours, ours_sd=
     return {"table": table, "block": block, "row": row, "column": column, "metric": metric,
             "paper": paper, "ours_mean": ours, "ours_std": ours_sd, "n_runs": n, "diff": diff,
             "tolerance": tolerance, "within": _within(ours, paper, tolerance), "in_scope": bool(in_scope),
-            "dataset": dataset, "paper_ci": paper_ci, "ours_ci": ours_ci, "detail": detail,
+            "dataset": dataset, "paper_ci": paper_ci, "paper_sd": paper_sd, "ours_ci": ours_ci, "detail": detail,
             "sampling_lo": sampling[0], "sampling_hi": sampling[1], "sampling_basis": sampling[2]}
 
 
@@ -166,6 +172,8 @@ def _finish(rows) -> pd.DataFrame:
               "sampling_hi"):
         df[c] = df[c].astype(float)
     df["n_runs"] = df["n_runs"].astype(int)
+    df["paper_sd"] = df["paper_sd"].astype(float)
+    df["two_sample_consistent"] = two_sample_consistent(df)
     return df
 
 
@@ -313,7 +321,8 @@ def table5_comparison(cfg, df: pd.DataFrame) -> pd.DataFrame:
         pa, _ = paper.get((tau, n, alg, "accuracy_pct"), (math.nan, math.nan))
         ps, _ = paper.get((tau, n, alg, "std_dev"), (math.nan, math.nan))
         block = f"tau={tau}"
-        rows.append(_cmp_row(5, "adult", block, alg, f"n={n} accuracy", pa, math.nan, mean, sd, ci, n=len(part)))
+        rows.append(_cmp_row(5, "adult", block, alg, f"n={n} accuracy", pa, math.nan, mean, sd, ci, n=len(part),
+                             paper_sd=ps))
         rows.append(_cmp_row(5, "adult", block, alg, f"n={n} std", ps, math.nan, sd, n=len(part),
                              tolerance=math.nan, metric="std_dev_pct", in_scope=False))
     return _finish(rows)
