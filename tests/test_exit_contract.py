@@ -273,6 +273,13 @@ def _wait_parts(out, proc, n=2, timeout=120):
     pytest.fail("no progress")
 
 
+def _cmdline(pid) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
+    except OSError:   # the process ended meanwhile
+        return ""
+
+
 def _descendants(pid):
     kids = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -327,14 +334,22 @@ def test_signals_end_like_ctrl_c_with_their_documented_status(tmp_path, sig, sta
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_worker_that_dies_ends_the_run_with_status_5(tmp_path):
-    cfg = _write(tmp_path, "sig.yaml", CONFIG)
+    # a run long enough that it cannot finish between seeing its workers and killing one (with a
+    # short run, a fast machine finished every part first and the run rightly exited 0)
+    cfg = _write(tmp_path, "sig.yaml", CONFIG.replace("epochs: 300, checkpoints: [1, 300], permutations: 4",
+                                                      "epochs: 3000, checkpoints: [1, 3000], permutations: 8"))
     out = tmp_path / "out"
     p = _start(cfg, out, 2)
-    _wait_parts(out, p, n=1)
-    workers = [q for q in _descendants(p.pid)
-               if "multiprocessing" in Path(f"/proc/{q}/cmdline").read_text(errors="replace")
-               and "resource_tracker" not in Path(f"/proc/{q}/cmdline").read_text(errors="replace")]
+    t0, workers = time.time(), []
+    while not workers and time.time() - t0 < 120:
+        if p.poll() is not None:
+            pytest.fail(p.stderr.read())
+        workers = [q for q in _descendants(p.pid)
+                   if "multiprocessing" in _cmdline(q) and "resource_tracker" not in _cmdline(q)]
+        time.sleep(0.05)
     assert workers
+    time.sleep(0.5)   # the pool hands the worker its first part
+    assert p.poll() is None, p.stderr.read()
     os.kill(workers[0], signal.SIGKILL)
     code = p.wait(timeout=60)
     err = p.stderr.read()
