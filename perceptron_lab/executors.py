@@ -444,8 +444,16 @@ class WorkerPool:
         # that submits, and a worker dies with the thread that started it (PR_SET_PDEATHSIG follows
         # the starting thread), which may be a config's thread that ends long before the pool. Each
         # of these tasks waits for all the others, so that each one needs a worker of its own.
-        for fut in [self._ex.submit(_worker_ready) for _ in range(jobs)]:
-            fut.result()
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            for fut in [self._ex.submit(_worker_ready) for _ in range(jobs)]:
+                fut.result()
+        except BrokenProcessPool:
+            self.terminate()
+            raise WorkerError("a worker process died while the pool of --jobs workers started (out of memory? "
+                              "killed? see the system log); nothing was computed: run the same command again, "
+                              "with fewer --jobs if memory ran out") from None
 
     def _route(self):
         """Hand the workers' step counts to the bar of the run they belong to."""

@@ -333,7 +333,8 @@ def test_signals_end_like_ctrl_c_with_their_documented_status(tmp_path, sig, sta
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_a_worker_that_dies_ends_the_run_with_status_5(tmp_path):
+@pytest.mark.parametrize("when", ["pool start", "after a part"])
+def test_a_worker_that_dies_ends_the_run_with_status_5(tmp_path, when):
     # a run long enough that it cannot finish between seeing its workers and killing one (with a
     # short run, a fast machine finished every part first and the run rightly exited 0)
     cfg = _write(tmp_path, "sig.yaml", CONFIG.replace("epochs: 300, checkpoints: [1, 300], permutations: 4",
@@ -348,7 +349,8 @@ def test_a_worker_that_dies_ends_the_run_with_status_5(tmp_path):
                    if "multiprocessing" in _cmdline(q) and "resource_tracker" not in _cmdline(q)]
         time.sleep(0.05)
     assert workers
-    time.sleep(0.5)   # the pool hands the worker its first part
+    if when == "after a part":   # the pool is running: a part came back, the others are computed
+        _wait_parts(out, p, n=1)
     assert p.poll() is None, p.stderr.read()
     os.kill(workers[0], signal.SIGKILL)
     code = p.wait(timeout=60)
