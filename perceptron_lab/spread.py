@@ -2,7 +2,7 @@
 
 ``python -m perceptron_lab.spread CONFIG ... [--variants NAME ...] [--set KEY=VALUE ...]`` reruns
 each config once per variant, in a temporary folder and a fresh process (nice 15, one at a time),
-and compares what it wrote with the committed run under the config's ``output.dir``:
+and compares what it wrote with the committed run in the folder ``make reproduce`` writes for it:
 
 * ``results.csv`` row by row, keyed by every column but ``grid_point`` and ``value`` (so a run
   over a subset of the grid, ``--set``, is compared on the rows it has), or by ``grid_point`` too
@@ -196,8 +196,11 @@ def measure(config: str, variants: list[str], overrides: list[str]) -> pd.DataFr
     from .config import load_config
 
     cfg = load_config(ROOT / config)
-    committed = ROOT / cfg.output.dir if cfg.output.dir else None
+    committed = committed_dir(config)
     golden_case = Path(config).stem if Path(config).parent.name == "golden" else None
+    if committed is None and golden_case is None:
+        raise SystemExit(f"plab: error: {config}: no committed run to compare with (neither a golden case nor a "
+                         "config make reproduce writes under results/: perceptron_lab/reproduce.py RESULTS_DIRS)")
     rows = []
     for name in variants:
         sets = list(overrides)
@@ -259,21 +262,25 @@ def read_spread(config: str | None = None) -> pd.DataFrame:
     return pd.read_csv(path, keep_default_na=False)
 
 
-def committed_configs() -> list[str]:
-    """Every config whose run is committed under results/ (its output.dir holds a run.json), and
-    the golden cases."""
-    from .config import load_config
+def committed_dir(config: str) -> Path | None:
+    """The committed run folder of ``config`` (``configs/...yaml``): where ``make reproduce``
+    writes it (:data:`perceptron_lab.reproduce.RESULTS_DIRS`), or None for a config it does not run."""
+    from .errors import UsageError
+    from .reproduce import results_dir
 
-    out = []
-    for path in sorted((ROOT / "configs").rglob("*.yaml")):
-        rel = path.relative_to(ROOT).as_posix()
-        try:
-            cfg = load_config(path)
-        except Exception:  # noqa: BLE001  (base files that are not runnable on their own)
-            continue
-        if path.parent.name == "golden" or (cfg.output.dir and (ROOT / cfg.output.dir / "run.json").exists()):
-            out.append(rel)
-    return out
+    try:
+        return ROOT / results_dir(config)
+    except UsageError:
+        return None
+
+
+def committed_configs() -> list[str]:
+    """Every config whose run is committed under results/ (the folder make reproduce writes for it
+    holds a run.json), and the golden cases."""
+    from .reproduce import RESULTS_DIRS
+
+    golden = [p.relative_to(ROOT).as_posix() for p in sorted((ROOT / "configs" / "golden").glob("*.yaml"))]
+    return sorted(golden + [c for c, d in RESULTS_DIRS.items() if (ROOT / d / "run.json").exists()])
 
 
 def exactness_table(configs=None, data_dir=None) -> pd.DataFrame:

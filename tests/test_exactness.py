@@ -179,3 +179,17 @@ def test_a_grid_over_datasets_is_not_called_exact():
     cfg = with_overrides(EXACT, {"evaluation.grid": {"dataset.name": ["mnist", "usps"]}})
     rng = np.random.default_rng(3)
     assert any("other datasets" in w for w in ex.construction_blockers(cfg, _ints(rng), _ints(rng)))
+
+
+def test_spread_finds_each_committed_run_where_reproduce_writes_it():
+    # the paper configs name no output folder (plab run writes to runs/<name>); the measurement reads
+    # the committed run where make reproduce writes it, and refuses a config with no committed run
+    # instead of printing an empty comparison
+    from perceptron_lab import spread
+
+    assert spread.committed_dir("configs/kw2007/table2.yaml") == spread.ROOT / "results" / "kw2007" / "table2"
+    assert spread.committed_dir("configs/mnist_d4.yaml") is None
+    committed = spread.committed_configs()
+    assert "configs/kw2007/table4.yaml" in committed and "configs/golden/kw2007_sonar.yaml" in committed
+    with pytest.raises(SystemExit, match="no committed run"):
+        spread.measure("configs/mnist_d4.yaml", ["avx2"], [])
