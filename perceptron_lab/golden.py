@@ -71,6 +71,15 @@ class SpreadNotMeasured(RuntimeError):
     tolerance from."""
 
 
+
+def keyed_values(df: pd.DataFrame) -> pd.Series:
+    """``value`` of golden rows indexed by :data:`KEY`, the key columns as text (missing: empty)."""
+    df = df.copy()
+    for k in KEY:
+        df[k] = df[k].fillna("").astype(str)
+    return df.set_index(KEY)["value"]
+
+
 def compute(case: str, data_dir=None) -> pd.DataFrame:
     """Run a golden case in a temporary folder; mean over runs of every multiclass metric.
 
@@ -144,13 +153,7 @@ def compare(golden: pd.DataFrame, new: pd.DataFrame, case: str, tol: dict | None
     if tol is None:
         a = new.attrs
         tol = tolerances(case, a["exact_by_construction"], a["runs"], a["smallest_test"])
-    def keyed(df):
-        df = df.copy()
-        for k in KEY:
-            df[k] = df[k].fillna("").astype(str)
-        return df.set_index(KEY)["value"]
-
-    g, n = keyed(golden), keyed(new)
+    g, n = keyed_values(golden), keyed_values(new)
     problems = []
     for key in sorted(set(g.index) | set(n.index)):
         cell = ", ".join(f"{k}={v}" for k, v in zip(KEY, key))

@@ -37,7 +37,6 @@ and the spread measured for it.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -169,18 +168,11 @@ def compare_nested(committed: Path, new: Path, whole_grid: bool) -> dict:
 def compare_golden(case: str, run_dir: Path) -> dict:
     """A golden case's rerun, aggregated as :func:`perceptron_lab.golden.compute` does, against
     ``results/golden/<case>.csv``."""
-    from .golden import KEY, aggregate, read_golden
+    from .golden import KEY, aggregate, keyed_values, read_golden
 
     g = read_golden(GOLDEN_DIR / f"{case}.csv")
     n = aggregate(pd.read_csv(run_dir / "results.csv", keep_default_na=False, dtype={k: str for k in KEY}))
-
-    def keyed(df):
-        df = df.copy()
-        for k in KEY:
-            df[k] = df[k].fillna("").astype(str)
-        return df.set_index(KEY)["value"]
-
-    g, n = keyed(g), keyed(n)
+    g, n = keyed_values(g), keyed_values(n)
     counts = pd.Series(n.index.get_level_values("metric") != "test_error_pct", index=n.index)
     return _diff_summary(g, n, counts)
 
