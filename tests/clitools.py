@@ -1,9 +1,11 @@
 """Running ``plab`` in-process from the tests: the exit status, stdout and the ``plab: error:``
-lines, never a traceback."""
+lines, never a traceback; and :func:`refused`, a data error of one line with its fix."""
 
+import pytest
 from click.testing import CliRunner
 
 from perceptron_lab.cli import main
+from perceptron_lab.errors import DatasetError
 
 
 def plab(*args):
@@ -19,3 +21,14 @@ def one_error(code, *args):
     status, out, errors = plab(*args)
     assert status == code and len(errors) == 1, (status, out, errors)
     return errors[0]
+
+
+def refused(call, *texts):
+    """Expect one DatasetError line with a fix and each of ``texts``; return the message."""
+    with pytest.raises(DatasetError) as exc:
+        call()
+    msg = str(exc.value)
+    assert "\n" not in msg and "Fix:" in msg, msg
+    for t in texts:
+        assert t in msg, msg
+    return msg

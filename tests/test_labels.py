@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from clitools import refused
 from perceptron_lab import MarginPerceptron, VotedPerceptron
 from perceptron_lab.datasets.user import load_user_data
-from perceptron_lab.errors import DatasetError
 
 BIG = ["10000000000000000", "10000000000000001", "5"]  # float() makes the first two one number
 
@@ -32,16 +32,6 @@ def libsvm_file(path, labels, name="d.libsvm"):
     f = path / name
     f.write_text("".join(f"{v} 1:{i % 7} 2:{(i * 3) % 5}\n" for i, v in enumerate(labels)))
     return f
-
-
-def refused(call, *texts):
-    with pytest.raises(DatasetError) as exc:
-        call()
-    msg = str(exc.value)
-    assert "\n" not in msg and "Fix:" in msg, msg
-    for t in texts:
-        assert t in msg, msg
-    return msg
 
 
 # ----------------------------------------------------------------------------- CSV / TSV: the text is the class

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from clitools import refused
 from perceptron_lab.datasets import images, user
 from perceptron_lab.datasets.images import load_mnist, read_idx
 from perceptron_lab.datasets.user import load_user_data
@@ -24,17 +25,6 @@ ROWS = [(0.5, 2.0, "yes"), (1.5, -1.0, "no"), (2.0, 0.0, "yes"), (-3.25, 4.0, "n
 X_ROWS = np.array([r[:2] for r in ROWS])
 Y_ROWS = np.array([1, 0, 1, 0])  # classes ['no', 'yes']
 GOOD = "a,b,t\n" + "".join(f"{a},{b},{t}\n" for a, b, t in ROWS)
-
-
-def refused(call, *texts):
-    """Expect one DatasetError line with a fix and each of ``texts``; return the message."""
-    with pytest.raises(DatasetError) as exc:
-        call()
-    msg = str(exc.value)
-    assert "\n" not in msg and "Fix:" in msg, msg
-    for t in texts:
-        assert t in msg, msg
-    return msg
 
 
 def write(path: Path, content) -> Path:
