@@ -521,12 +521,21 @@ class WorkerPool:
         for proc in procs:
             proc.terminate()
         self._stop.set()
+        # wait for the executor's manager thread to see the workers gone: at exit Python 3.11 wakes
+        # that thread through a pipe which its own shutdown may be closing at the same moment, and
+        # prints "Exception ignored ... BrokenPipeError" with a traceback
+        manager = getattr(self._ex, "_executor_manager_thread", None)
+        if manager is not None:
+            manager.join(timeout=10)
 
     def __enter__(self):
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        self.close(cancel=exc_type is not None)
+        if exc_type is None:
+            self.close()
+        else:   # interrupted or failed: the running parts are lost either way, stop the workers now
+            self.terminate()
         return False
 
 
