@@ -33,7 +33,7 @@ check-configs: install ## Validate every config under configs/
 	$(BIN)/plab config check configs/*.yaml configs/*/*.yaml
 
 reproduce: install ## Regenerate the paper tables under results/ and the report (SET=full adds Khardon-Wachman Table 7 on MNIST; SET=budget runs the budget study)
-	$(BIN)/python -m perceptron_lab.reproduce --set $(or $(SET),core) --jobs $(or $(JOBS),1)
+	$(BIN)/python -m perceptron_lab.cli.reproduce --set $(or $(SET),core) --jobs $(or $(JOBS),1)
 
 bench: install ## Speed benchmarks against scikit-learn and River, written to results/bench/
 	$(BIN)/pip install -q -e '.[bench]'
@@ -45,7 +45,7 @@ clean: ## Remove caches and run outputs (keeps results/)
 
 docs: install ## Regenerate the generated pages and README blocks from results/, then build the site into site/
 	$(BIN)/pip install -q -e '.[docs]'
-	$(BIN)/python -m perceptron_lab.docs_pages
+	$(BIN)/python -m perceptron_lab.cli.docs_pages
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict
 
 docs-screenshots: install ## Screenshots of the built site in headless Chromium, into results/docs/
@@ -53,4 +53,4 @@ docs-screenshots: install ## Screenshots of the built site in headless Chromium,
 	PLAB_DOCS_SCREENSHOTS=results/docs $(BIN)/python -m pytest -q tests/test_docs_browser.py
 
 golden: install ## Recompute the golden values CI guards (results/golden/); only for intended changes
-	$(BIN)/python -m perceptron_lab.golden
+	$(BIN)/python -m perceptron_lab.report.golden

@@ -33,8 +33,8 @@ Before the timed call each side runs once on 200 examples, which loads numba's c
 (or compiles it after a source change) and scikit-learn's/River's modules; that warm-up is
 reported separately (``warmup_seconds``). ``fit_seconds`` times training, ``test_seconds`` the
 predictions on the test set (ours computes the prediction rules the peer computes, passed as
-``rules=`` to :func:`~perceptron_lab.predict.evaluate` as a config's ``prediction.rules`` are; case 1
-also measures every rule of :data:`~perceptron_lab.predict.RULES`, and case 4 computes every rule),
+``rules=`` to :func:`~perceptron_lab.model.predict.evaluate` as a config's ``prediction.rules`` are; case 1
+also measures every rule of :data:`~perceptron_lab.model.predict.RULES`, and case 4 computes every rule),
 ``total_seconds`` both. Preparing inputs in the form each
 tool takes (reordering rows for scikit-learn, building River's dicts) is not timed.
 

@@ -35,7 +35,7 @@ FIELDS = ["setting", "workers", "permutations", "repeat", "wall_seconds", "load_
 
 
 def _plab(args: list[str], out: Path, permutations: int) -> float:
-    cmd = [sys.executable, "-m", "perceptron_lab.cli", "run", CONFIG, f"training.permutations={permutations}",
+    cmd = [sys.executable, "-m", "perceptron_lab.cli.main", "run", CONFIG, f"training.permutations={permutations}",
            "--out", str(out), "--force", "-q", *args]
     t0 = time.perf_counter()
     subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)

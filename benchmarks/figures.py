@@ -76,9 +76,9 @@ def cases(run_dir: Path, results: Path, kw_run: Path, tmp: Path) -> list[tuple[s
     import numpy as np
     import pandas as pd
 
-    from perceptron_lab import plots
-    from perceptron_lab.compare import plot_side_by_side
-    from perceptron_lab.config import config_from_dict
+    from perceptron_lab.run import figures as plots
+    from perceptron_lab.report.compare import plot_side_by_side
+    from perceptron_lab.config.load import config_from_dict
     from perceptron_lab.papers.fs1999.figures import plot_fs1999_figure2
     from perceptron_lab.papers.gentile2001.figures import plot_margin_distributions
     from perceptron_lab.papers.kw2007.figures import plot_kw2007_figure4

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from perceptron_lab.runtime import configure as configure_process
+from perceptron_lab.run.runtime import configure as configure_process
 
 from . import __doc__ as PACKAGE_DOC
 from .cases import (

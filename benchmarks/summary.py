@@ -145,7 +145,7 @@ NOTES = {
         "memory, which on a virtual machine whose host backs memory lazily costs up to 2 s per GB to map "
         "(a 2.16 GB fill: 4.6 s after the machine idled, 0.24 s right after another process freed memory), "
         "so its training time varies by several seconds from run to run. The run has plab's process "
-        "settings (perceptron_lab/runtime.py: OpenBLAS's idle spin about a millisecond, OpenMP threads "
+        "settings (perceptron_lab/run/runtime.py: OpenBLAS's idle spin about a millisecond, OpenMP threads "
         "that sleep at once); the benchmark sets them for its children as plab's commands do. Huge "
         "pages are numpy's default (on this VM a cold run trains about 3 s faster with "
         "NUMPY_MADVISE_HUGEPAGE=0, while the full reproduction runs 2 minutes slower), except for the "

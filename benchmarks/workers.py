@@ -66,8 +66,8 @@ def _ours_perceptron(spec: dict, d: Data) -> dict:
     """Our engine: train one-vs-rest perceptrons, then the rules ``spec["rules"]`` (default: every
     rule) on the test set."""
     from perceptron_lab.engine.perceptron import PerceptronParams, label_matrix, train
-    from perceptron_lab.kernels import Kernel
-    from perceptron_lab.predict import RULES, evaluate
+    from perceptron_lab.engine.kernels import Kernel
+    from perceptron_lab.model.predict import RULES, evaluate
 
     T = float(spec.get("epochs", 1))
     t0 = time.perf_counter()
@@ -113,7 +113,7 @@ def _sk_linear(spec: dict, d: Data) -> dict:
 
 def alma_config(alpha: float = ALMA_ALPHA, chunk_size: int | None = None, rules=ALMA_RULES):
     """The config a user would write for case 3 (linear kernel, ALMA_2, one epoch, rules last and avg)."""
-    from perceptron_lab.config import config_from_dict
+    from perceptron_lab.config.load import config_from_dict
 
     training = {"epochs": 1, "checkpoints": [1], "permutations": 1, "dtype": "float64"}
     if chunk_size is not None:
@@ -128,8 +128,8 @@ def _ours_alma(spec: dict, d: Data) -> dict:
     """Our ALMA_2 through the config dispatch (``engine.train_from_config``)."""
     from perceptron_lab.engine import train_from_config
     from perceptron_lab.engine.perceptron import label_matrix
-    from perceptron_lab.kernels import Kernel
-    from perceptron_lab.predict import RULES, evaluate
+    from perceptron_lab.engine.kernels import Kernel
+    from perceptron_lab.model.predict import RULES, evaluate
 
     cfg = alma_config(float(spec.get("alpha", ALMA_ALPHA)), spec.get("chunk_size"))
     kernel = Kernel.from_config(cfg.kernel)
@@ -229,8 +229,9 @@ def _ours_eval_unit(spec: dict, d: Data) -> dict:
     the rules last / longest / vote): MNIST's train and test examples merged, the first tenth of a
     seeded permutation as the test fold. ``spec["exact32"]`` False computes the test kernel block
     by float64 GEMMs instead of the exact float32 ones (the same numbers, for the comparison)."""
-    from perceptron_lab import predict, units
-    from perceptron_lab.config import load_config
+    from perceptron_lab.model import predict
+    from perceptron_lab.run import units
+    from perceptron_lab.config.load import load_config
     from perceptron_lab.engine import train_from_config
     from perceptron_lab.engine.perceptron import label_matrix
 
@@ -267,7 +268,7 @@ def _ours_budget(spec: dict, d: Data) -> dict:
     rules on the test set (the kernel scaled to max K(x, x) = 1, as in a plab run)."""
     from perceptron_lab.engine.budget import BudgetParams, budget_errors, train_budget, unit_diag_kernel
     from perceptron_lab.engine.perceptron import label_matrix
-    from perceptron_lab.kernels import Kernel
+    from perceptron_lab.engine.kernels import Kernel
 
     # scaled to max K(x, x) = 1 on the training rows, as a plab run of a budgeted algorithm is
     kernel = unit_diag_kernel(Kernel("poly", degree=POLY_DEGREE, scale=100.0 * 255.0**2), d.Xtr)

@@ -4,7 +4,7 @@ Freund & Schapire (1999) voted perceptron, Khardon & Wachman (2007) noise-tolera
 variants, Gentile (2001) ALMA_p, and the Graepel-Herbrich-Williamson (2000) sparsity bound.
 """
 
-__version__ = "0.1.0"
+from perceptron_lab.constants import __version__
 
 #: scikit-learn estimators, imported on first use so that ``import perceptron_lab`` stays cheap.
 _ESTIMATORS = ("VotedPerceptron", "MarginPerceptron", "ALMA")
@@ -14,11 +14,11 @@ __all__ = ["__version__", *_ESTIMATORS, *_BUDGET_ESTIMATORS]
 
 def __getattr__(name):
     if name in _ESTIMATORS:
-        from . import estimators
+        from perceptron_lab.estimators import perceptron as estimators
 
         return getattr(estimators, name)
     if name in _BUDGET_ESTIMATORS:
-        from . import budget_estimators
+        from perceptron_lab.estimators import budget as budget_estimators
 
         return getattr(budget_estimators, name)
     raise AttributeError(f"module 'perceptron_lab' has no attribute {name!r}")

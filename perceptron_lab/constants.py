@@ -1,13 +1,16 @@
 """Names, defaults and tolerances shared by the config layer and the modules that consume it.
 
 Every enumeration a config may name lives here, so that validation, the engine and the
-reports agree on one spelling. Defaults used by :mod:`perceptron_lab.config` are here too;
+reports agree on one spelling. Defaults used by :mod:`perceptron_lab.config.load` are here too;
 the config schema table there is the place that says which key each one belongs to.
 """
 
 from __future__ import annotations
 
 import math
+
+#: the package version (also ``perceptron_lab.__version__``); pyproject.toml carries the same string
+__version__ = "0.1.0"
 
 # --------------------------------------------------------------------------- datasets
 
@@ -105,7 +108,7 @@ DEFAULT_FLOAT_FORMAT = "%.6g"
 DEFAULT_EXPERIMENT_NAME = "experiment"
 #: ``extends: "package:quickstart.yaml"`` names a file in the packaged ``perceptron_lab/configs``.
 PACKAGE_CONFIG_PREFIX = "package:"
-#: Number of hex digits of the sha256 kept by :func:`perceptron_lab.config.config_hash`.
+#: Number of hex digits of the sha256 kept by :func:`perceptron_lab.config.load.config_hash`.
 CONFIG_HASH_LENGTH = 12
 
 #: ``plab run`` refuses to start when the output folder's disk has less free space than this:

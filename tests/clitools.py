@@ -4,7 +4,7 @@ lines, never a traceback; and :func:`refused`, a data error of one line with its
 import pytest
 from click.testing import CliRunner
 
-from perceptron_lab.cli import main
+from perceptron_lab.cli.main import main
 from perceptron_lab.errors import DatasetError
 
 

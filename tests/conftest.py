@@ -39,7 +39,7 @@ def pytest_runtest_setup(item):
     """A test marked ``@pytest.mark.paper(name)`` is skipped when that paper's plug-in is not
     installed (its folder under perceptron_lab/papers/ removed); modules of one paper skip as a
     whole through ``pytest.importorskip`` of the paper's package."""
-    from perceptron_lab import plugins
+    from perceptron_lab.config import plugins
 
     for mark in item.iter_markers("paper"):
         if mark.args[0] not in plugins.names():

@@ -9,10 +9,10 @@ import pytest
 from perceptron_lab.engine import train_from_config
 from perceptron_lab.engine.alma import (AlmaParams, link_f, link_f_inv, params_from_config, pnormalize,
                                         theorem3_bound, train_alma)
-from perceptron_lab.margins import hypothesis_at, margin_distribution, training_margins
+from perceptron_lab.model.margins import hypothesis_at, margin_distribution, training_margins
 from perceptron_lab.engine.perceptron import EngineError, epochs_to_steps, label_matrix
-from perceptron_lab.kernels import Kernel, gram
-from perceptron_lab.predict import RULES, counts_at_checkpoints, evaluate, random_slices
+from perceptron_lab.engine.kernels import Kernel, gram
+from perceptron_lab.model.predict import RULES, counts_at_checkpoints, evaluate, random_slices
 
 from naive import NaiveAlma, naive_errors
 
@@ -273,7 +273,7 @@ def test_defaults_are_gentiles_shorthand():
     assert a.B == pytest.approx(1.25) and a.C == pytest.approx(math.sqrt(2)) and a.p == 2
     assert a.gamma(4) == pytest.approx(1.25 / 2) and a.eta(4) == pytest.approx(math.sqrt(2) / 2)
     assert AlmaParams(alpha=0.5, p=6).gamma(1) == pytest.approx(2 * math.sqrt(5))
-    from perceptron_lab.config import config_from_dict
+    from perceptron_lab.config.load import config_from_dict
 
     cfg = config_from_dict({"dataset": {"name": "gentile_sparse"}, "algorithm": {"name": "alma", "alpha": 0.8}})
     par = params_from_config(cfg.algorithm)
@@ -381,7 +381,7 @@ def test_training_margins_and_distribution():
 
 
 def _made_up_results(dataset="usps", degree=1, n_perm=3):
-    from perceptron_lab.experiment import RESULT_COLUMNS
+    from perceptron_lab.run.experiment import RESULT_COLUMNS
 
     rows = []
     runs = [("alma", "alpha=1;B=None;C=1.41421;p=2", 0), ("alma", "alpha=0.9;B=None;C=1.41421;p=2", 1),
@@ -403,7 +403,7 @@ def _made_up_results(dataset="usps", degree=1, n_perm=3):
 
 @pytest.mark.paper("gentile2001")
 def test_gentile_table1_cells_and_tolerance():
-    from perceptron_lab.reference import reference_table
+    from perceptron_lab.run.reference import reference_table
     from perceptron_lab.papers.gentile2001.tables import gentile_comparison, gentile_layout
 
     cmp = gentile_comparison(_made_up_results(), 1)
@@ -451,7 +451,7 @@ def test_gentile_digit_tables_and_files(tmp_path):
     md = (tmp_path / "out" / "gentile2001_table3.md").read_text()
     assert "ALMA2(0.9) d=4 avg" in md and "✗" in md
     # the comparison CSV is written in the shared schema, no normalization needed
-    from perceptron_lab.comparison import CORE_COLUMNS, normalize
+    from perceptron_lab.run.comparison import CORE_COLUMNS, normalize
 
     raw = pd.read_csv(tmp_path / "out" / "gentile2001_table3_comparison.csv", keep_default_na=False)
     assert list(raw.columns) == CORE_COLUMNS
@@ -532,7 +532,7 @@ def test_margin_figures_are_drawn(tmp_path):
 @pytest.mark.paper("gentile2001")
 def test_margin_figure3_uses_the_table1_widths(tmp_path, data_dir):
     # Figure 3 on the first 300 USPS examples: the kernel widths come from the Table 1 configs
-    from perceptron_lab.config import load_config
+    from perceptron_lab.config.load import load_config
     from perceptron_lab.papers.gentile2001.figures import GENTILE_CONFIG_DIR, gentile_margin_figures, gentile_margin_panels
 
     specs = gentile_margin_panels(data_dir, figures=(3,), usps_train_size=300, permutations=2)
@@ -678,7 +678,7 @@ def test_gentile_width_search_runs_and_writes_search_csv(tmp_path):
     # the paper-table writer refuses, so it used to fail after training; it must end with search.csv.
     from click.testing import CliRunner
 
-    from perceptron_lab.cli import main
+    from perceptron_lab.cli.main import main
 
     cfg = tmp_path / "cv.yaml"
     cfg.write_text("""

@@ -69,10 +69,10 @@ def _signature_names(obj) -> list[str]:
 
 def test_api_page_lists_the_public_entry_points():
     names = {n for n, _ in TARGETS}
-    for needed in ("perceptron_lab.config.load_config", "perceptron_lab.experiment.run_experiment",
+    for needed in ("perceptron_lab.config.load.load_config", "perceptron_lab.run.experiment.run_experiment",
                    "perceptron_lab.datasets.load_dataset", "perceptron_lab.datasets.user.load_user_data",
-                   "perceptron_lab.estimators.VotedPerceptron", "perceptron_lab.estimators.MarginPerceptron",
-                   "perceptron_lab.estimators.ALMA", "perceptron_lab.budget_estimators.BudgetPerceptron"):
+                   "perceptron_lab.estimators.perceptron.VotedPerceptron", "perceptron_lab.estimators.perceptron.MarginPerceptron",
+                   "perceptron_lab.estimators.perceptron.ALMA", "perceptron_lab.estimators.budget.BudgetPerceptron"):
         assert needed in names, needed
 
 

@@ -2,6 +2,11 @@
 
 import ast
 import importlib
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 from sklearn.base import BaseEstimator
@@ -58,7 +63,7 @@ def long_parameter_lists():
 
 def test_every_module_is_counted():
     names = {p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py")}
-    assert {"engine/perceptron.py", "engine/budget.py", "scoring.py", "predict.py"} <= names
+    assert {"engine/perceptron.py", "engine/budget.py", "model/scoring.py", "model/predict.py"} <= names
 
 
 def test_no_function_takes_more_than_16_parameters():
@@ -71,12 +76,58 @@ def test_the_count_sees_every_kind_of_parameter():
 
 
 def test_only_an_estimators_init_is_exempt():
-    from perceptron_lab import estimators
+    from perceptron_lab.estimators import perceptron as estimators
 
-    est = PACKAGE / "estimators.py"
+    est = PACKAGE / "estimators" / "perceptron.py"
     init = ast.parse("def __init__(self):\n    pass\n").body[0]
     assert is_estimator_init(est, init, "VotedPerceptron")
     assert issubclass(estimators.VotedPerceptron, BaseEstimator)
     assert not is_estimator_init(est, init, None)
     other = ast.parse("def fit(self):\n    pass\n").body[0]
     assert not is_estimator_init(est, other, "VotedPerceptron")
+
+
+# --------------------------------------------------------------------------- the layers contract
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess:
+    """Run ``lint-imports`` on a copy of the package under ``root`` (found first on the path)."""
+    exe = Path(sys.executable).with_name("lint-imports")
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run([str(exe), "--no-cache", "--config", str(root / "pyproject.toml")], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+def _copy_package(tmp_path: Path) -> Path:
+    shutil.copytree(PACKAGE, tmp_path / "perceptron_lab", ignore=shutil.ignore_patterns("__pycache__", "*.nb*"))
+    shutil.copy(PACKAGE.parent / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+def test_layers_cover_every_module_of_the_package():
+    """Every package and module directly under perceptron_lab/ is one of the contract's layers
+    (or package data), so that no module escapes the layers by being new."""
+    text = (PACKAGE.parent / "pyproject.toml").read_text()
+    contract = next(c for c in tomllib.loads(text)["tool"]["importlinter"]["contracts"] if c["type"] == "layers")
+    assert contract.get("exhaustive") is True
+    named = {m.strip() for layer in contract["layers"] for m in layer.split("|")}
+    children = {p.stem for p in PACKAGE.iterdir()
+                if (p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").exists()}
+    assert children == named
+
+
+def test_a_new_module_outside_the_layers_breaks_the_contract(tmp_path):
+    root = _copy_package(tmp_path)
+    assert _lint_imports(root).returncode == 0, "the contract holds on the package as it is"
+    (root / "perceptron_lab" / "helpers.py").write_text("X = 1\n")
+    out = _lint_imports(root)
+    assert out.returncode != 0
+    assert "perceptron_lab.helpers" in out.stdout
+
+
+def test_an_import_up_the_layers_breaks_the_contract(tmp_path):
+    root = _copy_package(tmp_path)
+    kernels = root / "perceptron_lab" / "engine" / "kernels.py"
+    kernels.write_text(kernels.read_text() + "\nfrom perceptron_lab.run import store  # noqa: E402,F401\n")
+    out = _lint_imports(root)
+    assert out.returncode != 0
+    assert "perceptron_lab.engine.kernels -> perceptron_lab.run.store" in out.stdout

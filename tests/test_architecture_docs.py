@@ -34,8 +34,8 @@ DIARY = re.compile(
 #: Figures that match the patterns but are not measurements: (file, exact text) -> why it stays.
 ALLOWED = {
     ("engine/memory.py", "from 4 MB on"): "numpy's huge-page threshold, the reason for COLD_MIN_BYTES",
-    ("evaluation.py", "0.754 s"): "s is the sample standard deviation of the formula, not seconds",
-    ("scoring.py", "(4 MB)"): "the size of the TASK_SCORES setting (2^19 float64 values)",
+    ("run/evaluation.py", "0.754 s"): "s is the sample standard deviation of the formula, not seconds",
+    ("model/scoring.py", "(4 MB)"): "the size of the TASK_SCORES setting (2^19 float64 values)",
     ("engine/alma.py", "24 MB for"): "arithmetic: 10000 x 300 float64 values, not a measurement",
     ("engine/budget.py", "(256 MB in float64)"): "the size of the default entries (2^25 float64 values)",
 }

@@ -10,7 +10,7 @@ from perceptron_lab.engine.base import EngineError
 from perceptron_lab.engine.budget import (EV_INSERT, EV_MISTAKE, EV_REMOVE, BudgetParams, _vote_scores,
                                           budget_predict, budget_scores, train_budget)
 from perceptron_lab.engine.perceptron import PerceptronParams, label_matrix, train
-from perceptron_lab.kernels import Kernel, gram
+from perceptron_lab.engine.kernels import Kernel, gram
 
 from naive import NaiveBudget, kernel_value
 
@@ -188,10 +188,10 @@ def test_sonar_config_runs_and_matches_engine(tmp_path):
     import pandas as pd
     from click.testing import CliRunner
 
-    from perceptron_lab.cli import main
-    from perceptron_lab.config import load_config
-    from perceptron_lab.experiment import plan_work, read_inputs
-    from perceptron_lab.units import unit_data, unit_order
+    from perceptron_lab.cli.main import main
+    from perceptron_lab.config.load import load_config
+    from perceptron_lab.run.experiment import plan_work, read_inputs
+    from perceptron_lab.run.units import unit_data, unit_order
 
     path = _budget_cfg(tmp_path, {"name": "forgetron", "budget": 15})
     res = CliRunner().invoke(main, ["run", str(path), "--out", str(tmp_path / "out")])
@@ -224,7 +224,7 @@ def test_sonar_config_runs_and_matches_engine(tmp_path):
 def test_config_errors(tmp_path, algorithm, rules, grid, message):
     from click.testing import CliRunner
 
-    from perceptron_lab.cli import main
+    from perceptron_lab.cli.main import main
 
     path = _budget_cfg(tmp_path, algorithm, rules, grid)
     res = CliRunner().invoke(main, ["run", str(path), "--out", str(tmp_path / "o")])

@@ -13,7 +13,7 @@ from sklearn.base import clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from perceptron_lab import ALMA, BudgetPerceptron, MarginPerceptron, VotedPerceptron
-from perceptron_lab.config import config_from_dict
+from perceptron_lab.config.load import config_from_dict
 from perceptron_lab.constants import BUDGET_ALGORITHMS, BUDGET_RULES
 from perceptron_lab.datasets import load_dataset
 from perceptron_lab.engine import label_matrix
@@ -50,7 +50,7 @@ def test_same_test_errors_as_plab_run(alg, n_classes, tmp_path):
     dataset.test_path, poly kernel, 2 epochs, budget 25, seed 5) against
     ``BudgetPerceptron(random_state=5)`` fit on the same training file: every rule's test error
     count, overall and per label, equals the one in the run's results.csv."""
-    from perceptron_lab.experiment import run_experiment
+    from perceptron_lab.run.experiment import run_experiment
 
     X, y = _sonar(n_classes)
     np.savez(tmp_path / "train.npz", X=X[:140], y=y[:140])
@@ -216,7 +216,7 @@ def _check_grid():
     with 1 and 3 epochs across the algorithms. MarginPerceptron takes lambda_ and alpha_bound at one
     epoch only: partial_fit (which the checks call after fit) refuses to replay them over more."""
     from perceptron_lab.constants import KERNELS
-    from perceptron_lab.predict import RULES
+    from perceptron_lab.model.predict import RULES
 
     kernels = (*KERNELS, "precomputed")
     grid = []

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from perceptron_lab.errors import OutputError
-from perceptron_lab.kernels import Kernel, gram
+from perceptron_lab.engine.kernels import Kernel, gram
 from perceptron_lab.studies import budget as study
 
 from clitools import plab
@@ -82,7 +82,7 @@ def test_study_from_small_runs(tmp_path, data_dir):
     assert "USPS" in md and "Forgetron" in md and "error_vs_budget_avg.png" in md
     kinds = [k for k, _ in study.report_items(tmp_path / "results")]
     assert kinds[0] == "h2" and "table" in kinds and "img" in kinds
-    from perceptron_lab.report import write_report
+    from perceptron_lab.report.tables import write_report
 
     md, index = write_report([tmp_path / "results"], tmp_path / "report")
     assert "memory budget" in md.read_text() and 'href="budget.html"' in index.read_text()

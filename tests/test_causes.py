@@ -7,10 +7,10 @@ import math
 import pandas as pd
 import pytest
 
-from perceptron_lab.causes import load_rules
-from perceptron_lab.comparison import consistent, normalize, sampling_covers
+from perceptron_lab.report.causes import load_rules
+from perceptron_lab.run.comparison import consistent, normalize, sampling_covers
 from perceptron_lab.errors import PlabError
-from perceptron_lab.report import collect, summary_lines
+from perceptron_lab.report.tables import collect, summary_lines
 
 
 def _cmp(rows):

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from perceptron_lab.cli import main
-from perceptron_lab.experiment import RESULT_COLUMNS
+from perceptron_lab.cli.main import main
+from perceptron_lab.run.experiment import RESULT_COLUMNS
 
 SMALL = """
 name: small
@@ -162,7 +162,7 @@ def test_every_command_has_help_with_an_example(cmd):
 
 
 def test_packaged_configs_and_repo_configs_validate():
-    from perceptron_lab.config import load_config
+    from perceptron_lab.config.load import load_config
 
     root = Path(__file__).resolve().parents[1]
     paths = sorted(root.glob("configs/**/*.yaml")) + sorted((root / "perceptron_lab" / "configs").glob("*.yaml"))
@@ -199,7 +199,7 @@ def test_click_usage_errors_are_one_plab_error_line_exit_2(args, says):
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "-m", "perceptron_lab.cli", *args], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "perceptron_lab.cli.main", *args], capture_output=True, text=True,
                        timeout=120)
     lines = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()]
     assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith(says) and "--help')" in lines[0], lines
@@ -210,10 +210,10 @@ def test_every_exit_status(tmp_path):
     import subprocess
     import sys
 
-    from perceptron_lab.store import RunFolder
+    from perceptron_lab.run.store import RunFolder
 
     def plab(*args):
-        r = subprocess.run([sys.executable, "-m", "perceptron_lab.cli", *map(str, args)], capture_output=True,
+        r = subprocess.run([sys.executable, "-m", "perceptron_lab.cli.main", *map(str, args)], capture_output=True,
                            text=True, timeout=300)
         errors = [ln for ln in r.stderr.splitlines() if ln.startswith("plab: error:")]
         assert "Traceback" not in r.stderr and len(errors) == (r.returncode != 0), r.stderr

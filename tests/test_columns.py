@@ -19,7 +19,7 @@ import perceptron_lab.engine.perceptron as eng
 from perceptron_lab.engine import columns
 from perceptron_lab.engine.alma import AlmaParams, train_alma
 from perceptron_lab.engine.perceptron import PerceptronParams, label_matrix, train
-from perceptron_lab.kernels import Kernel
+from perceptron_lab.engine.kernels import Kernel
 from pages import vm_flags
 
 
@@ -191,7 +191,7 @@ def test_a_run_whose_own_columns_pass_the_cache_limit_stops_with_the_setting_to_
 def test_the_store_is_written_without_numpys_huge_page_advice():
     """The store's array: zero-filled, writable, of the shape asked, in a mapping without the
     MADV_HUGEPAGE flag ('hg') that numpy gives a plain array of the same size where it advises."""
-    from perceptron_lab.runtime import huge_pages
+    from perceptron_lab.run.runtime import huge_pages
 
     st = columns.ColumnStore(("key",), 3000, 700, np.float32)   # 8.4 MB
     assert st.K.shape == (700, 3000) and st.K.dtype == np.float32 and st.K.flags.writeable

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from perceptron_lab.cli import main
-from perceptron_lab.compare import paired_difference
-from perceptron_lab.plots import run_labels
+from perceptron_lab.cli.main import main
+from perceptron_lab.report.compare import paired_difference
+from perceptron_lab.run.figures import run_labels
 
 #: t_{2, 0.975} and t_{5, 0.975}, from a table of Student's t distribution.
 T2, T5 = 4.302652729911275, 2.570581835636314

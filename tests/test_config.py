@@ -14,9 +14,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from perceptron_lab import config as config_module
+from perceptron_lab.config import load as config_module
 from perceptron_lab import constants as C
-from perceptron_lab.config import (
+from perceptron_lab.config.load import (
     SCHEMA,
     ExperimentConfig,
     config_from_dict,
@@ -191,7 +191,7 @@ def test_problems_in_a_base_name_the_base_file(in_tmp):
 def test_extends_packaged_config(in_tmp, monkeypatch):
     packaged = in_tmp / "packaged"
     write(packaged / "quickstart.yaml", "dataset: {name: ionosphere}\ntraining: {epochs: 2}\n")
-    from perceptron_lab import config_yaml
+    from perceptron_lab.config import reading as config_yaml
 
     monkeypatch.setattr(config_yaml, "PACKAGE_CONFIG_DIR", packaged)
     write(in_tmp / "mine.yaml", 'extends: "package:quickstart.yaml"\ntraining: {seed: 3}\n')

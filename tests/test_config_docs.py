@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from perceptron_lab import config_docs
-from perceptron_lab.cli import main
-from perceptron_lab.config_schema import SCHEMA
+from perceptron_lab.config import docs as config_docs
+from perceptron_lab.cli.main import main
+from perceptron_lab.config.schema import SCHEMA
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
 

@@ -6,7 +6,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from perceptron_lab.cli import main
+from perceptron_lab.cli.main import main
 
 VALID = {
     "dataset": {"name": "sonar"},

@@ -10,9 +10,9 @@ from click.testing import CliRunner
 
 distributed = pytest.importorskip("distributed")
 
-from perceptron_lab.cli import main  # noqa: E402
+from perceptron_lab.cli.main import main  # noqa: E402
 from perceptron_lab.errors import PlabError  # noqa: E402
-from perceptron_lab.executors import check_executor, connect_dask  # noqa: E402
+from perceptron_lab.run.executors import check_executor, connect_dask  # noqa: E402
 
 # sonar ships inside the package, so the workers need no data folder; 2 folds x 3 permutations
 CONFIG = """
@@ -140,7 +140,7 @@ def test_scheduler_killed_mid_run_is_one_line_and_resume_works(tmp_path):
     cfg.write_text(GRID)
     out = tmp_path / "out"
     try:
-        run = subprocess.Popen([sys.executable, "-m", "perceptron_lab.cli", "run", str(cfg), "--out", str(out), "-q",
+        run = subprocess.Popen([sys.executable, "-m", "perceptron_lab.cli.main", "run", str(cfg), "--out", str(out), "-q",
                                 "--executor", "dask", "--scheduler", address],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         t0 = time.time()
@@ -239,7 +239,7 @@ def test_a_relative_config_path_is_read_by_workers_in_another_folder(tmp_path, m
 
 def test_a_data_file_a_worker_cannot_read_names_the_worker_not_the_config():
     from perceptron_lab.errors import DatasetError
-    from perceptron_lab.executors import WORKER_DATA_FIX, _worker_error
+    from perceptron_lab.run.executors import WORKER_DATA_FIX, _worker_error
 
     err = _worker_error(DatasetError("/d/x.csv: not found. Fix: correct dataset.path in c.yaml (a relative path ...)."))
     assert str(err) == f"on a Dask worker: /d/x.csv: not found on the worker. Fix: {WORKER_DATA_FIX}."

@@ -1,7 +1,7 @@
 """The documentation: generated pages current, no number typed by hand, every example runs.
 
 * ``README.md`` and every generated page or block of ``docs/`` equal what
-  ``python -m perceptron_lab.docs_pages`` writes from ``results/`` now (``make docs`` refreshes them);
+  ``python -m perceptron_lab.cli.docs_pages`` writes from ``results/`` now (``make docs`` refreshes them);
 * the README is at most 12 KB, and neither it nor a hand-written page has a measured number in its
   prose (numbers live in the generated blocks, which come from ``results/``);
 * every ```` ```pycon ```` block runs as a doctest, and every ```` ```console ```` block runs in a
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from perceptron_lab import docs_pages
+from perceptron_lab.cli import docs_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -46,7 +46,7 @@ def _rel(p: Path) -> str:
 
 def test_generated_pages_and_readme_blocks_are_current():
     stale = docs_pages.stale(ROOT)
-    assert stale == [], f"stale (run `make docs` or python -m perceptron_lab.docs_pages): {stale}"
+    assert stale == [], f"stale (run `make docs` or python -m perceptron_lab.cli.docs_pages): {stale}"
 
 
 def test_the_check_finds_a_stale_number(tmp_path):

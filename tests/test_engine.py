@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from perceptron_lab.engine.perceptron import PerceptronParams, epochs_to_steps, label_matrix, train
-from perceptron_lab.kernels import Kernel, gram, kernel_diag
-from perceptron_lab.predict import RULES, counts_at_checkpoints, evaluate, random_slices
+from perceptron_lab.engine.kernels import Kernel, gram, kernel_diag
+from perceptron_lab.model.predict import RULES, counts_at_checkpoints, evaluate, random_slices
 
 from naive import NaivePerceptron, kernel_value, naive_errors
 
@@ -277,7 +277,7 @@ def test_requested_rules_from_combined_classifiers_match_naive(kernel, variant, 
 
 
 def test_combined_classifiers_score_the_test_set_in_blocks():
-    from perceptron_lab.predict import Hypotheses, _evaluate_combined_expansion
+    from perceptron_lab.model.predict import Hypotheses, _evaluate_combined_expansion
 
     X, y, Xt, yt = small_problem(60, n=60, n_classes=3)
     Y = label_matrix(y, 3)
@@ -332,7 +332,7 @@ def test_counts_at_checkpoints_do_not_depend_on_the_logs_order():
 def test_sq_norms64_equals_the_norms_of_a_float64_copy(shape):
     """kernel_diag's block-wise float64 norms are bit for bit those of a whole float64 copy, on
     float32 rows with fractional values (where the order of the sum would show) and on a strided view."""
-    from perceptron_lab.kernels import sq_norms, sq_norms64
+    from perceptron_lab.engine.kernels import sq_norms, sq_norms64
 
     rng = np.random.default_rng(shape[0])
     X = (rng.standard_normal(shape) * 3.7).astype(np.float32)

@@ -21,10 +21,10 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from perceptron_lab import ALMA, MarginPerceptron, VotedPerceptron
-from perceptron_lab.config import config_from_dict
+from perceptron_lab.config.load import config_from_dict
 from perceptron_lab.datasets import load_dataset
-from perceptron_lab.predict import RULES
-from perceptron_lab.units import RESULT_COLUMNS, Unit, load_data, preprocess, run_unit, unit_data, unit_order
+from perceptron_lab.model.predict import RULES
+from perceptron_lab.run.units import RESULT_COLUMNS, Unit, load_data, preprocess, run_unit, unit_data, unit_order
 
 ESTIMATORS = [
     VotedPerceptron(random_state=0),
@@ -93,7 +93,7 @@ def test_same_test_errors_as_plab_run_on_mnist(data_dir, tmp_path):
     """VotedPerceptron(kernel="poly", degree=4, epochs=1, random_state=s) against `plab run` of the
     equivalent config (training.seed: s, one permutation, holdout) on the first 3000 / 1000 MNIST
     examples: the same test errors for all eight rules, as written in the run's results.csv."""
-    from perceptron_lab.experiment import run_experiment
+    from perceptron_lab.run.experiment import run_experiment
 
     cfg = config_from_dict({
         "name": "est_mnist", "dataset": {"name": "mnist", "train_size": 3000, "test_size": 1000},

@@ -6,9 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perceptron_lab import kernels, predict
+from perceptron_lab.engine import kernels
+
+from perceptron_lab.model import predict
 from perceptron_lab.engine.perceptron import PerceptronParams, add_product, chunk_dots, label_matrix, train
-from perceptron_lab.kernels import EXACT32_LIMIT, Kernel, exact32_ok, gram, integer_features, matmul_exact32
+from perceptron_lab.engine.kernels import EXACT32_LIMIT, Kernel, exact32_ok, gram, integer_features, matmul_exact32
 
 
 def _integer_rows(rng, n, d, hi):
@@ -221,7 +223,7 @@ def test_dot_rows_exact_equals_dot_rows_on_integer_features(dtype):
     exact integer (integer features of norms below the limit), including products float32 rounds."""
     import numba as nb
 
-    from perceptron_lab.kernels import DOTS_EXACT_SQ_LIMIT, dot_rows, dot_rows_exact
+    from perceptron_lab.engine.kernels import DOTS_EXACT_SQ_LIMIT, dot_rows, dot_rows_exact
 
     @nb.njit
     def both(X):

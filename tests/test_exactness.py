@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perceptron_lab import exactness as ex
-from perceptron_lab import spread
-from perceptron_lab.config import load_config, with_overrides
-from perceptron_lab.experiment import run_experiment
+from perceptron_lab.model import exactness as ex
+from perceptron_lab.cli import spread
+from perceptron_lab.config.load import load_config, with_overrides
+from perceptron_lab.run.experiment import run_experiment
 
 EXACT = load_config("configs/golden/kw2007_mnist_exact.yaml")
 
@@ -122,7 +122,7 @@ def test_variants_cover_avx2_the_host_every_blas_kernel_and_two_threads():
 def test_the_report_states_each_runs_exactness():
     from types import SimpleNamespace
 
-    from perceptron_lab.report import run_lines
+    from perceptron_lab.report.tables import run_lines
 
     info = {"name": "x", "exactness": {"exact_by_construction": True, "reason": "integers"}}
     (line,) = run_lines(SimpleNamespace(runs=[("results/x", info)]))
@@ -185,7 +185,7 @@ def test_spread_finds_each_committed_run_where_reproduce_writes_it():
     # the paper configs name no output folder (plab run writes to runs/<name>); the measurement reads
     # the committed run where make reproduce writes it, and refuses a config with no committed run
     # instead of printing an empty comparison
-    from perceptron_lab import spread
+    from perceptron_lab.cli import spread
 
     assert spread.committed_dir("configs/kw2007/table2.yaml") == spread.ROOT / "results" / "kw2007" / "table2"
     assert spread.committed_dir("configs/mnist_d4.yaml") is None

@@ -21,10 +21,10 @@ import pytest
 from click.testing import CliRunner
 
 import perceptron_lab
-from perceptron_lab import cli as plab_cli
-from perceptron_lab.cli import main
+from perceptron_lab.cli import main as plab_cli
+from perceptron_lab.cli.main import main
 from perceptron_lab.errors import EXIT_STATUSES, PlabError
-from perceptron_lab.store import RunFolder
+from perceptron_lab.run.store import RunFolder
 
 DOCUMENTED = {code for code, _ in EXIT_STATUSES}
 SMALL = "name: small\ndataset: {name: sonar}\ntraining: {epochs: 1}\nevaluation: {mode: kfold, folds: 2}\n"
@@ -224,7 +224,7 @@ def test_every_status_plab_can_exit_with_is_documented():
                  and c is not click.exceptions.FileError and c is not click.ClickException}
     statuses |= {plab_cli.INTERRUPT_STATUS, *(s for _, s in plab_cli.STOP_SIGNALS), 0}
     # literal statuses in the command-line modules
-    for mod in ("cli.py", "reproduce.py"):
+    for mod in ("cli/main.py", "cli/reproduce.py"):
         text = (Path(perceptron_lab.__file__).parent / mod).read_text()
         statuses |= {int(x) for x in re.findall(r"sys\.exit\((\d+)\)", text)}
     missing = statuses - DOCUMENTED
@@ -236,7 +236,7 @@ def test_every_status_plab_can_exit_with_is_documented():
 def test_click_file_errors_are_not_reachable_as_status_1():
     # click.FileError (exit 1) comes only from click.File / click.Path(exists=True) on a file open;
     # plab's options open no files through click, so status 1 stays the output folder's
-    text = (Path(perceptron_lab.__file__).parent / "cli.py").read_text()
+    text = (Path(perceptron_lab.__file__).parent / "cli" / "main.py").read_text()
     assert "click.File(" not in text
 
 
@@ -257,7 +257,7 @@ def _start(cfg, out, jobs):
     def child():
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
-    return subprocess.Popen([sys.executable, "-m", "perceptron_lab.cli", "run", str(cfg), "--out", str(out), "-q",
+    return subprocess.Popen([sys.executable, "-m", "perceptron_lab.cli.main", "run", str(cfg), "--out", str(out), "-q",
                              "--jobs", str(jobs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=child)
 
@@ -327,7 +327,7 @@ def test_signals_end_like_ctrl_c_with_their_documented_status(tmp_path, sig, sta
     assert not [q for q in everyone if _alive(q)], "workers outlived plab"
     assert not [f for f in out.rglob("*") if f.name.endswith(".tmp")]
     done = len(list((out / "parts").glob("*.csv")))
-    r = subprocess.run([sys.executable, "-m", "perceptron_lab.cli", "run", str(cfg), "--out", str(out), "-q"],
+    r = subprocess.run([sys.executable, "-m", "perceptron_lab.cli.main", "run", str(cfg), "--out", str(out), "-q"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and f"{done} reused" in r.stdout, r.stderr
 

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from perceptron_lab import experiment, store
-from perceptron_lab.cli import main
+from perceptron_lab.run import experiment, store
+from perceptron_lab.cli.main import main
 from perceptron_lab.datasets.base import Dataset, validate_dataset
 from perceptron_lab.errors import DatasetError
 
@@ -401,7 +401,7 @@ def test_scores_that_become_non_finite_during_a_run_stop_it(tmp_path, monkeypatc
 
     (numpy's overflow warnings from the training engine may be printed before the error line.)
     """
-    from perceptron_lab.kernels import Kernel
+    from perceptron_lab.engine.kernels import Kernel
 
     monkeypatch.setattr(Kernel, "range_safe", lambda self, X, dtype: self)
     extra = "kernel: {type: poly, degree: 300}\ntraining: {dtype: float64}"
@@ -545,8 +545,8 @@ def test_grid_of_six_keys_by_fifty_values_is_refused_without_building_it(tmp_pat
 
 
 def test_allow_large_lifts_the_limits():
-    from perceptron_lab.bounds import check_run_size
-    from perceptron_lab.config import config_from_dict
+    from perceptron_lab.model.bounds import check_run_size
+    from perceptron_lab.config.load import config_from_dict
 
     cfg = config_from_dict({"dataset": {"name": "sonar"}, "training": {"permutations": 10**12}})
     assert check_run_size(cfg, 208, allow_large=True)["units"] == 10**12

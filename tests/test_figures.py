@@ -11,7 +11,9 @@ import pandas as pd
 import pytest
 from matplotlib.colors import to_rgba
 
-from perceptron_lab import compare, plots
+from perceptron_lab.report import compare
+
+from perceptron_lab.run import figures as plots
 from perceptron_lab.papers.fs1999 import figures as fs_figures
 from perceptron_lab.papers.gentile2001 import figures as gentile_figures
 from perceptron_lab.papers.kw2007 import figures as kw_figures
@@ -260,7 +262,7 @@ def test_importing_the_figure_modules_does_not_import_matplotlib():
     import subprocess
     import sys
 
-    code = ("import sys, perceptron_lab.cli, perceptron_lab.compare, perceptron_lab.plots, "
+    code = ("import sys, perceptron_lab.cli.main, perceptron_lab.report.compare, perceptron_lab.run.figures, "
             "perceptron_lab.papers.fs1999.figures, perceptron_lab.papers.kw2007.figures, "
             "perceptron_lab.papers.gentile2001.figures, perceptron_lab.studies.budget; "
             "print('matplotlib' in sys.modules)")

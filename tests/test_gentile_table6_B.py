@@ -12,12 +12,12 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from perceptron_lab.cli import main
-from perceptron_lab.config import config_from_dict, load_config, with_overrides
+from perceptron_lab.cli.main import main
+from perceptron_lab.config.load import config_from_dict, load_config, with_overrides
 from perceptron_lab.engine.alma import AlmaParams, params_from_config, resolve_B
 from perceptron_lab.engine.perceptron import EngineError
 from perceptron_lab.errors import ConfigError
-from perceptron_lab.experiment import params_string
+from perceptron_lab.run.experiment import params_string
 pytest.importorskip("perceptron_lab.papers.gentile2001", reason="the gentile2001 paper plug-in is not installed")
 from perceptron_lab.papers.gentile2001.tables import TABLE6_B_EVIDENCE, algorithm_label, gentile_comparison, table6_B_note
 
@@ -46,7 +46,7 @@ def test_symbolic_B_in_a_grid_over_alpha():
     for a in cfg.evaluation.grid["algorithm.alpha"]:
         assert params_from_config(with_overrides(cfg, {"algorithm.alpha": a}).algorithm).B == math.sqrt(8) / a
     variant = load_config(CONFIGS / "table6_B_stated.yaml")
-    from perceptron_lab.reproduce import results_dir
+    from perceptron_lab.cli.reproduce import results_dir
 
     assert variant.algorithm.B is None  # B: 1/alpha
     assert "variants" in Path(results_dir("configs/gentile2001/table6_B_stated.yaml")).parts
@@ -102,7 +102,7 @@ def test_symbolic_B_rows_are_labelled_and_compared():
 def _corrections(cfg, grid_values, permutation=0):
     """Corrections of one run of ``cfg`` (the artificial data are binary: one label)."""
     from perceptron_lab.engine import label_matrix, train_from_config
-    from perceptron_lab.experiment import Unit, load_data, unit_kernel, unit_order
+    from perceptron_lab.run.experiment import Unit, load_data, unit_kernel, unit_order
 
     ds = load_data(cfg, None)
     dtype, kernel = unit_kernel(cfg, ds.X_train)

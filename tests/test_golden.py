@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 import perceptron_lab.engine as engine
-from perceptron_lab import golden
+from perceptron_lab.report import golden
 
 
 def _golden(case):
@@ -92,7 +92,7 @@ def test_tolerance_is_the_margin_times_the_measured_spread(tmp_path, monkeypatch
 
 def test_a_case_without_exactness_or_measured_spread_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(golden, "SPREAD_DIR", tmp_path)
-    with pytest.raises(golden.SpreadNotMeasured, match="python -m perceptron_lab.spread configs/golden/kw2007_sonar.yaml"):
+    with pytest.raises(golden.SpreadNotMeasured, match="python -m perceptron_lab.cli.spread configs/golden/kw2007_sonar.yaml"):
         golden.tolerances("kw2007_sonar", False, runs=10, smallest_test=20)
     _spread_csv(tmp_path, "kw2007_sonar", [("avx2+dtype=float32", 1.0, 0.1)])   # dtype alone: not a machine
     with pytest.raises(golden.SpreadNotMeasured):

@@ -41,7 +41,7 @@ def _default_sigint():
 
 
 def plab(*args, **kw):
-    return subprocess.Popen([sys.executable, "-m", "perceptron_lab.cli", *map(str, args)],
+    return subprocess.Popen([sys.executable, "-m", "perceptron_lab.cli.main", *map(str, args)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=_default_sigint, **kw)
 
@@ -103,7 +103,7 @@ def test_kill_then_resume_gives_identical_results(tmp_path, reference, sig):
 
 
 def test_stale_temporaries_of_dead_processes_are_removed(tmp_path):
-    from perceptron_lab.store import remove_stale_temporaries
+    from perceptron_lab.run.store import remove_stale_temporaries
 
     parts = tmp_path / "parts"
     parts.mkdir()

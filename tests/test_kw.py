@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from perceptron_lab import evaluation as ev
-from perceptron_lab import experiment as ex
-from perceptron_lab import units
-from perceptron_lab.cli import main
-from perceptron_lab.config import config_from_dict, load_config
+from perceptron_lab.run import evaluation as ev
+from perceptron_lab.run import experiment as ex
+from perceptron_lab.run import units
+from perceptron_lab.cli.main import main
+from perceptron_lab.config.load import config_from_dict, load_config
 from perceptron_lab.datasets.synthetic import kw_artificial
 pytest.importorskip("perceptron_lab.papers.kw2007", reason="the kw2007 paper plug-in is not installed")
 from perceptron_lab.papers.kw2007.layout import format_cell, kw2007_layout, layout_markdown
@@ -380,7 +380,7 @@ def test_every_kw2007_config_loads_and_names_its_table():
     from pathlib import Path
 
     from perceptron_lab.papers.kw2007.tables import table_number
-    from perceptron_lab.reproduce import results_dir
+    from perceptron_lab.cli.reproduce import results_dir
 
     root = Path(__file__).resolve().parents[1] / "configs" / "kw2007"
     tables = {}
@@ -442,8 +442,8 @@ def test_longest_survivor_and_votes_are_figure2(primal_loop, variant):
     # updates included; first hypothesis to reach the best tally; alpha-bounded mistakes neither
     # count nor reset), and multiclass prediction is the argmax of the per-label scores (§2.7)
     from perceptron_lab.engine.perceptron import PerceptronParams, label_matrix, train
-    from perceptron_lab.kernels import Kernel
-    from perceptron_lab.predict import RULE_INDEX, evaluate
+    from perceptron_lab.engine.kernels import Kernel
+    from perceptron_lab.model.predict import RULE_INDEX, evaluate
 
     rng = np.random.default_rng(7)
     X = rng.integers(-4, 5, size=(70, 6)).astype(float)
@@ -498,8 +498,8 @@ def test_lambda_trick_that_stops_training_makes_last_longest_and_voted_agree():
     # for the remaining epochs, and the three rules predict alike -- the equal Last / Longest /
     # Voted cells of the lambda column of Table 3 (bupa, wdbc, sonar, promoters) come from this.
     from perceptron_lab.engine.perceptron import PerceptronParams, label_matrix, train
-    from perceptron_lab.kernels import Kernel
-    from perceptron_lab.predict import RULE_INDEX, evaluate
+    from perceptron_lab.engine.kernels import Kernel
+    from perceptron_lab.model.predict import RULE_INDEX, evaluate
 
     rng = np.random.default_rng(3)
     X = rng.integers(-4, 5, size=(90, 5)).astype(float)
@@ -551,7 +551,7 @@ def test_fold_train_size_draws_distinct_rows_shared_by_a_column():
 
 
 def with_tau(cfg, tau):
-    from perceptron_lab.config import with_overrides
+    from perceptron_lab.config.load import with_overrides
 
     return with_overrides(cfg, {"algorithm.tau": tau})
 

@@ -233,7 +233,7 @@ def test_npz_test_labels_must_have_the_training_labels_type(tmp_path):
 
 
 def run_cli(cfg, out):
-    r = subprocess.run([sys.executable, "-m", "perceptron_lab.cli", "run", str(cfg), "--out", str(out), "-q"],
+    r = subprocess.run([sys.executable, "-m", "perceptron_lab.cli.main", "run", str(cfg), "--out", str(out), "-q"],
                        capture_output=True, text=True)
     assert "Traceback" not in r.stderr, r.stderr
     return r

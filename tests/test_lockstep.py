@@ -1,5 +1,5 @@
 """Runs trained in lockstep (perceptron_lab.engine.perceptron.train_lockstep and the one-part-per-fold
-plan of perceptron_lab.units.fold_lockstep): each run's log equals its run alone, and the slow
+plan of perceptron_lab.run.units.fold_lockstep): each run's log equals its run alone, and the slow
 reference's updates; each support vector's kernel values are computed once for all the runs."""
 
 import numpy as np
@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 
 import perceptron_lab.engine.perceptron as engine
-from perceptron_lab import units
-from perceptron_lab.config import config_from_dict
+from perceptron_lab.run import units
+from perceptron_lab.config.load import config_from_dict
 from perceptron_lab.engine.perceptron import PerceptronParams, label_matrix, train, train_lockstep
-from perceptron_lab.experiment import run_experiment
-from perceptron_lab.kernels import Kernel
+from perceptron_lab.run.experiment import run_experiment
+from perceptron_lab.engine.kernels import Kernel
 
 from naive import NaivePerceptron
 

@@ -22,11 +22,11 @@ from hypothesis import strategies as st
 
 from clitools import plab
 from perceptron_lab import ALMA, MarginPerceptron, VotedPerceptron
-from perceptron_lab.config import config_from_dict, with_overrides
+from perceptron_lab.config.load import config_from_dict, with_overrides
 from perceptron_lab.datasets import load_dataset
 from perceptron_lab.errors import NumericError
-from perceptron_lab.kernels import Kernel
-from perceptron_lab.units import RESULT_COLUMNS, Unit, preprocess, run_unit
+from perceptron_lab.engine.kernels import Kernel
+from perceptron_lab.run.units import RESULT_COLUMNS, Unit, preprocess, run_unit
 
 SONAR = load_dataset("sonar")
 UNIT = Unit(0, {}, 0, 0)
@@ -493,7 +493,7 @@ def test_cli_run_at_1e_minus_200(tmp_path):
             "training:\n  epochs: 2\n  seed: 0\nprediction:\n  rules: [last, vote]\nevaluation:\n  mode: kfold\n"
             "  folds: 3\noutput:\n  figures: false\n")
         from click.testing import CliRunner
-        from perceptron_lab.cli import main
+        from perceptron_lab.cli.main import main
         r = CliRunner().invoke(main, ["run", str(tmp_path / f"{name}.yaml"), "--out", str(tmp_path / name),
                                       "-q"], catch_exceptions=False)
         assert r.exit_code == 0, r.output

@@ -1,4 +1,4 @@
-"""The River-style online classes (perceptron_lab.online): River's own estimator checks, the module's
+"""The River-style online classes (perceptron_lab.estimators.online): River's own estimator checks, the module's
 progressive-validation doctest, and the same models as the batch estimators on the same stream."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from perceptron_lab import ALMA, BudgetPerceptron, VotedPerceptron
-from perceptron_lab import online
+from perceptron_lab.estimators import online
 from perceptron_lab.constants import BUDGET_ALGORITHMS
 from perceptron_lab.datasets import load_dataset
 

@@ -55,8 +55,8 @@ def test_a_key_the_algorithm_lacks_names_that_algorithm(here, args, expected):
 
 
 def test_plab_run_of_a_packaged_config_writes_to_runs_never_to_results():
-    from perceptron_lab.config import load_config
-    from perceptron_lab.overrides import packaged_configs
+    from perceptron_lab.config.load import load_config
+    from perceptron_lab.config.overrides import packaged_configs
 
     for name, path in packaged_configs():
         cfg = load_config(path)
@@ -71,8 +71,8 @@ def test_reproduce_maps_every_config_to_its_committed_folder_with_the_recorded_c
     that reuses the results has nothing new to record)."""
     import os
 
-    from perceptron_lab.experiment import results_hash
-    from perceptron_lab.reproduce import SETS, reproduction_config, results_dir
+    from perceptron_lab.run.experiment import results_hash
+    from perceptron_lab.cli.reproduce import SETS, reproduction_config, results_dir
 
     os.chdir(REPO)
     for path in dict.fromkeys(c for s in SETS.values() for c in s):
@@ -89,7 +89,7 @@ def test_reproduce_maps_every_config_to_its_committed_folder_with_the_recorded_c
 
 def test_reproduce_refuses_a_config_it_does_not_run():
     from perceptron_lab.errors import UsageError
-    from perceptron_lab.reproduce import results_dir
+    from perceptron_lab.cli.reproduce import results_dir
 
     with pytest.raises(UsageError, match="not a config the reproduction runs.*plab run configs/mnist_d4.yaml"):
         results_dir("configs/mnist_d4.yaml")
@@ -136,7 +136,7 @@ def test_a_changed_result_is_recorded_anew(here):
 def test_a_reproduction_that_computes_nothing_keeps_its_log(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
-    import perceptron_lab.reproduce as R
+    import perceptron_lab.cli.reproduce as R
 
     (tmp_path / "results").mkdir()
     log = tmp_path / "results" / "reproduce.json"
@@ -169,13 +169,13 @@ SHELL_SPECIAL = set("[],= '\"*?$&;|<>(){}!`\\#~")
     ([("algorithm.tau", "0.125")], "algorithm.tau-0.125"),
 ])
 def test_folder_names_are_key_value_pairs_without_shell_characters(overrides, expected):
-    from perceptron_lab.overrides import Override, override_dirname
+    from perceptron_lab.config.overrides import Override, override_dirname
 
     assert override_dirname([Override(k, t, (t,)) for k, t in overrides]) == expected
 
 
 def test_every_folder_name_is_shell_safe_and_distinct():
-    from perceptron_lab.overrides import Override, override_dirname
+    from perceptron_lab.config.overrides import Override, override_dirname
 
     texts = ["[1, 2]", "[1,2]", "/data/a b.csv", "/data/a_b.csv", "-1", "1", "avg_sq_norm", "'x'", "a=b", "x" * 500,
              "1,2", "12"]
@@ -231,7 +231,7 @@ def test_a_sweep_prints_one_table_a_row_per_grid_point(here):
 def test_checkpoints_beyond_a_swept_epochs_are_warned_about_in_one_line(here):
     from click.testing import CliRunner
 
-    from perceptron_lab.cli import main
+    from perceptron_lab.cli.main import main
 
     (here / "cp.yaml").write_text(CP)
     r = CliRunner().invoke(main, ["run", "cp.yaml", "-m", "training.epochs=1,3,10", "-q", "--out", "o"])
@@ -245,7 +245,7 @@ def test_checkpoints_beyond_a_swept_epochs_are_warned_about_in_one_line(here):
 def test_an_epochs_override_names_the_checkpoints_it_drops_and_none_when_none(here):
     from click.testing import CliRunner
 
-    from perceptron_lab.cli import main
+    from perceptron_lab.cli.main import main
 
     (here / "cp.yaml").write_text(CP)
     r = CliRunner().invoke(main, ["run", "cp.yaml", "training.epochs=3", "-q", "--out", "o"])

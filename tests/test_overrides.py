@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from clitools import one_error, plab
-from perceptron_lab.cli import main
-from perceptron_lab.overrides import Override, override_dirname, packaged_configs
+from perceptron_lab.cli.main import main
+from perceptron_lab.config.overrides import Override, override_dirname, packaged_configs
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = """name: small

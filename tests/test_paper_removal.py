@@ -20,7 +20,7 @@ TESTS = Path(__file__).resolve().parent
 PROBE = r"""
 import importlib, pkgutil, sys
 import perceptron_lab
-from perceptron_lab import plugins
+from perceptron_lab.config import plugins
 assert perceptron_lab.__file__.startswith(sys.argv[1]), perceptron_lab.__file__
 print("names", ",".join(plugins.names()))
 failed = []
@@ -30,13 +30,13 @@ for m in pkgutil.walk_packages(perceptron_lab.__path__, "perceptron_lab."):
     except Exception as exc:
         failed.append(f"{m.name}: {exc!r}")
 print("import failures", len(failed), *failed, sep="\n")
-from perceptron_lab.config import config_from_dict
+from perceptron_lab.config.load import config_from_dict
 from perceptron_lab.errors import ConfigError
 try:
     config_from_dict({"paper": "kw2007/table5", "dataset": {"name": "sonar"}})
 except ConfigError as exc:
     print("config error", exc)
-from perceptron_lab.report import collect
+from perceptron_lab.report.tables import collect
 print("report ok", type(collect).__name__)
 """
 
@@ -68,7 +68,7 @@ def test_the_rest_imports_and_the_paper_is_gone(without_kw2007, tmp_path):
 
 def test_a_run_without_a_paper_still_runs(without_kw2007, tmp_path):
     """The packaged quickstart (sonar, 10-fold CV, no paper) runs end to end on the copy."""
-    r = _run(without_kw2007, "-m", "perceptron_lab.cli", "run", "--out", str(tmp_path / "out"), "-q", cwd=tmp_path)
+    r = _run(without_kw2007, "-m", "perceptron_lab.cli.main", "run", "--out", str(tmp_path / "out"), "-q", cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     assert (tmp_path / "out" / "results.csv").stat().st_size > 0
 

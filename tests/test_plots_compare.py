@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from perceptron_lab.cli import main
-from perceptron_lab.compare import side_by_side
+from perceptron_lab.cli.main import main
+from perceptron_lab.report.compare import side_by_side
 
 KFOLD = """
 extends: "package:quickstart.yaml"

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from perceptron_lab import plugins
-from perceptron_lab.cli import main
-from perceptron_lab.config import config_from_dict, load_config
+from perceptron_lab.config import plugins
+from perceptron_lab.cli.main import main
+from perceptron_lab.config.load import config_from_dict, load_config
 from perceptron_lab.errors import ConfigError
-from perceptron_lab.reference import reference_table, reference_tables
+from perceptron_lab.run.reference import reference_table, reference_tables
 
 
 def test_the_shipped_papers_register_with_their_reference_tables():
@@ -49,7 +49,7 @@ def test_paper_is_never_inherited_through_extends(tmp_path):
 
 
 def test_the_paper_key_does_not_change_the_results_hash():
-    from perceptron_lab.experiment import results_hash
+    from perceptron_lab.run.experiment import results_hash
 
     a = config_from_dict({"dataset": {"name": "sonar"}})
     b = config_from_dict({"paper": "kw2007/table3", "dataset": {"name": "sonar"}})

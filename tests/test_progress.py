@@ -15,7 +15,7 @@ COMPILE = "compiling the engine"
 
 def plab_run(*args):
     """(stdout, stderr) of ``plab run`` in a process of its own (stderr is not a terminal)."""
-    p = subprocess.run([sys.executable, "-c", "from perceptron_lab.cli import main; main()", "run", *map(str, args)],
+    p = subprocess.run([sys.executable, "-c", "from perceptron_lab.cli.main import main; main()", "run", *map(str, args)],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
     return p.stdout, p.stderr
@@ -90,9 +90,9 @@ def test_warm_up_of_a_fold_part_changes_no_result(tmp_path, capsys, kind):
     import numpy as np
     import pandas as pd
 
-    from perceptron_lab import units
-    from perceptron_lab.config import config_from_dict
-    from perceptron_lab.experiment import run_experiment
+    from perceptron_lab.run import units
+    from perceptron_lab.config.load import config_from_dict
+    from perceptron_lab.run.experiment import run_experiment
 
     rng = np.random.default_rng(2)
     X = rng.integers(0, 9, size=(240, 12))

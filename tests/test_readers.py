@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from perceptron_lab.cli import main
+from perceptron_lab.cli.main import main
 from perceptron_lab.errors import DamagedFileError
-from perceptron_lab.store import read_back_csv, read_back_json
+from perceptron_lab.run.store import read_back_csv, read_back_json
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "results" / "gentile2001" / "usps_perceptron"
@@ -238,7 +238,7 @@ def test_damaged_grid_csv_is_refused_by_plot(run, tmp_path):
 
 
 def test_search_and_nested_summaries_refuse_damaged_files(tmp_path):
-    from perceptron_lab.summary import search_lines
+    from perceptron_lab.run.summary import search_lines
 
     (tmp_path / "search.csv").write_text("search,rule,chosen,error_pct,sd_pct\ns,vote,tau=0,1.0,0.1\ns,la")
     with pytest.raises(DamagedFileError, match="search.csv is damaged"):
@@ -264,14 +264,14 @@ def test_readers_accept_what_plab_writes(pristine):
 
 
 def test_packaged_reference_tables_are_whole():
-    from perceptron_lab.reference import reference_table, reference_tables
+    from perceptron_lab.run.reference import reference_table, reference_tables
 
     for name in reference_tables():
         assert len(reference_table(name)) > 0
 
 
 def test_damaged_reference_table_is_one_line_error(tmp_path, monkeypatch):
-    from perceptron_lab import reference
+    from perceptron_lab.run import reference
 
     bad = tmp_path / "fs1999_table1.csv"
     bad.write_bytes(b"table,row,value\n1,Vote,2.\xff\n")

@@ -5,8 +5,8 @@ import json
 import pandas as pd
 from click.testing import CliRunner
 
-from perceptron_lab.cli import main
-from perceptron_lab.report import collect, write_report
+from perceptron_lab.cli.main import main
+from perceptron_lab.report.tables import collect, write_report
 
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
                     "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082")

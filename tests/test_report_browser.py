@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from perceptron_lab.report import write_report
+from perceptron_lab.report.tables import write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 BROWSER = os.environ.get("PLAB_CHROMIUM") or next(

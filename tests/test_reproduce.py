@@ -1,4 +1,4 @@
-"""The reproduction driver (perceptron_lab.reproduce): its time estimates, its log, and the configs
+"""The reproduction driver (perceptron_lab.cli.reproduce): its time estimates, its log, and the configs
 run side by side in one pool of workers."""
 
 import json
@@ -6,7 +6,7 @@ import json
 import pytest
 
 from perceptron_lab.errors import DamagedFileError
-from perceptron_lab.reproduce import CORE, SETS, read_log, record, recorded_seconds, time_left
+from perceptron_lab.cli.reproduce import CORE, SETS, read_log, record, recorded_seconds, time_left
 
 
 def test_recorded_seconds_keeps_only_configs_computed_from_scratch():
@@ -64,7 +64,7 @@ def test_record_keeps_the_invocation_that_computed_a_config():
 def test_main_writes_the_finished_log_before_the_report_and_keeps_figure_times(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
-    import perceptron_lab.reproduce as R
+    import perceptron_lab.cli.reproduce as R
 
     (tmp_path / "results").mkdir()
     log = tmp_path / "results" / "reproduce.json"
@@ -96,7 +96,7 @@ def test_each_run_reports_its_own_peak_memory_not_an_earlier_runs():
 
     import numpy as np
 
-    from perceptron_lab.units import peak_rss_mb, reset_peak_rss
+    from perceptron_lab.run.units import peak_rss_mb, reset_peak_rss
 
     if not os.path.exists("/proc/self/clear_refs"):
         pytest.skip("the peak is reset on Linux only")
@@ -111,7 +111,7 @@ def test_each_run_reports_its_own_peak_memory_not_an_earlier_runs():
 
 
 def test_schedule_starts_untimed_configs_then_the_longest_recorded_work():
-    from perceptron_lab.reproduce import schedule, work_seconds
+    from perceptron_lab.cli.reproduce import schedule, work_seconds
 
     earlier = {"short.yaml": {"train_seconds_total": 5.0, "eval_seconds_total": 1.0},
                "long.yaml": {"train_seconds_total": 50.0, "eval_seconds_total": 400.0},
@@ -154,8 +154,8 @@ def _side_by_side(tmp_path, monkeypatch, fake_run, configs, jobs=2, papers=()):
     runs and a fake worker pool; returns the log it wrote."""
     from types import SimpleNamespace
 
-    import perceptron_lab.executors as E
-    import perceptron_lab.reproduce as R
+    import perceptron_lab.run.executors as E
+    import perceptron_lab.cli.reproduce as R
 
     (tmp_path / "results").mkdir()
     monkeypatch.setattr(R, "ROOT", tmp_path)
@@ -258,9 +258,9 @@ def test_a_worker_pool_serves_configs_from_threads_that_end_before_it(tmp_path):
     the results of runs of their own; the workers outlive the thread that first used them."""
     import threading
 
-    from perceptron_lab.config import load_config
-    from perceptron_lab.executors import WorkerPool
-    from perceptron_lab.experiment import run_experiment
+    from perceptron_lab.config.load import load_config
+    from perceptron_lab.run.executors import WorkerPool
+    from perceptron_lab.run.experiment import run_experiment
 
     text = """
 name: {name}
@@ -295,7 +295,7 @@ evaluation: {{mode: kfold, folds: 3, grid: {{algorithm.tau: [0, {tau}]}}}}
 def test_the_report_states_a_side_by_side_reproduction_by_its_own_wall_time():
     from types import SimpleNamespace
 
-    from perceptron_lab.report import reproduction_lines
+    from perceptron_lab.report.tables import reproduction_lines
 
     configs = {f"c{i}.yaml": {"wall_seconds": 600.0, "ran": 5, "reused": 0, "jobs": 2, "side_by_side": True}
                for i in range(3)}
@@ -312,8 +312,8 @@ def test_the_report_states_a_side_by_side_reproduction_by_its_own_wall_time():
 
 
 def test_a_worker_frees_the_last_configs_columns_and_other_data_when_a_part_of_another_begins(monkeypatch):
-    import perceptron_lab.executors as E
-    import perceptron_lab.units as U
+    import perceptron_lab.run.executors as E
+    import perceptron_lab.run.units as U
     from perceptron_lab.engine import columns
 
     class Q:

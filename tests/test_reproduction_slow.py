@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from perceptron_lab.config import load_config, with_overrides
-from perceptron_lab.experiment import run_experiment
-from perceptron_lab.reference import reference_table
+from perceptron_lab.config.load import load_config, with_overrides
+from perceptron_lab.run.experiment import run_experiment
+from perceptron_lab.run.reference import reference_table
 pytest.importorskip("perceptron_lab.papers.fs1999", reason="the fs1999 paper plug-in is not installed")
 from perceptron_lab.papers.fs1999.tables import fs1999_comparison
 

@@ -17,9 +17,9 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from perceptron_lab.cli import main
+from perceptron_lab.cli.main import main
 from perceptron_lab.datasets.registry import EMBEDDED_DIR
-from perceptron_lab.store import RunFolder
+from perceptron_lab.run.store import RunFolder
 
 CONFIG = """
 name: store
@@ -230,7 +230,7 @@ def test_broken_data_file_is_never_replaced_by_the_packaged_copy(tmp_path):
 
 
 def test_parts_computed_by_other_code_are_not_reused(tmp_path, monkeypatch):
-    from perceptron_lab import store
+    from perceptron_lab.run import store
 
     out, cfg = tmp_path / "out", write_cfg(tmp_path)
     assert plab(cfg, out).exit_code == 0
@@ -276,8 +276,8 @@ def test_random_rules_do_not_depend_on_the_outputs_requested(tmp_path, training)
 def test_a_run_records_its_time_split_and_peak_memory(tmp_path):
     """run.json (and so results/reproduce.json) gets training, evaluation, loading and writing
     seconds and the largest per-process peak memory of the invocation."""
-    from perceptron_lab.config import config_from_dict
-    from perceptron_lab.experiment import run_experiment
+    from perceptron_lab.config.load import config_from_dict
+    from perceptron_lab.run.experiment import run_experiment
 
     cfg = config_from_dict({"name": "t", "dataset": {"name": "sonar"}, "training": {"epochs": 2},
                             "evaluation": {"mode": "kfold", "folds": 3}})
@@ -295,7 +295,7 @@ def test_a_run_records_its_time_split_and_peak_memory(tmp_path):
 def test_timings_rewrites_take_a_bounded_share_of_a_run(monkeypatch):
     """A large timings.json (slow to write) is rewritten less often, so that writing it stays
     within TIMINGS_WRITE_SHARE of the run; a small one every TIMINGS_FLUSH_SECONDS."""
-    import perceptron_lab.experiment as E
+    import perceptron_lab.run.experiment as E
 
     clock = [0.0]
     monkeypatch.setattr(E.time, "perf_counter", lambda: clock[0])

@@ -1,4 +1,4 @@
-"""The process settings of plab's commands (perceptron_lab.runtime): OpenBLAS's idle spin, OpenMP's
+"""The process settings of plab's commands (perceptron_lab.run.runtime): OpenBLAS's idle spin, OpenMP's
 wait policy, and the record of numpy's huge-page advice."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from pages import vm_flags
-from perceptron_lab import runtime as R
+from perceptron_lab.run import runtime as R
 from perceptron_lab.engine import memory as M
 
 
@@ -80,7 +80,7 @@ def test_plab_run_keeps_the_users_settings_and_records_them(tmp_path, data_dir, 
     env[R.HUGEPAGE_ENV] = hp
     if spin is not None:
         env[R.SPIN_ENV] = spin
-    cmd = [sys.executable, "-m", "perceptron_lab.cli", "run", "quickstart", "training.epochs=2",
+    cmd = [sys.executable, "-m", "perceptron_lab.cli.main", "run", "quickstart", "training.epochs=2",
            "training.checkpoints=[1,2]", "evaluation.folds=2", "--out", str(out), "-q", "--data-dir", str(data_dir)]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
@@ -136,8 +136,8 @@ def test_plab_tunes_the_garbage_collector_and_the_library_does_not():
         before = gc.get_threshold()
         import perceptron_lab
         print("after import:", gc.get_threshold() == before)
-        from perceptron_lab.cli import main
-        from perceptron_lab.runtime import GC_THRESHOLDS
+        from perceptron_lab.cli.main import main
+        from perceptron_lab.run.runtime import GC_THRESHOLDS
         main(["configs"], standalone_mode=False)
         print("after plab:", gc.get_threshold() == GC_THRESHOLDS)
     """
@@ -152,7 +152,7 @@ def test_the_jit_runtime_loads_on_a_thread_of_its_own_and_its_failures_stay_ther
     the thread ends, and an error there is left to the run's own first jitted call."""
     import threading
 
-    from perceptron_lab import experiment
+    from perceptron_lab.run import experiment
 
     calls = []
     monkeypatch.setattr(experiment, "load_jit", lambda: calls.append(threading.current_thread().name))
@@ -176,7 +176,7 @@ def test_the_jit_runtime_loads_on_a_thread_of_its_own_and_its_failures_stay_ther
 
 
 def test_load_jit_runs_a_cached_jitted_function():
-    code = ("from perceptron_lab.kernels import _small_integers, load_jit\n"
+    code = ("from perceptron_lab.engine.kernels import _small_integers, load_jit\n"
             "before = len(_small_integers.signatures)\n"
             "load_jit()\n"
             "print(before, len(_small_integers.signatures))\n")

@@ -1,12 +1,12 @@
-"""The evaluation scan (perceptron_lab.scoring): its two ways of finding the random rules'
+"""The evaluation scan (perceptron_lab.model.scoring): its two ways of finding the random rules'
 hypotheses, and any number of test points per task, give the same scores."""
 
 import numpy as np
 import pytest
 
-import perceptron_lab.predict as predict
+import perceptron_lab.model.predict as predict
 from perceptron_lab.engine.perceptron import PerceptronParams, label_matrix, train
-from perceptron_lab.kernels import Kernel
+from perceptron_lab.engine.kernels import Kernel
 
 
 @pytest.mark.parametrize("direct_theta", [False, True])
@@ -28,7 +28,7 @@ def test_random_rule_paths_and_task_sizes_agree(monkeypatch, direct_theta):
 
 
 def test_task_size_follows_the_hypotheses_per_checkpoint():
-    from perceptron_lab.scoring import POINTS_PER_TASK, points_per_task
+    from perceptron_lab.model.scoring import POINTS_PER_TASK, points_per_task
 
     # Freund & Schapire's layout: 300 checkpoints, 10 labels
     assert points_per_task(300, 10, 65_000) == POINTS_PER_TASK  # d = 1: the scan dominates
@@ -54,7 +54,7 @@ def test_distinct_equals_numpy_unique(values):
 
 
 def test_block_points_fit_the_block_bytes_within_their_bounds():
-    from perceptron_lab.predict import BLOCK_BYTES, MAX_BLOCK_POINTS, MIN_BLOCK_POINTS, block_points
+    from perceptron_lab.model.predict import BLOCK_BYTES, MAX_BLOCK_POINTS, MIN_BLOCK_POINTS, block_points
 
     # Table 3 MNIST's fold: 40,000 support examples of float32 -> one task's worth per thread
     assert block_points(40_000, 4, threads=1) == MIN_BLOCK_POINTS
@@ -97,7 +97,7 @@ def test_errors_do_not_depend_on_the_block_size(threads):
 def test_prefetch_changes_no_value_and_takes_only_a_matrix():
     import numba as nb
 
-    from perceptron_lab.prefetch import prefetch_item
+    from perceptron_lab.model.prefetch import prefetch_item
 
     @nb.njit
     def rows_sum(A, order):
@@ -127,7 +127,7 @@ def test_random_indices_equal_a_search_per_entry():
     first live[cp, c] updates made at steps <= the point's slice: checked against numpy's
     searchsorted entry by entry, with slices equal to update steps (the bound is inclusive), slices
     before the first update and past the last live one, and a label with no update at all."""
-    from perceptron_lab.scoring import random_indices
+    from perceptron_lab.model.scoring import random_indices
 
     rng = np.random.default_rng(5)
     steps = [np.sort(rng.choice(np.arange(1, 500), size=k, replace=False)) for k in (40, 1, 0, 17)]

@@ -1,17 +1,17 @@
-"""Evaluation shared by the grid points of one fold (perceptron_lab.predict.evaluate_shared and
-the one-part-per-fold plan of perceptron_lab.units.fold_shared): the errors and the results file
+"""Evaluation shared by the grid points of one fold (perceptron_lab.model.predict.evaluate_shared and
+the one-part-per-fold plan of perceptron_lab.run.units.fold_shared): the errors and the results file
 equal those of each run evaluated alone."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-import perceptron_lab.predict as predict
-from perceptron_lab import units
-from perceptron_lab.config import config_from_dict
+import perceptron_lab.model.predict as predict
+from perceptron_lab.run import units
+from perceptron_lab.config.load import config_from_dict
 from perceptron_lab.engine.perceptron import PerceptronParams, label_matrix, train
-from perceptron_lab.experiment import run_experiment
-from perceptron_lab.kernels import Kernel
+from perceptron_lab.run.experiment import run_experiment
+from perceptron_lab.engine.kernels import Kernel
 
 
 def _integer_data(rng, n, d):

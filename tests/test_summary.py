@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 from click.testing import CliRunner
 
-from perceptron_lab.cli import main
-from perceptron_lab.summary import rule_order
+from perceptron_lab.cli.main import main
+from perceptron_lab.run.summary import rule_order
 
 CFG = """
 extends: "package:quickstart.yaml"

@@ -16,9 +16,9 @@ import pytest
 
 pytest.importorskip("perceptron_lab.papers.fs1999", reason="the fs1999 paper plug-in is not installed")
 from perceptron_lab.papers.fs1999 import tables
-from perceptron_lab.experiment import RESULT_COLUMNS
+from perceptron_lab.run.experiment import RESULT_COLUMNS
 from perceptron_lab.papers.fs1999.figures import plot_fs1999_figure2
-from perceptron_lab.reference import reference_table, reference_tables
+from perceptron_lab.run.reference import reference_table, reference_tables
 from perceptron_lab.papers.fs1999.tables import (fs1999_comparison, fs1999_layout, ghw_sparsity_bound,
                                    write_fs1999_tables)
 
@@ -58,7 +58,7 @@ def _base_count(d, cls, T, metric):
 
 
 def make_results(degrees=(1, 4), n_perm=3, overrides=None):
-    """Results rows in the format of :mod:`perceptron_lab.experiment`: a 10-class run per degree,
+    """Results rows in the format of :mod:`perceptron_lab.run.experiment`: a 10-class run per degree,
     learning-curve epochs every 0.1 for class ``all`` and per-label rows at the main checkpoints.
     ``overrides`` maps (d, class, epoch, rule, normalized, metric) to the base value of a cell."""
     overrides = overrides or {}

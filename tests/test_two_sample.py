@@ -1,4 +1,4 @@
-"""The two-sample check against a paper's printed spread (perceptron_lab.comparison).
+"""The two-sample check against a paper's printed spread (perceptron_lab.run.comparison).
 
 Expected values are worked by hand from a printed t table (t_{18, 0.975} = 2.101,
 t_{13, 0.975} = 2.160, t_{14, 0.975} = 2.145), not taken from the code under test.
@@ -9,7 +9,7 @@ import math
 import pandas as pd
 import pytest
 
-from perceptron_lab.comparison import (
+from perceptron_lab.run.comparison import (
     normalize,
     read_comparison,
     scored,

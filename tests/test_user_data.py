@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from clitools import one_error, plab
-from perceptron_lab.cli import main
+from perceptron_lab.cli.main import main
 from perceptron_lab.datasets.user import load_user_data
 
 RUN = "training: {epochs: 2, checkpoints: [1]}\nprediction: {rules: [last, avg, vote]}\n"

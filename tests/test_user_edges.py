@@ -2,7 +2,7 @@
 
 Every case either loads exactly the numbers the file holds or stops with one DatasetError line
 (exit status 3) naming the file, the line where there is one, and a fix. A representative subset
-runs through the real command line (``python -m perceptron_lab.cli run``): exit status 3, exactly
+runs through the real command line (``python -m perceptron_lab.cli.main run``): exit status 3, exactly
 one ``plab: error:`` line and no traceback.
 """
 
@@ -476,7 +476,7 @@ def cli(tmp_path, name, content, label=True):
     lab = ", label: t" if label else ""
     cfg.write_text(f"dataset: {{path: {name}{lab}}}\ntraining: {{epochs: 1, checkpoints: [1]}}\n"
                    "prediction: {rules: [last]}\nevaluation: {mode: kfold, folds: 2}\n")
-    r = subprocess.run([sys.executable, "-m", "perceptron_lab.cli", "run", str(cfg), "--out", str(tmp_path / "out"),
+    r = subprocess.run([sys.executable, "-m", "perceptron_lab.cli.main", "run", str(cfg), "--out", str(tmp_path / "out"),
                         "-q"], capture_output=True, text=True)
     assert "Traceback" not in r.stderr, r.stderr
     return r.returncode, [ln for ln in r.stderr.splitlines() if ln.startswith("plab: error:")]
@@ -519,7 +519,7 @@ def test_a_folder_in_place_of_the_file_through_the_command_line(tmp_path):
     (tmp_path / "d.csv").mkdir()
     cfg = tmp_path / "c.yaml"
     cfg.write_text("dataset: {path: d.csv, label: t}\nevaluation: {mode: kfold, folds: 2}\n")
-    r = subprocess.run([sys.executable, "-m", "perceptron_lab.cli", "run", str(cfg), "--out", str(tmp_path / "out")],
+    r = subprocess.run([sys.executable, "-m", "perceptron_lab.cli.main", "run", str(cfg), "--out", str(tmp_path / "out")],
                        capture_output=True, text=True)
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("plab: error:")]
     assert r.returncode == 3 and len(errors) == 1 and "Traceback" not in r.stderr, r.stderr

@@ -1,5 +1,5 @@
 """A user's files are never deleted or overwritten. plab replaces or removes a file only when it can
-prove it wrote it, by its name and its header (:func:`perceptron_lab.store.plab_wrote`); any other
+prove it wrote it, by its name and its header (:func:`perceptron_lab.run.store.plab_wrote`); any other
 file standing where plab must write stops the command with one line and exit status 1, before
 anything is replaced, and the same command resumes once the file is moved away."""
 
@@ -12,9 +12,9 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from perceptron_lab.cli import main
+from perceptron_lab.cli.main import main
 from perceptron_lab.errors import UserFileError
-from perceptron_lab.store import atomic_write_text, check_replaceable, plab_wrote
+from perceptron_lab.run.store import atomic_write_text, check_replaceable, plab_wrote
 
 CONFIG = """
 name: mine

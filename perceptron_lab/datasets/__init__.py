@@ -11,11 +11,11 @@ The data root is ``--data-dir``, else ``$PLAB_DATA``, else ``~/.cache/perceptron
 (``plab data fetch NAME``); nothing is generated in its place.
 """
 
-from .base import Dataset
-from .download import download_file, sha256_file
-from .images import load_fashion_mnist, load_mnist, read_idx
-from .letter import load_letter
-from .registry import (
+from perceptron_lab.datasets.base import Dataset
+from perceptron_lab.datasets.download import download_file, sha256_file
+from perceptron_lab.datasets.images import load_fashion_mnist, load_mnist, read_idx
+from perceptron_lab.datasets.letter import load_letter
+from perceptron_lab.datasets.registry import (
     DATA_ENV_VAR,
     DATASET_NAMES,
     EMBEDDED_DIR,
@@ -33,7 +33,7 @@ from .registry import (
     resolve_data_dir,
     verify_dataset,
 )
-from .usps import load_usps
+from perceptron_lab.datasets.usps import load_usps
 
 __all__ = [
     "Dataset",

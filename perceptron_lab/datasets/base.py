@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import DatasetError
+from perceptron_lab.errors import DatasetError
 
 
 @dataclass

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .base import Dataset
-from .images import load_fashion_mnist, load_mnist
-from .letter import load_letter
-from .usps import load_usps
+from perceptron_lab.datasets.base import Dataset
+from perceptron_lab.datasets.images import load_fashion_mnist, load_mnist
+from perceptron_lab.datasets.letter import load_letter
+from perceptron_lab.datasets.usps import load_usps
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def _uci_file(path: str, sha256: str, size: int, confirmed: bool = True) -> File
 
 def _uci_loader(name: str) -> Callable[[Path], Dataset]:
     def load(folder: Path) -> Dataset:
-        from .uci import load_uci  # imported on first use
+        from perceptron_lab.datasets.uci import load_uci  # imported on first use
 
         return load_uci(name, Path(folder))
 

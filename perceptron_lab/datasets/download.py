@@ -21,7 +21,7 @@ import urllib.request
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..errors import DatasetError
+from perceptron_lab.errors import DatasetError
 
 __all__ = ["sha256_file", "download_file", "USER_AGENT"]
 

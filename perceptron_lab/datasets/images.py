@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DatasetError
-from ..engine.memory import cold_copy
-from .base import Dataset
+from perceptron_lab.errors import DatasetError
+from perceptron_lab.engine.memory import cold_copy
+from perceptron_lab.datasets.base import Dataset
 
 __all__ = ["read_idx", "load_mnist", "load_fashion_mnist", "IDX_FILES", "FASHION_CLASS_NAMES"]
 

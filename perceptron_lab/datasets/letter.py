@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DatasetError
-from .base import Dataset
-from .images import corrupt_file_error
+from perceptron_lab.errors import DatasetError
+from perceptron_lab.datasets.base import Dataset
+from perceptron_lab.datasets.images import corrupt_file_error
 
 __all__ = ["load_letter", "LETTER_FILE", "N_TRAIN", "N_TEST"]
 

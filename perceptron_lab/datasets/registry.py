@@ -26,10 +26,10 @@ import os
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
-from ..errors import DatasetError, PlabError
-from .base import Dataset
-from .catalog import _ENTRIES, _REGISTRY, _UNCONFIRMED, DATASET_NAMES, DatasetEntry, FileSpec  # noqa: F401
-from .download import download_file, sha256_file
+from perceptron_lab.errors import DatasetError, PlabError
+from perceptron_lab.datasets.base import Dataset
+from perceptron_lab.datasets.catalog import _ENTRIES, _REGISTRY, _UNCONFIRMED, DATASET_NAMES, DatasetEntry, FileSpec  # noqa: F401
+from perceptron_lab.datasets.download import download_file, sha256_file
 
 __all__ = [
     "FileSpec",
@@ -268,12 +268,13 @@ def check_dataset_files(name: str, data_dir: str | os.PathLike | None = None) ->
         cache[str(path)] = {"stamp": stamp, "sha256": actual}
         changed = True
     if changed:
-        from ..store import atomic_write_text
-
-        try:
-            atomic_write_text(cache_path, json.dumps(cache, indent=0, sort_keys=True))
-        except PlabError:
-            pass  # no cache: the next run hashes again
+        tmp = cache_path.with_name(f".{cache_path.name}.{os.getpid()}.plab.tmp")
+        try:  # written whole and moved into place: a reader never sees half a cache
+            cache_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(cache, indent=0, sort_keys=True), encoding="utf-8")
+            os.replace(tmp, cache_path)
+        except OSError:
+            tmp.unlink(missing_ok=True)  # no cache: the next run hashes again
     if embedded:
         return (f"reading the packaged copy of {entry.name} ({EMBEDDED_DIR}): the data root has none in "
                 f"{resolve_data_dir(data_dir) / entry.subfolder}")

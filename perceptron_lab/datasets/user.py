@@ -73,8 +73,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DatasetError
-from .base import Dataset
+from perceptron_lab.errors import DatasetError
+from perceptron_lab.datasets.base import Dataset
 
 __all__ = ["load_user_data", "MISSING_TOKENS", "MAX_DENSE_BYTES"]
 

@@ -1,18 +1,18 @@
 """Training engines. :func:`train_from_config` resolves a config's algorithm to an engine call.
 
 Every engine returns a :class:`~perceptron_lab.engine.perceptron.TrainLog`, from which
-:mod:`perceptron_lab.predict` computes every prediction rule at every checkpoint.
+:mod:`perceptron_lab.model.predict` computes every prediction rule at every checkpoint.
 """
 
 from __future__ import annotations
 
-from ..errors import PlabError
-from ..kernels import kernel_diag
-from ..constants import BUDGET_ALGORITHMS
-from .alma import AlmaParams, params_from_config, train_alma
-from .budget import BudgetLog, BudgetParams, train_budget
-from .budget import params_from_config as budget_params
-from .perceptron import PerceptronParams, TrainLog, label_matrix, resolve_params, train
+from perceptron_lab.errors import PlabError
+from perceptron_lab.engine.kernels import kernel_diag
+from perceptron_lab.constants import BUDGET_ALGORITHMS
+from perceptron_lab.engine.alma import AlmaParams, params_from_config, train_alma
+from perceptron_lab.engine.budget import BudgetLog, BudgetParams, train_budget
+from perceptron_lab.engine.budget import params_from_config as budget_params
+from perceptron_lab.engine.perceptron import PerceptronParams, TrainLog, label_matrix, resolve_params, train
 
 
 def perceptron_params(acfgs, Xtr, kernel) -> list[PerceptronParams]:

@@ -45,10 +45,10 @@ from typing import ClassVar
 import numba as nb
 import numpy as np
 
-from ..constants import ALMA_B_STATED, ALMA_B_THEOREM3
-from ..kernels import Kernel
-from .base import update_buffers
-from .perceptron import EngineError, TrainLog, chunk_bounds, epochs_to_steps, train
+from perceptron_lab.constants import ALMA_B_STATED, ALMA_B_THEOREM3
+from perceptron_lab.engine.kernels import Kernel
+from perceptron_lab.engine.base import update_buffers
+from perceptron_lab.engine.perceptron import EngineError, TrainLog, chunk_bounds, epochs_to_steps, train
 
 SQRT2 = math.sqrt(2.0)
 
@@ -366,7 +366,7 @@ def train_alma(X, Y, kernel: Kernel, params: AlmaParams, order, epochs: float, c
     if kernel.name == "linear" and form == "auto" and float(params.p) == 2.0:
         # p = 2: the per-example loop of engine.linear, logging hypotheses as scaled expansions
         # (no weight vector per update); form = "primal" keeps the explicit hypotheses below
-        from .linear import train_alma2_primal
+        from perceptron_lab.engine.linear import train_alma2_primal
 
         return train_alma2_primal(X, Y, params, order, epochs, checkpoints, progress=progress)
     if kernel.name == "linear" and form in ("auto", "primal"):

@@ -8,9 +8,10 @@ from collections import namedtuple
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import numba as nb
 import numpy as np
 
-from ..errors import PlabError
+from perceptron_lab.errors import PlabError
 
 UNBOUNDED = np.iinfo(np.int32).max
 
@@ -137,3 +138,12 @@ def chunk_bounds(n: int, total_steps: int, checkpoint_steps, chunk_size: int, ep
 def epochs_to_steps(epochs: float, n: int) -> int:
     """Number of training steps in ``epochs`` passes over ``n`` examples (rounded to the nearest)."""
     return int(round(epochs * n))
+
+
+@nb.njit(cache=True, inline="always")
+def sign_of(v):
+    if v > 0.0:
+        return 1.0
+    if v < 0.0:
+        return -1.0
+    return 0.0

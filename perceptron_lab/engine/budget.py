@@ -84,9 +84,9 @@ from dataclasses import dataclass, field
 import numba as nb
 import numpy as np
 
-from ..kernels import Kernel, exact32_ok, gram, kernel_diag, sq_norms
-from ..scoring import sign_of
-from .base import EngineError, chunk_bounds, epochs_to_steps
+from perceptron_lab.engine.kernels import Kernel, exact32_ok, gram, kernel_diag, sq_norms
+from perceptron_lab.engine.base import sign_of
+from perceptron_lab.engine.base import EngineError, chunk_bounds, epochs_to_steps
 
 ALG_STOPTRON, ALG_RBP, ALG_FORGETRON, ALG_PROJECTRON, ALG_PROJECTRON_PP, ALG_NORMA = 0, 1, 2, 3, 4, 5
 ALGORITHM_CODES = {"stoptron": ALG_STOPTRON, "rbp": ALG_RBP, "forgetron": ALG_FORGETRON,
@@ -433,7 +433,7 @@ def train_budget(X, Y, kernel: Kernel, params: BudgetParams, order, epochs: floa
     rule replays), gathered ``change_buffer`` at a time. ``state``: a dict that receives the run's
     final state (the support sets, their coefficients and kernel matrices, the running sums of the
     averaged hypothesis, the random generator; see the code for the keys), from which
-    :mod:`perceptron_lab.budget_estimators` continues the run on new examples; it changes nothing
+    :mod:`perceptron_lab.estimators.budget` continues the run on new examples; it changes nothing
     in the run. Returns a :class:`BudgetLog`; :func:`budget_scores` predicts from it.
     """
     t0 = time.perf_counter()
@@ -722,7 +722,7 @@ def budget_predict(log: BudgetLog, kernel: Kernel, X_train, X_test, rule: str = 
 
 def budget_errors(log: BudgetLog, kernel: Kernel, X_train, X_test, y_test, binary: bool, rule_names, rules):
     """Wrong predictions ``(errors_multi, errors_bin)`` of shapes (n_cp, len(rule_names)) and
-    (n_cp, len(rule_names), L), as :func:`perceptron_lab.predict.evaluate` returns them (rule order
+    (n_cp, len(rule_names), L), as :func:`perceptron_lab.model.predict.evaluate` returns them (rule order
     ``rule_names``; rules not computed are -1): multiclass by argmax (first on ties), each label and
     binary problems by score > 0."""
     n_cp, L = log.checkpoint_steps.size, log.n_labels
@@ -735,7 +735,7 @@ def budget_errors(log: BudgetLog, kernel: Kernel, X_train, X_test, y_test, binar
             r = rule_names.index(rule)
             s = budget_scores(log, kernel, X_train, X_test, rule, k)
             if not np.all(np.isfinite(s)):
-                from ..errors import NumericError
+                from perceptron_lab.errors import NumericError
 
                 raise NumericError(f"the {rule} hypothesis of {log.params.algorithm} has non-finite test scores; "
                                    "use a smaller kernel scale (kernel.scale) or degree")

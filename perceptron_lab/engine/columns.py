@@ -38,7 +38,7 @@ import threading
 
 import numpy as np
 
-from .memory import cold_array
+from perceptron_lab.engine.memory import cold_array
 
 #: Gigabytes of columns a run keeps in the store beyond its own (the others' it has not used).
 KEEP_GB = 3.0

@@ -43,8 +43,8 @@ from collections import namedtuple
 import numba as nb
 import numpy as np
 
-from ..kernels import Kernel
-from .base import EngineError, PerceptronParams, TrainLog, chunk_bounds, epochs_to_steps, update_buffers
+from perceptron_lab.engine.kernels import Kernel
+from perceptron_lab.engine.base import EngineError, PerceptronParams, TrainLog, chunk_bounds, epochs_to_steps, update_buffers
 
 #: Steps per call of a jitted loop (progress is reported between calls).
 SEGMENT_STEPS = 8192

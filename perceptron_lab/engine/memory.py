@@ -1,6 +1,6 @@
 """Where the engine puts the large arrays it writes once: memory placement, not process settings.
 
-numpy advises transparent huge pages for its large arrays (``perceptron_lab.runtime`` says why plab
+numpy advises transparent huge pages for its large arrays (``perceptron_lab.run.runtime`` says why plab
 leaves that advice alone for the process). An array written once into memory the process has not
 touched -- the kernel column cache, a dataset's features as loaded, a run's features in its dtype
 and in training order -- is mapped here without the advice: where the kernel makes an advised page

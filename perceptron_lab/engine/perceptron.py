@@ -16,7 +16,7 @@ Multiclass problems are one-vs-rest: column ``c`` of the label matrix ``Y`` hold
 The engine does not store hypotheses. It records every update (step, example, label column,
 coefficient, the score before the update, the threshold after it, and how many correct predictions
 the label had made before it) plus counters at the requested checkpoints. Every prediction rule at
-every checkpoint is derived from that log afterwards (:mod:`perceptron_lab.predict`), so one
+every checkpoint is derived from that log afterwards (:mod:`perceptron_lab.model.predict`), so one
 training run yields all of Freund & Schapire's rules at T = 0.1, 1, 2, ... without retraining.
 
 Speed. In dual (kernel) form the engine keeps the current score of every training example for
@@ -47,13 +47,13 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from . import columns
-from ..errors import NumericError
-from ..kernels import (
+from perceptron_lab.engine import columns
+from perceptron_lab.errors import NumericError
+from perceptron_lab.engine.kernels import (
     DOTS_EXACT_SQ_LIMIT, Kernel, dot_rows, dot_rows_exact, exact32_ok, gram, integer_features, kernel_diag,
     kernel_from_dot, matmul_exact32, sq_norms)
-from .memory import cold_array, cold_copy, cold_take
-from .base import (  # noqa: F401  (re-exported: the engine's shared types)
+from perceptron_lab.engine.memory import cold_array, cold_copy, cold_take
+from perceptron_lab.engine.base import (  # noqa: F401  (re-exported: the engine's shared types)
     RULE_ALMA2, RULE_CODES, RULE_PERCEPTRON, UNBOUNDED, EngineError, PerceptronParams, TrainLog, chunk_bounds,
     epochs_to_steps, update_buffers)
 
@@ -68,13 +68,13 @@ _NO_DOTS = np.zeros((1, 1))
 #: of example ``ex[p]`` from the updates before the chunk; ``step0``: the step of ``ex[0]``; ``Xe``: the
 #: chunk's features (row p: example ``ex[p]``); ``Kcc``/``use_kcc``: the chunk's own kernel block
 #: (primal form); ``Dcc``/``use_dcc``: the chunk's inner products by one GEMM; ``exact_dots``: integer
-#: features of small norms (exact inner products by :func:`~perceptron_lab.kernels.dot_rows_exact`).
+#: features of small norms (exact inner products by :func:`~perceptron_lab.engine.kernels.dot_rows_exact`).
 Chunk = namedtuple("Chunk", "S0 ex step0 Xe Kcc use_kcc Dcc use_dcc exact_dots")
 
 #: What :func:`_run_chunk` reads about the training set: the labels ``Y``, ``kdiag`` (K(x, x)),
 #: ``slot_of`` (an example's row of the column cache ``Kc``, -1 without one), the squared norms
 #: ``sq``, the normalizing factors ``rscale`` (ones for an unnormalized kernel) and the kernel's
-#: numeric parameters ``kparams`` (:meth:`~perceptron_lab.kernels.Kernel.params`).
+#: numeric parameters ``kparams`` (:meth:`~perceptron_lab.engine.kernels.Kernel.params`).
 TrainingSet = namedtuple("TrainingSet", "Y kdiag slot_of Kc sq rscale kparams")
 
 #: The update rule and its parameters, resolved once per run: ``code`` is RULE_PERCEPTRON (``eta`` ...
@@ -102,7 +102,7 @@ def _run_chunk(chunk, data, rule, state, out):
     (the chunk's rows against each other, by one GEMM in float64), else from a loop over the
     features of two rows of ``Xe``, which lie next to each other (rows of the whole set, in the
     order of the examples, would be read from all over it); with ``exact_dots`` (integer features
-    of small enough norms) by :func:`~perceptron_lab.kernels.dot_rows_exact`, the same values.
+    of small enough norms) by :func:`~perceptron_lab.engine.kernels.dot_rows_exact`, the same values.
 
     ``rule.code`` selects the update: RULE_PERCEPTRON (the parameters eta ... alpha_bound) or
     RULE_ALMA2 (Gentile 2001, Figure 1 with p = 2; parameters a_alpha, a_B, a_C). For ALMA the
@@ -259,7 +259,7 @@ def _train_run(X, Y, kernel, params, order, epochs, checkpoints, opts: RunOption
     t0 = time.perf_counter()
     form, code = _resolve_form(X, Y, kernel, params, opts.form)
     if form == "primal" and code == RULE_PERCEPTRON and opts.primal_loop:
-        from .linear import train_perceptron_primal
+        from perceptron_lab.engine.linear import train_perceptron_primal
 
         return train_perceptron_primal(X, Y, kernel, params, order, epochs, checkpoints, dtype=opts.dtype,
                                        progress=opts.progress)
@@ -587,8 +587,8 @@ def _merge_pending(pend_ex, pend_delta, ex, delta):
 
 def chunk_dots(Xe, ints: bool = False):
     """The inner products of a chunk's examples with each other, in float64: by one float64 GEMM,
-    or with ``ints`` (features that are integers below 2^24, :func:`~perceptron_lab.kernels.integer_features`)
-    by :func:`~perceptron_lab.kernels.matmul_exact32`, a float32 GEMM and float64 for the pairs
+    or with ``ints`` (features that are integers below 2^24, :func:`~perceptron_lab.engine.kernels.integer_features`)
+    by :func:`~perceptron_lab.engine.kernels.matmul_exact32`, a float32 GEMM and float64 for the pairs
     float32 could round: the same values, with float32 arithmetic (twice the values per SIMD
     register)."""
     Xe64 = Xe.astype(np.float64)
@@ -863,7 +863,7 @@ def resolve_params(acfg, kdiag_train: np.ndarray, value_factor=1.0) -> Perceptro
     """Turn the algorithm section of a config into absolute engine parameters.
 
     ``value_factor``: the factor between the engine's kernel and the kernel as configured, or a
-    function taking a number to the engine's kernel units (:meth:`~perceptron_lab.kernels.Kernel.to_values`,
+    function taking a number to the engine's kernel units (:meth:`~perceptron_lab.engine.kernels.Kernel.to_values`,
     exact where the factor itself is beyond float64); thresholds given as numbers are converted.
 
     ``theta_init: avg_sq_norm`` and the unit of ``tau`` are the average K(x, x) over the training

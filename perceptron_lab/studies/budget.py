@@ -15,7 +15,7 @@ in the same training order with last, avg and the vote. On top of those runs thi
 * writes ``summary.csv`` (every method, budget and rule: test error, training seconds, support
   vectors), the figures and ``summary.md``, which the report includes.
 
-``make reproduce SET=budget`` (``python -m perceptron_lab.reproduce --set budget``) runs it all;
+``make reproduce SET=budget`` (``python -m perceptron_lab.cli.reproduce --set budget``) runs it all;
 ``python -m perceptron_lab.studies.budget`` redraws the study from finished runs.
 """
 
@@ -70,8 +70,8 @@ def configs() -> list[str]:
 
 
 def _read_csv_checked(path: Path) -> pd.DataFrame:
-    """A CSV the study wrote, validated first (:func:`perceptron_lab.store.read_back_csv`)."""
-    from ..store import read_back_csv
+    """A CSV the study wrote, validated first (:func:`perceptron_lab.run.store.read_back_csv`)."""
+    from perceptron_lab.run.store import read_back_csv
 
     read_back_csv(path, fix=f"move {path} away and write the study again with training")
     return pd.read_csv(path)
@@ -80,7 +80,7 @@ def _read_csv_checked(path: Path) -> pd.DataFrame:
 def _run_rows(run_dir: Path, panel: str, method_of) -> list[dict]:
     """Rows of one finished run folder: per grid point, the multiclass test error of each rule at the
     last checkpoint, its training seconds and its support vectors and mistakes (totals over labels)."""
-    from ..store import read_back_csv, read_back_json, read_back_results
+    from perceptron_lab.run.store import read_back_csv, read_back_json, read_back_results
 
     read_back_results(run_dir / "results.csv", ["class", "epoch", "rule", "metric", "value"])  # damaged: stop
     res = pd.read_csv(run_dir / "results.csv", dtype={"class": str})
@@ -126,11 +126,11 @@ def panel_data(config: str, data_dir=None):
     """(config, dataset, Xtr, ytr, Xte, yte, order, kernel, seed) of a study config's single holdout
     unit, exactly as ``plab run`` builds them: the same rows, preprocessing, training order, budgeted
     kernel and seed (the RBP's removals)."""
-    from ..config import load_config
-    from ..engine.budget import unit_diag_kernel
-    from ..kernels import Kernel
-    from ..overrides import resolve_config
-    from ..units import load_data, plan, preprocess, unit_data, unit_order
+    from perceptron_lab.config.load import load_config
+    from perceptron_lab.engine.budget import unit_diag_kernel
+    from perceptron_lab.engine.kernels import Kernel
+    from perceptron_lab.config.overrides import resolve_config
+    from perceptron_lab.run.units import load_data, plan, preprocess, unit_data, unit_order
 
     cfg = load_config(resolve_config(config))
     ds = load_data(cfg, data_dir)
@@ -170,9 +170,9 @@ def nystroem_rows(panel: Panel, data_dir=None, budgets=BUDGETS, seed: int = 0, p
     from sklearn.kernel_approximation import Nystroem
     from sklearn.linear_model import SGDClassifier
 
-    from ..engine.perceptron import PerceptronParams, label_matrix, train
-    from ..kernels import Kernel
-    from ..predict import RULES, evaluate
+    from perceptron_lab.engine.perceptron import PerceptronParams, label_matrix, train
+    from perceptron_lab.engine.kernels import Kernel
+    from perceptron_lab.model.predict import RULES, evaluate
 
     cfg, ds, Xtr, ytr, Xte, yte, order, kernel, _ = panel_data(panel.perceptron, data_dir)
     n_classes = len(ds.classes)
@@ -217,9 +217,9 @@ def nystroem_rows(panel: Panel, data_dir=None, budgets=BUDGETS, seed: int = 0, p
 def mistake_curves(panel: Panel, data_dir=None, budget: int = CURVE_BUDGET, points: int = 60) -> pd.DataFrame:
     """Online mistakes (summed over the labels) against examples seen, one pass in the config's
     order: every budgeted algorithm at ``budget`` per label, and the unbudgeted perceptron."""
-    from ..config import with_overrides
-    from ..engine.budget import EV_MISTAKE, params_from_config, train_budget
-    from ..engine.perceptron import PerceptronParams, label_matrix, train
+    from perceptron_lab.config.load import with_overrides
+    from perceptron_lab.engine.budget import EV_MISTAKE, params_from_config, train_budget
+    from perceptron_lab.engine.perceptron import PerceptronParams, label_matrix, train
 
     cfg, ds, Xtr, ytr, _, _, order, kernel, seed = panel_data(panel.budgeted, data_dir)
     Y = label_matrix(ytr, len(ds.classes))
@@ -241,7 +241,7 @@ def mistake_curves(panel: Panel, data_dir=None, budget: int = CURVE_BUDGET, poin
 
 
 def _style(method: str) -> dict:
-    from ..plots import algorithm_style
+    from perceptron_lab.run.figures import algorithm_style
 
     return algorithm_style(method)
 
@@ -249,7 +249,7 @@ def _style(method: str) -> dict:
 def plot_error(df: pd.DataFrame, out: Path, rule: str = "avg") -> Path:
     """Test error against budget, one panel per data set: each budgeted algorithm and the Nyström
     peers (rule ``rule``; SGD is averaged), the unbudgeted perceptron's rules as horizontal lines."""
-    from ..plots import _figure, fit_ylim, log_axis, rule_style, save_figure
+    from perceptron_lab.run.figures import _figure, fit_ylim, log_axis, rule_style, save_figure
 
     panels = [p for p in PANELS if (df["panel"] == p.name).any()]
     fig = _figure(5.0 * len(panels), 5.2)
@@ -283,14 +283,14 @@ def plot_error(df: pd.DataFrame, out: Path, rule: str = "avg") -> Path:
 
 def _shared_legend(fig, ncol: int = 5) -> None:
     """One legend below the panels for every line drawn in any of them."""
-    from ..plots import legend_outside
+    from perceptron_lab.run.figures import legend_outside
 
     legend_outside(fig, where="below", ncol=ncol, fontsize=7)
 
 
 def plot_seconds(df: pd.DataFrame, out: Path) -> Path:
     """Training seconds (one unit, as ``plab run`` timed it) against budget, per data set."""
-    from ..plots import _figure, log_axis, save_figure
+    from perceptron_lab.run.figures import _figure, log_axis, save_figure
 
     panels = [p for p in PANELS if (df["panel"] == p.name).any()]
     fig = _figure(5.0 * len(panels), 5.0)
@@ -318,7 +318,7 @@ def plot_seconds(df: pd.DataFrame, out: Path) -> Path:
 
 def plot_mistakes(curves: dict, out: Path) -> Path:
     """Online mistakes (summed over labels) against examples seen, per data set."""
-    from ..plots import _figure, algorithm_style, save_figure
+    from perceptron_lab.run.figures import _figure, algorithm_style, save_figure
 
     fig = _figure(5.0 * len(curves), 4.8)
     for k, (name, c) in enumerate(curves.items()):
@@ -397,7 +397,7 @@ def _md(df: pd.DataFrame) -> str:
 def _run_hash(results_dir, config: str) -> str | None:
     """The config hash recorded by the finished run of a study config (None if it has not run)."""
     info = Path(results_dir) / STUDY_DIR / config.split("/", 1)[1] / "run.json"
-    from ..store import read_back_json
+    from perceptron_lab.run.store import read_back_json
 
     return read_back_json(info).get("config_hash") if info.exists() else None
 
@@ -405,9 +405,9 @@ def _run_hash(results_dir, config: str) -> str | None:
 def _check_trained_for(path: Path, want: dict) -> None:
     """Refuse a Nyström or mistake-curve CSV trained for other runs than the ones now in place
     (``want``: panel -> the config hash it must carry)."""
-    from ..errors import OutputError
+    from perceptron_lab.errors import OutputError
 
-    from ..store import read_back_csv
+    from perceptron_lab.run.store import read_back_csv
 
     read_back_csv(path, ["panel", "config_hash"], fix=f"move {path} away and write the study again with training")
     df = pd.read_csv(path, dtype={"config_hash": str})
@@ -422,7 +422,7 @@ def write_study(results_dir="results", data_dir=None, train: bool = True, progre
     """The study's outputs under ``results_dir/budget/`` from the finished config runs: with
     ``train``, the Nyström peer and the mistake curves are trained (else read from their CSVs,
     which must carry the config hashes of the runs now in place)."""
-    from ..store import atomic_write_text
+    from perceptron_lab.run.store import atomic_write_text
 
     out = Path(results_dir) / STUDY_DIR
     out.mkdir(parents=True, exist_ok=True)
@@ -462,12 +462,12 @@ def write_study(results_dir="results", data_dir=None, train: bool = True, progre
 
 
 def report_items(results_dir) -> list[tuple]:
-    """The study's section of the report (items as :func:`perceptron_lab.report.build` takes them),
+    """The study's section of the report (items as :func:`perceptron_lab.report.tables.build` takes them),
     or [] when it has not been run."""
     out = Path(results_dir) / STUDY_DIR
     if not (out / "summary.csv").exists():
         return []
-    from ..store import read_back_csv
+    from perceptron_lab.run.store import read_back_csv
 
     read_back_csv(out / "summary.csv", ["panel"])   # damaged: DamagedFileError, which the report shows
     df = pd.read_csv(out / "summary.csv")

@@ -76,14 +76,14 @@ DATA_ROW = "data"
 
 def reference() -> pd.DataFrame:
     """The demo's printed numbers (``algorithm, metric, value, src_line``)."""
-    from ..store import read_back_csv
+    from perceptron_lab.run.store import read_back_csv
 
     read_back_csv(REFERENCE, ["algorithm", "metric", "value"])
     return pd.read_csv(REFERENCE)
 
 
 def _fit(algorithm, budget, eta, X, y, seed):
-    from ..budget_estimators import BudgetPerceptron
+    from perceptron_lab.estimators.budget import BudgetPerceptron
 
     return BudgetPerceptron(algorithm, budget=budget, eta=eta, kernel="gaussian", sigma=SIGMA, shuffle=False,
                             random_state=seed).fit(X, y)
@@ -102,7 +102,7 @@ def _cells(clf, X_test, y_test, n_train: int, avg: bool) -> dict:
 
 def run_draw(seed: int, n: int = 20000) -> list[dict]:
     """Every cell plab's engine can fill for one draw of the demo's problem (long rows)."""
-    from ..datasets.synthetic import dogma_demo
+    from perceptron_lab.datasets.synthetic import dogma_demo
 
     d = dogma_demo(n=n, seed=seed)
     X, y = d.X_train, np.where(d.y_train == 1, 1, -1)
@@ -158,7 +158,7 @@ def counts(cmp: pd.DataFrame) -> tuple[int, int, int]:
 
 def write(results_dir="results", seeds: int = SEEDS, log=print) -> list[Path]:
     """Run the draws and write ``draws.csv`` and ``comparison.csv`` under ``results_dir``."""
-    from ..store import atomic_write_text
+    from perceptron_lab.run.store import atomic_write_text
 
     out = Path(results_dir) / STUDY_DIR
     out.mkdir(parents=True, exist_ok=True)
@@ -213,13 +213,13 @@ FINDINGS = (
 
 
 def report_items(results_dir) -> list[tuple]:
-    """The section of the report (items as :func:`perceptron_lab.report.build` takes them), or []
+    """The section of the report (items as :func:`perceptron_lab.report.tables.build` takes them), or []
     when :func:`write` has not been run under ``results_dir``."""
     out = Path(results_dir) / STUDY_DIR
     path = out / "comparison.csv"
     if not path.exists():
         return []
-    from ..store import read_back_csv
+    from perceptron_lab.run.store import read_back_csv
 
     read_back_csv(path, ["algorithm", "metric", "demo", "ours_mean"])
     cmp = pd.read_csv(path)

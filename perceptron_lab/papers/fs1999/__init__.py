@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...plugins import Paper
+from perceptron_lab.config.plugins import Paper
 
 HERE = Path(__file__).resolve().parent
 
@@ -14,11 +14,11 @@ HERE = Path(__file__).resolve().parent
 def write_outputs(cfg, table, out, results, n_train=None) -> list[Path]:
     """Every table the run's results can fill (a degree's run fills its rows of Tables 1-3) and,
     for runs with a learning curve, Figure 2."""
-    from .tables import write_fs1999_tables
+    from perceptron_lab.papers.fs1999.tables import write_fs1999_tables
 
     written = list(write_fs1999_tables(Path(out) / "results.csv", out, n_train=n_train))
     if cfg.output.figures and cfg.training.curve_every:
-        from .figures import plot_fs1999_figure2
+        from perceptron_lab.papers.fs1999.figures import plot_fs1999_figure2
 
         written.append(plot_fs1999_figure2(results, Path(out) / "fs1999_figure2.png",
                                            title="Freund & Schapire (1999) Figure 2, reproduced: MNIST test "
@@ -30,13 +30,13 @@ def reproduce_figures(results_dir, data_dir=None) -> list[Path]:
     """Figure 2 over every degree's run (``results/fs1999/d*/``)."""
     import pandas as pd
 
-    from .figures import plot_fs1999_figure2
+    from perceptron_lab.papers.fs1999.figures import plot_fs1999_figure2
 
     root = Path(results_dir) / "fs1999"
     runs = sorted(root.glob("d*/results.csv"))
     if not runs:
         return []
-    from ...store import read_back_results
+    from perceptron_lab.run.store import read_back_results
 
     curves = pd.concat([read_back_results(p, ["class", "rule", "metric", "value", "epoch"]) for p in runs])
     curves = curves[curves["class"] == "all"]
@@ -46,7 +46,7 @@ def reproduce_figures(results_dir, data_dir=None) -> list[Path]:
 
 
 def scoring_rule() -> str:
-    from . import tables as fs
+    from perceptron_lab.papers.fs1999 import tables as fs
 
     return (f"test error within max({fs.ERROR_ABS_TOL_PP:g} points, {100 * fs.ERROR_REL_TOL:g}% of the paper's "
             f"value); support vectors and mistakes within {100 * fs.COUNT_REL_TOL:g}%; the GHW bound (Table 2) "

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...plots import _figure, epoch_axis, error_axis, label_outer, legend_outside, paper_style, rule_style, save_figure, suptitle
+from perceptron_lab.run.figures import _figure, epoch_axis, error_axis, label_outer, legend_outside, paper_style, rule_style, save_figure, suptitle
 
 # Freund & Schapire (1999) Figure 2: "vote" and the unnormalised "last", "average" and "random".
 FIGURE2_RULES = (
@@ -56,10 +56,10 @@ def plot_fs1999_figure2(results: pd.DataFrame, out_png, title: str | None = None
 
     Every evaluated epoch is a point (the paper plots one per tenth of an epoch); lines are means
     over runs (permutations) with a light band of ± one standard deviation, in each rule's style of
-    :data:`perceptron_lab.plots.RULE_STYLES`. The paper's own values (its Table 1, the same runs) are
+    :data:`perceptron_lab.run.figures.RULE_STYLES`. The paper's own values (its Table 1, the same runs) are
     open markers labelled "paper". The x axis is logarithmic, as in the paper; the y axis spans the
     values drawn, logarithmic when the curves span a factor of
-    :data:`perceptron_lab.plots.LOG_Y_RATIO` or more (:func:`perceptron_lab.plots.error_axis`). Returns the
+    :data:`perceptron_lab.run.figures.LOG_Y_RATIO` or more (:func:`perceptron_lab.run.figures.error_axis`). Returns the
     path of the PNG written.
     """
 

@@ -1,7 +1,7 @@
 """Our results next to the published tables: Freund & Schapire (1999) Tables 1-3, with the
 Graepel, Herbrich & Williamson (2000) sparsity bound as an extra row of Table 2.
 
-Input is the long results format written by :mod:`perceptron_lab.experiment` (one row per run,
+Input is the long results format written by :mod:`perceptron_lab.run.experiment` (one row per run,
 checkpoint, class, rule and metric). Two views are produced:
 
 * :func:`fs1999_comparison` -- one row per table cell: the paper's value, our mean and standard
@@ -39,9 +39,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...comparison import CORE_COLUMNS
-from ...store import atomic_write_text, read_back_json, read_back_results
-from ...reference import reference_table
+from perceptron_lab.run.comparison import CORE_COLUMNS
+from perceptron_lab.run.store import atomic_write_text, read_back_json, read_back_results
+from perceptron_lab.run.reference import reference_table
 
 # ----------------------------------------------------------------------------- tolerances
 #
@@ -69,7 +69,7 @@ FS1999_T = (0.1, 1.0, 2.0, 3.0, 4.0, 10.0, 30.0)
 FS1999_TABLE2_DEGREE = 4
 FS1999_TABLE3_LABEL = "9"
 
-#: The shared schema (:mod:`perceptron_lab.comparison`; ``column`` is ``T=<epochs>``) plus the
+#: The shared schema (:mod:`perceptron_lab.run.comparison`; ``column`` is ``T=<epochs>``) plus the
 #: degree, the label of the binary problem (Tables 2-3) and T as a number.
 COMPARISON_COLUMNS = CORE_COLUMNS + ["d", "label", "T"]
 

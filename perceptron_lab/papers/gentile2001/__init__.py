@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...plugins import Paper
+from perceptron_lab.config.plugins import Paper
 
 HERE = Path(__file__).resolve().parent
 
@@ -18,7 +18,7 @@ def write_outputs(cfg, table, out, results, n_train=None) -> list[Path]:
     identify its B) in the paper's tables."""
     if cfg.evaluation.mode != "holdout":
         return []
-    from .tables import write_gentile_tables
+    from perceptron_lab.papers.gentile2001.tables import write_gentile_tables
 
     B = getattr(cfg.algorithm, "B", None)
     return write_gentile_tables(Path(out) / "results.csv", out, any_B=B is not None,
@@ -27,13 +27,13 @@ def write_outputs(cfg, table, out, results, n_train=None) -> list[Path]:
 
 def reproduce_figures(results_dir, data_dir=None, progress: bool = True) -> list[Path]:
     """Figures 3-5, trained again with the Table configs' settings and orders (no results read)."""
-    from .figures import gentile_margin_figures
+    from perceptron_lab.papers.gentile2001.figures import gentile_margin_figures
 
     return gentile_margin_figures(Path(results_dir) / "gentile2001", data_dir=data_dir, progress=progress)
 
 
 def scoring_rule() -> str:
-    from . import tables as g
+    from perceptron_lab.papers.gentile2001 import tables as g
 
     return (f"test error within max({g.ERROR_ABS_TOL_PP:g} points, {100 * g.ERROR_REL_TOL:g}% of the paper's "
             f"value); corrections and support vectors within {100 * g.COUNT_REL_TOL:g}%.")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...plots import _figure, algorithm_style, legend_outside, rule_style, save_figure, suptitle
+from perceptron_lab.run.figures import _figure, algorithm_style, legend_outside, rule_style, save_figure, suptitle
 
 def plot_margin_distributions(panels, out_png, title: str | None = None, ncols: int = 2,
                               zoom: float | None = None, note: str | None = None) -> Path:
@@ -17,13 +17,13 @@ def plot_margin_distributions(panels, out_png, title: str | None = None, ncols: 
     ``panels`` is a list of ``(panel title, curves)``; a curve is ``(label, margins)`` or
     ``(label, margins, style)`` with ``style`` keyword arguments for ``Axes.plot`` (color,
     linestyle ...). ``margins`` is an array (e.g. from
-    :func:`perceptron_lab.margins.training_margins`) or a list of arrays, one per run
+    :func:`perceptron_lab.model.margins.training_margins`) or a list of arrays, one per run
     (permutation): the curve is then the mean of the runs' distributions. A label gets
     "(x% beyond +-1)" when some margins lie outside [-1, 1] (possible for multiclass margins).
     With ``zoom``, a second row repeats the panels for s in [-zoom, zoom]. ``note`` is printed
     under the panels. Returns the PNG path.
     """
-    from ...margins import margin_distribution
+    from perceptron_lab.model.margins import margin_distribution
 
     ncols = min(ncols, len(panels))
     nrows = math.ceil(len(panels) / ncols)
@@ -105,10 +105,10 @@ FIGURE45_DATASETS = ((0.0, 3), (0.1, 3), (0.0, 300), (0.1, 300))
 def _margin_runs(cfg, overrides: dict, epochs, rules, permutations: int, data_dir, bar):
     """Train ``cfg`` with ``overrides`` on permutations 0..permutations-1 (the training orders of
     the config's own runs) and return ``{(epoch, rule): [margins per permutation]}``."""
-    from ...config import with_overrides
-    from ...engine import label_matrix, train_from_config
-    from ...margins import training_margins
-    from ...experiment import Unit, load_data, preprocess, unit_kernel, unit_order
+    from perceptron_lab.config.load import with_overrides
+    from perceptron_lab.engine import label_matrix, train_from_config
+    from perceptron_lab.model.margins import training_margins
+    from perceptron_lab.run.experiment import Unit, load_data, preprocess, unit_kernel, unit_order
 
     ucfg = with_overrides(cfg, overrides) if overrides else cfg
     ds = load_data(ucfg, data_dir)
@@ -156,7 +156,7 @@ def gentile_margin_panels(data_dir=None, figures=(3, 4, 5), permutations: int | 
     runs are those of the tables: same kernel, data, dtype and training orders (the config's seed;
     permutation k here is permutation k there). Each curve is the mean over ``permutations``
     (default: the config's, 10, as §4 states for Tables 1-6 and Figures 3-5) of the fraction of
-    training examples with margin <= s (:func:`perceptron_lab.margins.training_margins`).
+    training examples with margin <= s (:func:`perceptron_lab.model.margins.training_margins`).
 
     * Figure 3 (USPS): the Perceptron, ALMA_2(1.0) and ALMA_2(0.9) after 1 and 3 epochs; "last"
       (left) and "avg" (right); 10-class margins. The Gaussian width is each algorithm's Table 1
@@ -173,7 +173,7 @@ def gentile_margin_panels(data_dir=None, figures=(3, 4, 5), permutations: int | 
     """
     from tqdm.auto import tqdm
 
-    from ...config import load_config
+    from perceptron_lab.config.load import load_config
 
     cdir = Path(config_dir) if config_dir else GENTILE_CONFIG_DIR
     specs = {}

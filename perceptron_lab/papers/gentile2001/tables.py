@@ -1,6 +1,6 @@
 """Our results next to Gentile (2001), Tables 1-6 (ALMA_p; USPS, MNIST, UCI Letter, artificial data).
 
-Input is the long results format of :mod:`perceptron_lab.experiment`; the paper's numbers come
+Input is the long results format of :mod:`perceptron_lab.run.experiment`; the paper's numbers come
 from the packaged transcriptions ``reference/gentile2001_table{1..6}.csv``. Two views per table:
 
 * :func:`gentile_comparison` -- one row per table cell: the paper's value, our mean and standard
@@ -25,7 +25,7 @@ Where our runs map onto the paper's rows
 ALMA rows are matched to the paper's by alpha and p when the run uses Gentile's shorthand
 ALMA_p(alpha) = ALMA_p(alpha; 1/alpha, sqrt 2); a run with other B or C gets its own row, labelled
 with them, and no paper value, unless ``any_B`` is given: then ALMA rows are matched by alpha and p
-whatever B and C. :func:`perceptron_lab.experiment.write_paper_outputs` gives ``any_B`` for every
+whatever B and C. :func:`perceptron_lab.run.experiment.write_paper_outputs` gives ``any_B`` for every
 config that sets ``algorithm.B`` (tables with the suffix ``_B``), e.g. Table 6's scored config with
 Theorem 3's B = sqrt(8)/alpha (``'sqrt8/alpha'``, see :data:`TABLE6_B_EVIDENCE`). Where the
 paper reports a cell we have no run for, the cell shows ``n/a`` for ours; the cited rows of Table 3
@@ -41,9 +41,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...comparison import CORE_COLUMNS
-from ...store import atomic_write_text, read_back_results
-from ...reference import reference_table
+from perceptron_lab.run.comparison import CORE_COLUMNS
+from perceptron_lab.run.store import atomic_write_text, read_back_results
+from perceptron_lab.run.reference import reference_table
 
 # ----------------------------------------------------------------------------- tolerances
 #
@@ -76,7 +76,7 @@ _RULE_NAMES = {"last": "last", "avg": "avg", "vote": "voted"}
 _RULE_ORDER = {"last": 0, "avg": 1, "voted": 2}
 _METRIC_NAMES = {"test_error_pct": "TestErr", "mistakes": "Correct", "support_vectors": "SV"}
 
-#: The shared comparison schema (:data:`perceptron_lab.comparison.CORE_COLUMNS`), then the sort keys
+#: The shared comparison schema (:data:`perceptron_lab.run.comparison.CORE_COLUMNS`), then the sort keys
 #: of the paper's row and column order (internal: not written to the CSV).
 COMPARISON_COLUMNS = CORE_COLUMNS + ["row_order", "col_order"]
 

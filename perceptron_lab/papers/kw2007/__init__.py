@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...plugins import Paper
+from perceptron_lab.config.plugins import Paper
 
 HERE = Path(__file__).resolve().parent
 
 
 def write_outputs(cfg, table, out, results, n_train=None) -> list[Path]:
-    from .layout import write_kw2007_outputs
+    from perceptron_lab.papers.kw2007.layout import write_kw2007_outputs
 
     return write_kw2007_outputs(cfg, out, results)
 
@@ -22,7 +22,7 @@ def combine(results_dir) -> list[Path]:
     root = Path(results_dir) / "kw2007"
     if not root.is_dir():
         return []
-    from .layout import combine_kw2007
+    from perceptron_lab.papers.kw2007.layout import combine_kw2007
 
     return combine_kw2007(root)
 
@@ -30,14 +30,14 @@ def combine(results_dir) -> list[Path]:
 def table_notes(t) -> list[str]:
     if t.number != 2:
         return []
-    from .layout import table2_claims
+    from perceptron_lab.papers.kw2007.layout import table2_claims
 
     return (["Dominance counts: shown side by side, not scored (no tolerance for them can be justified; see "
              "the scoring rules)."] + table2_claims(t.comparison))
 
 
 def scoring_rule() -> str:
-    from . import tables as kw
+    from perceptron_lab.papers.kw2007 import tables as kw
 
     return (f"accuracy within the paper's 95% interval where it prints one (Table 6), else within "
             f"{kw.ACC_TOL_PP:g} points. **Table 2 is not scored**: its cells count on how many of the "

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...plots import _figure, label_outer, legend_outside, rule_order, rule_style, save_figure
+from perceptron_lab.run.figures import _figure, label_outer, legend_outside, rule_order, rule_style, save_figure
 
 # Khardon & Wachman (2007) Figure 4: one line per prediction rule, in the rule's style of
-# perceptron_lab.plots.RULE_STYLES.
+# perceptron_lab.run.figures.RULE_STYLES.
 FIGURE4_RULES = ("Last", "Longest", "Voted")
 #: The y axis spans at least this many accuracy points, so that a flat curve looks flat.
 MIN_SPAN_PCT = 10.0
@@ -34,7 +34,7 @@ def plot_kw2007_figure4(curves: pd.DataFrame, out_png, title: str | None = None)
     index in the grid, which runs from no effect to strong effect, as on the paper's x axes),
     ``rule`` and ``accuracy_pct`` (:func:`perceptron_lab.papers.kw2007.tables.parameter_curves`). Returns the
     path of the PNG written. The paper's Figure 4 prints no numbers, so no paper values are drawn;
-    the rules keep their styles of :data:`perceptron_lab.plots.RULE_STYLES` (the legend sits right of
+    the rules keep their styles of :data:`perceptron_lab.run.figures.RULE_STYLES` (the legend sits right of
     the panels), and each y axis spans at least
     :data:`MIN_SPAN_PCT` accuracy points.
     """

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...comparison import compared, consistent, normalize, read_comparison
-from ...store import atomic_write_text
-from .tables import (
+from perceptron_lab.run.comparison import compared, consistent, normalize, read_comparison
+from perceptron_lab.run.store import atomic_write_text
+from perceptron_lab.papers.kw2007.tables import (
     ACC_TOL_PP,
     COLUMNS,
     COMPARISON_COLUMNS,
@@ -158,7 +158,7 @@ def write_kw2007_outputs(cfg, out, df: pd.DataFrame, data_dir=None) -> list[Path
     if cmp is not None and len(cmp):
         written += write_table(cmp, out, f"kw2007_table{table}", TABLE_TITLES[table] + f" -- {cfg.name}")
     if cfg.output.figures and cfg.evaluation.search and cfg.evaluation.mode != "nested":
-        from .figures import plot_kw2007_figure4
+        from perceptron_lab.papers.kw2007.figures import plot_kw2007_figure4
 
         curves = parameter_curves(cfg, df)
         if len(curves):

@@ -118,7 +118,7 @@ def best_of_grid(errors: pd.DataFrame, confidence: float = 0.95) -> dict:
     """The grid value with the best mean accuracy (first on ties) among those whose fits all
     converged, and its mean, ML sd and T-interval half-width over folds (Khardon & Wachman's
     footnote 5)."""
-    from ...evaluation import TIE_TOL_PP, t_interval
+    from perceptron_lab.run.evaluation import TIE_TOL_PP, t_interval
 
     best, best_acc, n_capped = None, -math.inf, 0
     for v, part in errors.groupby("value", sort=False):

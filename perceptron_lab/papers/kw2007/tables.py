@@ -8,17 +8,17 @@ paper's value, ours, the difference, the tolerance and whether ours is within it
 * Table 2 -- dominance counts of voted (V), classical (C) and longest survivor (LS) over the
   artificial data sets, per noise rate (mean 10-fold CV accuracies, no variant).
 * Tables 3 and 4 -- parameter search: the best mean accuracy per column, the column's inactive
-  values excluded (:func:`perceptron_lab.evaluation.search_summary`).
+  values excluded (:func:`perceptron_lab.run.evaluation.search_summary`).
 * Table 5 -- Adult: accuracy and standard deviation by training-set size and tau.
 * Tables 6 and 7 -- parameter optimization by nested cross-validation, mean ± the 95% T-interval
-  (:func:`perceptron_lab.evaluation.nested_summary`); Table 6 adds the SVM L1 / L2 soft-margin
+  (:func:`perceptron_lab.run.evaluation.nested_summary`); Table 6 adds the SVM L1 / L2 soft-margin
   baselines (:mod:`perceptron_lab.papers.kw2007.svm`, best of the paper's grids on the same outer folds).
 
-Comparisons use the schema of :mod:`perceptron_lab.comparison` (``ours_mean``, ``ours_std``,
+Comparisons use the schema of :mod:`perceptron_lab.run.comparison` (``ours_mean``, ``ours_std``,
 ``n_runs``, ``tolerance``, ``within``, ``in_scope`` ...) plus ``dataset``, ``paper_ci`` (the
 paper's 95% half-width), ``paper_sd`` (the paper's standard deviation, Table 5), ``ours_ci`` (ours)
 and ``detail`` (the chosen parameters), then ``two_sample_consistent`` (Welch's check against the
-paper's printed spread, :func:`perceptron_lab.comparison.two_sample_consistent`).
+paper's printed spread, :func:`perceptron_lab.run.comparison.two_sample_consistent`).
 
 Tolerance: an accuracy is *within* when it lies in the paper's 95% interval where the paper
 prints one (Table 6), otherwise when it is within :data:`ACC_TOL_PP` percentage points of the
@@ -45,13 +45,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...comparison import (
+from perceptron_lab.run.comparison import (
     CORE_COLUMNS,
     SAMPLING_COLUMNS,
     TWO_SAMPLE_COLUMNS,
     two_sample_consistent,
 )
-from ...evaluation import (
+from perceptron_lab.run.evaluation import (
     TIE_TOL_PP,
     Grid,
     final_epoch,
@@ -59,8 +59,8 @@ from ...evaluation import (
     search_summary,
     t_interval,
 )
-from ...reference import reference_table
-from ...store import atomic_write_text, read_back_csv
+from perceptron_lab.run.reference import reference_table
+from perceptron_lab.run.store import atomic_write_text, read_back_csv
 
 #: Artificial data sets per noise rate behind each Table 2 count (3 f x 5 M x 2 seeds).
 TABLE2_SETS_PER_NOISE = 30
@@ -72,7 +72,7 @@ _EPS = 1e-9
 
 RULE_NAMES = {"last": "Last", "longest": "Longest", "vote": "Voted"}
 RULE_ORDER = ("Last", "Longest", "Voted")
-#: Plan labels (:class:`perceptron_lab.evaluation.SearchPlan`) -> the paper's column headers.
+#: Plan labels (:class:`perceptron_lab.run.evaluation.SearchPlan`) -> the paper's column headers.
 COLUMN_NAMES = {"nothing": "Nothing", "tau": "tau", "lambda": "lambda", "alpha": "alpha",
                 "tau x lambda": "tau x lambda", "tau x alpha": "tau x alpha",
                 "tau->alpha": "tau->alpha", "tau->lambda": "tau->lambda"}
@@ -288,8 +288,8 @@ def table34_comparison(cfg, df: pd.DataFrame, table: int, data_dir=None) -> pd.D
 
 def _baseline(cfg, name: str, data_dir=None) -> float:
     """Percentage of the majority class (Table 1's Baseline) of a registry data set."""
-    from ...config import with_overrides
-    from ...experiment import load_data
+    from perceptron_lab.config.load import with_overrides
+    from perceptron_lab.run.experiment import load_data
 
     try:
         ds = load_data(with_overrides(cfg, {"dataset.name": name}), data_dir)
@@ -321,7 +321,7 @@ def table5_comparison(cfg, df: pd.DataFrame) -> pd.DataFrame:
         ps, _ = paper.get((tau, n, alg, "std_dev"), (math.nan, math.nan))
         block = f"tau={tau}"
         # the paper prints Table 5's spread as a standard deviation: kept beside the cell for the
-        # two-sample check (perceptron_lab.comparison)
+        # two-sample check (perceptron_lab.run.comparison)
         rows.append({**_cmp_row(5, "adult", block, alg, f"n={n} accuracy", pa, math.nan, mean, sd, ci, n=len(part)),
                      "paper_sd": ps})
         rows.append(_cmp_row(5, "adult", block, alg, f"n={n} std", ps, math.nan, sd, n=len(part),
@@ -410,10 +410,10 @@ def _typed_values(text_values: dict) -> dict:
 def svm_baselines(cfg, data_dir=None, out: Path | None = None) -> pd.DataFrame:
     """Best-of-grid SVM L1 and L2 accuracies on the config's outer folds, per data set; cached
     as ``svm_folds.csv`` (every grid value and fold) in ``out``."""
-    from ...config import with_overrides
-    from ...evaluation import kfold_indices
-    from ...experiment import load_data
-    from .svm import best_of_grid, svm_fold_errors
+    from perceptron_lab.config.load import with_overrides
+    from perceptron_lab.run.evaluation import kfold_indices
+    from perceptron_lab.run.experiment import load_data
+    from perceptron_lab.papers.kw2007.svm import best_of_grid, svm_fold_errors
 
     grid = Grid.from_config(cfg)
     cache = out / "svm_folds.csv" if out is not None else None
@@ -471,7 +471,7 @@ def parameter_curves(cfg, df: pd.DataFrame) -> pd.DataFrame:
     """Figure 4 data: for each setting and single parameter, the mean accuracy at each of its
     grid values with every other searched parameter inactive. Columns ``setting``, ``parameter``,
     ``value`` (text), ``position`` (index in the grid's list), ``rule``, ``accuracy_pct``."""
-    from ...evaluation import _text, short_name
+    from perceptron_lab.run.evaluation import _text, short_name
 
     grid = Grid.from_config(cfg)
     d = _point_frame(df, final_epoch(cfg))

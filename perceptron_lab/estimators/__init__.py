@@ -1,0 +1,1 @@
+"""scikit-learn and River-style estimators on the plab engine."""

@@ -1,0 +1,549 @@
+"""A scikit-learn estimator for the kernel perceptrons on a memory budget, and NORMA.
+
+:class:`BudgetPerceptron` runs the Stoptron, the Randomized Budget Perceptron, the Forgetron,
+the Projectron, Projectron++ and NORMA (:mod:`perceptron_lab.engine.budget`) from Python, on the
+engine and prediction code of ``plab run``.
+
+Design: one estimator with ``algorithm=...``, not one class per algorithm. The six algorithms are
+settings of one engine (one jitted step, one state, one training log and one scoring function),
+they share every parameter but three (``eta`` for the Projectrons and NORMA; ``lambda_``, ``rho``
+and ``schedule`` for NORMA), and a config names them the same way (``algorithm.name``). One class
+keeps a single documented parameter table and lets a grid search choose the algorithm
+(``GridSearchCV(BudgetPerceptron(), {"algorithm": [...], "budget": [...]})``), as a config's
+``evaluation.grid`` does; six classes would repeat the same table six times.
+
+``fit`` is a ``plab run`` unit: the kernel is scaled to ``max_i K(x_i, x_i) = 1`` on the training
+rows (:func:`~perceptron_lab.engine.budget.unit_diag_kernel`), the training order and the RBP's
+random removals come from ``random_state`` as from ``training.seed`` (permutation 0 of a holdout
+run), :func:`~perceptron_lab.engine.budget.train_budget` trains, and
+:func:`~perceptron_lab.engine.budget.budget_scores` scores, so that the predictions are those
+behind ``plab run``'s error rates. ``partial_fit`` continues the same run on new examples from the
+engine's state (the same jitted step, no replay): it costs the new examples only. The model keeps
+the support sets and the features of every example that was ever a support vector (the averaged
+and voted rules need them), not the training set.
+
+Example::
+
+    >>> from perceptron_lab import BudgetPerceptron
+    >>> clf = BudgetPerceptron("forgetron", budget=100, kernel="gaussian", sigma=2.0).fit(X, y)  # doctest: +SKIP
+    >>> clf.set_params(rule="avg").score(X_test, y_test)                                          # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from perceptron_lab.constants import (BUDGET_ALGORITHMS, BUDGET_RULES, DEFAULT_CACHE_LIMIT_GB, DEFAULT_CHUNK,
+                        DEFAULT_NORMA_ETA, DEFAULT_NORMA_RHO, DEFAULT_PROJECTRON_ETA, KERNELS, NORMA_SCHEDULES)
+from perceptron_lab.engine import label_matrix
+from perceptron_lab.engine.budget import (CH_ADD, ALG_FORGETRON, ALG_PROJECTRON, ALG_PROJECTRON_PP, ALGORITHM_CODES,
+                            BudgetChunk, BudgetLog, BudgetParams, Events, Support, _avg_state, _run_chunk,
+                            budget_scores, resolve_rule, train_budget, unit_diag_kernel)
+from perceptron_lab.errors import PlabError
+from perceptron_lab.estimators.perceptron import _EngineClassifier, _validate_data, _value_error
+from perceptron_lab.engine.kernels import Kernel, exact32_ok, gram, kernel_diag, sq_norms
+from perceptron_lab.run.units import threads_for
+
+__all__ = ["BudgetPerceptron"]
+
+_NO_LIMIT = int(np.iinfo(np.int64).max)
+
+
+def default_eta(algorithm: str) -> float:
+    """A config's default ``algorithm.eta`` for a budgeted algorithm (unused by the others)."""
+    return DEFAULT_NORMA_ETA if algorithm == "norma" else DEFAULT_PROJECTRON_ETA
+
+
+def _grow(a: np.ndarray, shape: tuple) -> np.ndarray:
+    """``a`` zero-padded at the end of each axis to ``shape``."""
+    out = np.zeros(shape, dtype=a.dtype)
+    out[tuple(slice(0, s) for s in a.shape)] = a
+    return out
+
+
+class _BudgetRun:
+    """The state of a budgeted run, continued example by example with the engine's jitted step
+    (:func:`perceptron_lab.engine.budget._run_chunk`): what :func:`train_budget` holds between
+    chunks, kept between calls; the support sets grow up to ``budget``.
+
+    The engine indexes examples by row of ``X``. Only the rows some hypothesis refers to are kept
+    (:meth:`compact`: those of the support sets, of the averaged hypothesis and of the recorded
+    changes, i.e. every example ever inserted); ``pos[r]`` is row r's position in the stream of
+    examples seen (fit's rows, then each batch's), which the events record."""
+
+    def __init__(self, X, Y, kernel: Kernel, params: BudgetParams, record: bool, state: dict | None,
+                 log: BudgetLog | None, cache_limit_gb: float):
+        n, L = Y.shape
+        self.kernel, self.params, self.record, self.cache_limit_gb = kernel, params, record, cache_limit_gb
+        self.alg = ALGORITHM_CODES[params.algorithm]
+        self.X, self.Y = np.asarray(X, dtype=np.float64), np.asarray(Y, dtype=np.int8)  # compact() copies
+        self.kdiag, self.sq = kernel_diag(kernel, self.X), sq_norms(self.X)
+        self.pos, self.n_seen = np.arange(len(self.X)), len(self.X)
+        if state is None:  # a run that starts here
+            B = 1
+            state = dict(B=B, steps=0, sv_ex=np.zeros((L, B), np.int64), sv_coef=np.zeros((L, B)),
+                         sv_ord=np.zeros((L, B), np.int64), size=np.zeros(L, np.int64),
+                         free=np.zeros((L, B), np.int64), nfree=np.zeros(L, np.int64), refc=np.zeros(n, np.int64),
+                         Gs=np.zeros((L, B, B) if self.alg == ALG_FORGETRON else (1, 1, 1)),
+                         Kinv=np.zeros((L, B + 1, B + 1) if self._proj else (1, 1, 1)),
+                         Q=np.zeros(L), M=np.zeros(L, np.int64), acc=np.zeros((L, n)), slot_acc=np.zeros((L, B)),
+                         mistakes=np.zeros(L, np.int64), rng=np.random.default_rng(params.seed))
+        self.__dict__.update(state)
+        self.cap = int(self.sv_ex.shape[1])  # slots per label allocated (train_budget's B)
+        self.keep_events = True  # the events of the log (the online classes keep counts only)
+        ev = (log.ev_step, log.ev_cls, log.ev_kind, log.ev_ex) if log is not None else ()
+        self.events = [np.stack(ev, axis=1)] if ev and ev[0].size else []
+        self.changes = ([(np.stack([log.ch_step, log.ch_cls, log.ch_kind, log.ch_ex], axis=1), log.ch_val)]
+                        if log is not None and log.ch_step is not None and log.ch_step.size else [])
+
+    @property
+    def _proj(self) -> bool:
+        return self.alg in (ALG_PROJECTRON, ALG_PROJECTRON_PP)
+
+    def _reserve(self, extra: int) -> None:
+        """Room for ``extra`` more insertions per label (up to the budget), and the engine's B."""
+        want = int(min(self.params.budget, int(self.size.max(initial=0)) + extra))
+        if want <= self.cap:
+            return
+        want = int(min(self.params.budget, max(want, 2 * self.cap)))
+        L = self.Y.shape[1]
+        if self.alg in (ALG_FORGETRON, ALG_PROJECTRON, ALG_PROJECTRON_PP):
+            need = L * (want + 1) ** 2 * 8 / 1e9
+            if need > self.cache_limit_gb:
+                raise ValueError(f"{self.params.algorithm} keeps a {want} x {want} kernel matrix per label: "
+                                 f"{need:.1f} GB for {L} labels, more than cache_limit_gb={self.cache_limit_gb:g}; "
+                                 "set a smaller budget")
+        for k in ("sv_ex", "sv_coef", "sv_ord", "free", "slot_acc"):
+            setattr(self, k, _grow(getattr(self, k), (L, want)))
+        if self.alg == ALG_FORGETRON:
+            self.Gs = _grow(self.Gs, (L, want, want))
+        if self._proj:
+            self.Kinv = _grow(self.Kinv, (L, want + 1, want + 1))
+        self.cap = want
+
+    def add_label(self) -> None:
+        """A new label column (one-vs-rest), empty, its examples so far all negative."""
+        L = self.Y.shape[1]
+        self.Y = np.concatenate([self.Y, -np.ones((self.Y.shape[0], 1), np.int8)], axis=1)
+        for k in ("sv_ex", "sv_coef", "sv_ord", "size", "free", "nfree", "Gs", "Kinv", "Q", "M", "acc", "slot_acc",
+                  "mistakes"):
+            a = getattr(self, k)
+            if k in ("Gs", "Kinv") and a.shape[0] != L:
+                continue  # the (1, 1, 1) placeholder of an algorithm that does not use it
+            setattr(self, k, _grow(a, (L + 1, *a.shape[1:])))
+
+    def widen(self, n_features: int) -> None:
+        """Zero columns for features that appear only now (every earlier example lacks them)."""
+        if n_features > self.X.shape[1]:
+            self.X = _grow(self.X, (self.X.shape[0], n_features))
+
+    def drop_last_unused(self) -> None:
+        """Forget the last example if no hypothesis refers to it (the common case of a step
+        without an insertion; :meth:`compact` in O(1))."""
+        i = self.X.shape[0] - 1
+        if i >= 0 and self.refc[i] == 0 and not self.acc[:, i].any() and not self.record:
+            for k in ("X", "Y", "kdiag", "sq", "refc", "pos"):
+                setattr(self, k, getattr(self, k)[:i])
+            self.acc = self.acc[:, :i]
+
+    def compact(self, keep_avg: bool = True) -> None:
+        """Keep the rows some hypothesis refers to (in a copy: never the caller's array), renumbered
+        in order: those in a support set, in the averaged hypothesis, or in a recorded change.
+        Without ``keep_avg`` the averaged hypothesis is given up (for a run that never predicts
+        with it): only the support sets' rows (and the changes') are kept."""
+        used = (self.refc > 0) | (self.acc.any(axis=0) if keep_avg else False)
+        for ch, _ in self.changes:
+            used[ch[ch[:, 2] == CH_ADD, 3]] = True
+        keep = np.flatnonzero(used)
+        new = np.zeros(self.X.shape[0], dtype=np.int64)
+        new[keep] = np.arange(keep.size)
+        for k in ("X", "Y", "kdiag", "sq", "refc", "pos"):
+            setattr(self, k, np.ascontiguousarray(getattr(self, k)[keep]))
+        self.acc = np.ascontiguousarray(self.acc[:, keep])
+        self.sv_ex = new[self.sv_ex]  # free slots keep some row: never read before an insertion sets them
+        for ch, _ in self.changes:
+            adds = ch[:, 2] == CH_ADD
+            ch[adds, 3] = new[ch[adds, 3]]
+
+    def add_examples(self, X, Y) -> np.ndarray:
+        """Append new examples (their features and label columns); returns their indices."""
+        n0 = self.X.shape[0]
+        self.X = np.concatenate([self.X, np.asarray(X, dtype=np.float64)])
+        self.Y = np.concatenate([self.Y, np.asarray(Y, dtype=np.int8)])
+        self.kdiag = np.concatenate([self.kdiag, kernel_diag(self.kernel, self.X[n0:])])
+        self.sq = np.concatenate([self.sq, sq_norms(self.X[n0:])])
+        self.refc = np.concatenate([self.refc, np.zeros(len(X), np.int64)])
+        self.acc = np.concatenate([self.acc, np.zeros((self.Y.shape[1], len(X)))], axis=1)
+        self.pos = np.concatenate([self.pos, np.arange(self.n_seen, self.n_seen + len(X))])
+        self.n_seen += len(X)
+        return np.arange(n0, self.X.shape[0])
+
+    def run(self, seq, chunk_size: int) -> None:
+        """Steps on the examples ``seq`` (indices into X), in order, a chunk at a time as train_budget."""
+        L = self.Y.shape[1]
+        p = self.params
+        for a in range(0, len(seq), chunk_size):
+            ex = np.ascontiguousarray(seq[a:a + chunk_size], dtype=np.int64)
+            self._reserve(ex.size)
+            B = int(min(p.budget, self.cap))
+            pool = np.flatnonzero(self.refc)
+            colmap = np.full(self.X.shape[0], -1, dtype=np.int64)
+            colmap[pool] = np.arange(pool.size)
+            sv_col = colmap[self.sv_ex]  # slots not in use get garbage, never read
+            cols = np.concatenate([pool, ex])
+            Xc = self.X[cols]
+            exact = exact32_ok(Xc)
+            Kall = gram(self.kernel, self.X[ex], Xc, self.sq[ex], self.sq[cols], exact32=exact,
+                        B32=Xc.astype(np.float32) if exact else None)
+            urand = self.rng.random((ex.size, L))
+            kbuf, dbuf = np.zeros(self.cap + 1), np.zeros(self.cap + 1)
+            bufs = [np.empty(3 * ex.size * L, dtype=np.int64) for _ in range(4)]
+            ch = np.empty((max(1 << 16, 2 * L * (B + 3)) if self.record else 1, 4), dtype=np.int64)
+            ch_val = np.empty(ch.shape[0])
+            p_start = 0
+            while p_start < ex.size:
+                m, n_ch, p_start = _run_chunk(
+                    BudgetChunk(ex, int(self.steps) + a, self.Y, self.kdiag, Kall, pool.size, urand), p_start,
+                    resolve_rule(p, self.alg, B),
+                    Support(self.sv_ex, self.sv_coef, sv_col, self.sv_ord, self.size, self.free, self.nfree,
+                            self.refc, self.Gs, self.Kinv, self.Q, self.M, self.acc, self.slot_acc, self.mistakes,
+                            kbuf, dbuf),
+                    Events(*bufs, self.record, ch, ch_val))
+                if m and self.keep_events:
+                    ev = np.stack([b[:m] for b in bufs], axis=1)
+                    ev[:, 3] = self.pos[ev[:, 3]]  # events name stream positions, which compact() keeps
+                    self.events.append(ev)
+                if n_ch:
+                    self.changes.append((ch[:n_ch].copy(), ch_val[:n_ch].copy()))
+        self.steps = int(self.steps) + len(seq)
+
+    def log(self, avg: bool = True) -> BudgetLog:
+        """The :class:`BudgetLog` of the run so far, one checkpoint (now), for budget_scores
+        (without ``avg``, the averaged hypothesis is left empty)."""
+        L = self.Y.shape[1]
+        ev = np.concatenate(self.events) if self.events else np.empty((0, 4), np.int64)
+        live = [self.sv_ord[c, :self.size[c]] for c in range(L)]
+        last = [(self.sv_ex[c, o].copy(), self.sv_coef[c, o].copy()) for c, o in enumerate(live)]
+        avg = [_avg_state(self.acc[c], self.sv_ex[c], self.sv_coef[c], self.slot_acc[c], o) if avg
+               else (np.empty(0, np.int64), np.empty(0)) for c, o in enumerate(live)]
+        chs = {}
+        if self.record:
+            allc = np.concatenate([c for c, _ in self.changes]) if self.changes else np.empty((0, 4), np.int64)
+            chs = dict(ch_step=allc[:, 0].copy(), ch_cls=allc[:, 1].copy(), ch_kind=allc[:, 2].copy(),
+                       ch_ex=allc[:, 3].copy(),
+                       ch_val=np.concatenate([v for _, v in self.changes]) if self.changes else np.empty(0))
+        return BudgetLog(n_train=self.X.shape[0], n_labels=L, total_steps=int(self.steps),
+                         order=np.empty(0, np.int64), checkpoint_steps=np.array([int(self.steps)]), params=self.params,
+                         ev_step=ev[:, 0], ev_cls=ev[:, 1], ev_kind=ev[:, 2], ev_ex=ev[:, 3],
+                         mistakes_cp=self.mistakes[None, :].copy(), last=[last], avg=[avg],
+                         max_support=int(self.size.max(initial=0)), **chs)
+
+
+class BudgetPerceptron(_EngineClassifier):
+    __doc__ = f"""Kernel perceptrons on a memory budget, and NORMA (``perceptron_lab.engine.budget``).
+
+    One-vs-rest: every label keeps at most ``budget`` support vectors with real coefficients; the
+    hypothesis is ``f(x) = sum_j coef_j K(x_j, x)``. The algorithms:
+
+    * ``stoptron``: the perceptron until the support set is full, then no update;
+    * ``rbp``: the Randomized Budget Perceptron (Cavallanti, Cesa-Bianchi & Gentile 2007), which
+      discards a random support vector on a mistake with a full support set;
+    * ``forgetron``: the self-tuned Forgetron (Dekel, Shalev-Shwartz & Singer 2008, Figure 3),
+      which shrinks every weight and removes the oldest support vector;
+    * ``projectron`` and ``projectron++`` (Orabona, Keshet & Caputo 2009, Figures 1 and 2), which
+      project an update onto the span of the support set when it is within ``eta`` of it;
+    * ``norma`` (Kivinen, Smola & Williamson 2004, §III): a decay ``1 - eta_t lambda`` every step
+      and an update on ``y f(x) < rho``, truncated to the ``budget`` most recent terms.
+
+    Parameters
+    ----------
+    algorithm : {{"stoptron", "rbp", "forgetron", "projectron", "projectron++", "norma"}}, default "forgetron"
+        The budgeted algorithm (``algorithm.name`` of a config).
+    budget : int or None, default 100
+        Most support vectors per label (NORMA: the truncation tau); None: no limit.
+    eta : float or None, default None
+        The Projectrons' threshold on the distance from the span of the support set, or NORMA's
+        learning rate; None: the config defaults ({DEFAULT_PROJECTRON_ETA:g} and {DEFAULT_NORMA_ETA:g}).
+        Unused by the others.
+    lambda_ : float, default 0.0
+        NORMA's regularization: every step ``f <- (1 - eta_t lambda) f``.
+    rho : float, default {DEFAULT_NORMA_RHO:g}
+        NORMA's margin: an update when ``y f(x) < rho``.
+    schedule : {{"constant", "sqrt"}}, default "constant"
+        NORMA's learning rate: ``eta_t = eta``, or ``eta / sqrt(t)``.
+    kernel : {{"linear", "poly", "gaussian", "poly_gaussian"}}, default "linear"
+        ``linear`` x·y; ``poly`` (1 + x·y / scale)^degree; ``gaussian`` exp(-|x - y|² / (2 sigma²));
+        ``poly_gaussian`` (1 + exp(-|x - y|² / (2 sigma²)))^degree. It is scaled to
+        ``max_i K(x_i, x_i) = 1`` on the rows of ``fit`` (or of the first ``partial_fit``), as
+        ``plab run`` scales it for these algorithms (their thresholds are stated for
+        ``K(x, x) <= 1``), and kept for later calls; the Gaussian kernels need no scaling.
+        ``precomputed`` is not supported: the engine computes kernel values against the support
+        set as it changes.
+    degree : int, default 3
+        Degree of the poly and poly_gaussian kernels.
+    scale : float, default 1.0
+        The scale s of the poly kernel.
+    sigma : float, default 1.0
+        Width of the gaussian and poly_gaussian kernels.
+    epochs : float, default 1.0
+        Passes over the training data of ``fit``; a fraction trains on the first part of the
+        sequence.
+    rule : {{"last", "avg", "vote"}}, default "last"
+        Prediction rule: ``last`` the current hypothesis; ``avg`` the sum of the hypotheses after
+        each step (not budgeted: its support is every example ever inserted); ``vote`` the sign of
+        each step's hypothesis, summed (Freund & Schapire's survival weighting). Every rule comes
+        from the same training run: changing ``rule`` needs no refit.
+    vote_weight : str, default "survival"
+        Unused (the budgeted rules weigh by survival); kept so that the estimators share settings.
+    shuffle : bool, default True
+        Train in a random order drawn from ``random_state`` (else in the order given).
+    random_state : int, RandomState instance or None
+        Seed of the training order and of the RBP's random removals; an int s gives those of
+        permutation 0 of a holdout ``plab run`` with ``training.seed: s``.
+    dtype : {{"float64", "float32"}}, default "float64"
+        Unused: the budgeted engine computes kernel values in float64.
+    chunk_size : int, default 512
+        Examples per kernel block (``training.chunk_size``): speed and memory, not results.
+    cache_limit_gb : float, default 8.0
+        Most memory for the Forgetron's and the Projectrons' budget x budget matrices
+        (``training.cache_limit_gb``).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    n_features_in_ : int
+        Number of features.
+    support_ : ndarray of shape (n_support,)
+        Positions (in the examples seen: fit's rows, then each partial_fit batch's) of the
+        examples in some label's current support set.
+    support_vectors_ : ndarray of shape (n_support, n_features)
+        Those examples.
+    n_mistakes_ : int
+        Prediction mistakes (``y f(x) <= 0``) over all labels.
+    n_updates_ : int
+        Insertions, projections and margin updates over all labels.
+    log_ : BudgetLog
+        The engine's log of the run so far (``perceptron_lab.engine.budget.BudgetLog``, one
+        checkpoint: now), its hypotheses over the rows of ``support_vectors_`` and of the other
+        examples the averaged and voted rules need.
+    kernel_ : Kernel
+        The kernel as scaled.
+
+    Notes
+    -----
+    Scores (``decision_function``) are in the units of the scaled kernel. The model keeps the
+    features of the examples that some rule refers to: every example ever inserted in a support
+    set, not the whole training set. So that any rule can be chosen after ``fit``, the run records
+    every change of the hypotheses that the voted rule replays (``record_changes`` of
+    ``perceptron_lab.engine.budget.train_budget``, which ``plab run`` turns on only when
+    ``prediction.rules`` lists vote): one entry per insertion and removal, and one per support
+    vector for each projection of the Projectrons.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from perceptron_lab import BudgetPerceptron
+    >>> X = np.array([[0., 1.], [1., 0.], [0., 2.], [2., 0.], [1., 3.], [3., 1.]])
+    >>> y = np.array([0, 1, 0, 1, 0, 1])
+    >>> clf = BudgetPerceptron(algorithm="rbp", budget=2, random_state=0).fit(X, y)
+    >>> clf.predict([[0., 3.], [3., 0.]])
+    array([0, 1])
+    >>> len(clf.support_vectors_) <= 2
+    True
+    """
+
+    _parameter_constraints = {
+        **{k: v for k, v in _EngineClassifier._parameter_constraints.items() if k not in ("kernel", "rule")},
+        "kernel": [StrOptions(set(KERNELS))],
+        "rule": [StrOptions(set(BUDGET_RULES))],
+        "algorithm": [StrOptions(set(BUDGET_ALGORITHMS))],
+        "budget": [Interval(Integral, 1, None, closed="left"), None],
+        "eta": [Interval(Real, 0, None, closed="neither"), None],
+        "lambda_": [Interval(Real, 0, None, closed="left")],
+        "rho": [Interval(Real, 0, None, closed="left")],
+        "schedule": [StrOptions(set(NORMA_SCHEDULES))],
+    }
+
+    def __init__(self, algorithm="forgetron", budget=100, eta=None, lambda_=0.0, rho=DEFAULT_NORMA_RHO,
+                 schedule="constant", kernel="linear", degree=3, scale=1.0, sigma=1.0, epochs=1.0, rule="last",
+                 vote_weight="survival", shuffle=True, random_state=None, dtype="float64", chunk_size=DEFAULT_CHUNK,
+                 cache_limit_gb=DEFAULT_CACHE_LIMIT_GB):
+        self.algorithm = algorithm
+        self.budget = budget
+        self.eta = eta
+        self.lambda_ = lambda_
+        self.rho = rho
+        self.schedule = schedule
+        self.kernel = kernel
+        self.degree = degree
+        self.scale = scale
+        self.sigma = sigma
+        self.epochs = epochs
+        self.rule = rule
+        self.vote_weight = vote_weight
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.dtype = dtype
+        self.chunk_size = chunk_size
+        self.cache_limit_gb = cache_limit_gb
+
+    def fit(self, X, y):
+        """Train on ``(X, y)`` for ``epochs`` passes, as a ``plab run`` unit.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training examples.
+        y : array-like of shape (n_samples,)
+            Their class labels (at least two classes).
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        super().fit(X, y)
+        self._seq = None  # the run keeps the rows it needs (compacted): no reference to X
+        return self
+
+    def partial_fit(self, X, y, classes=None):
+        """Continue the run with one pass over the examples of ``(X, y)``, in the given order.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            New examples (new examples of the stream even when they repeat earlier rows).
+        y : array-like of shape (n_samples,)
+            Their labels, all in ``classes_``.
+        classes : array-like of shape (n_classes,), default None
+            Every class that will occur; required on the first call (when the model is not fit).
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+
+        Notes
+        -----
+        The run goes on from its state, with the engine's step: after ``fit`` with ``epochs=3``,
+        ``partial_fit(X2, y2)`` is a fourth stretch of the same run, over ``X2``, and after
+        ``fit(X1)`` with one pass in order (``shuffle=False``) it gives the model of one ``fit`` on
+        ``X1`` then ``X2``. The RBP's random removals go on from the same generator; NORMA's
+        ``eta_t`` counts every step of the run. The kernel keeps the scaling of the first call.
+        A call costs the new examples only, and a pickled model can be continued.
+        """
+        return super().partial_fit(X, y, classes=classes)
+
+    # ------------------------------------------------------------------ hooks of _EngineClassifier
+
+    def _params(self, seed) -> BudgetParams:
+        params = BudgetParams(algorithm=self.algorithm, budget=_NO_LIMIT if self.budget is None else int(self.budget),
+                              eta=default_eta(self.algorithm) if self.eta is None else float(self.eta),
+                              lam=float(self.lambda_), rho=float(self.rho), schedule=self.schedule, seed=seed)
+        try:
+            params.validate(1)
+        except PlabError as exc:
+            raise ValueError(str(exc)) from None
+        return params
+
+    def _budget_kernel(self, X) -> Kernel:
+        """The kernel of the estimator checked and scaled as ``plab run`` does for a budgeted run
+        (:func:`perceptron_lab.run.units.budget_kernel`): the range of the training rows in both
+        directions (:meth:`~perceptron_lab.engine.kernels.Kernel.range_safe`; a poly or Gaussian kernel
+        on features beyond float64's range works on them multiplied by a power of two, with the
+        same kernel values, see :meth:`~perceptron_lab.engine.kernels.Kernel.features`), then
+        ``max_i K(x_i, x_i) = 1``."""
+        try:
+            kernel = self._kernel().range_safe(X, np.float64, rescale_values=False, unit_diag=True)
+        except PlabError as exc:
+            raise _value_error(exc) from None
+        if kernel.rescale_note():
+            warnings.warn(kernel.rescale_note(), UserWarning, stacklevel=5)
+        kernel = unit_diag_kernel(kernel, kernel.features(X))
+        if not np.all(np.isfinite(kernel_diag(kernel, kernel.features(X)))):
+            raise ValueError(f"K(x, x) overflows float64 for {kernel.describe()}; use a larger scale or a "
+                             "smaller degree")
+        return kernel
+
+    def _features(self, kernel: Kernel, X):
+        """``X`` as the run's kernel takes it (:meth:`Kernel.features`), refused when the power of
+        two chosen on the first rows carries a new batch or test set out of float64's range."""
+        Xf = kernel.features(X)
+        with np.errstate(over="ignore", under="ignore"):
+            sq = np.einsum("ij,ij->i", Xf, Xf)
+        lost = (sq == 0.0) & np.any(X != 0.0, axis=1)
+        if not np.all(np.isfinite(sq)) or lost.any():
+            raise ValueError("these examples are so far from the scale of the training examples that their "
+                             "inner products leave float64's range; scale them like the training examples "
+                             "(e.g. sklearn.preprocessing.Normalizer in a Pipeline)")
+        return Xf
+
+    def _fit_sequence(self, X, y_enc, order, epochs: float):
+        """``plab run``'s training: train_budget on ``X`` in ``order`` for ``epochs`` passes."""
+        n = len(y_enc)
+        if int(round(epochs * n)) < 1:
+            raise ValueError(f"epochs={epochs:g} of {n} examples is less than one training step")
+        kernel = self._budget_kernel(X)
+        X = kernel.features(X)
+        params = self._params(self._rule_seed)
+        Y = label_matrix(y_enc, len(self.classes_))
+        state: dict = {}
+        try:
+            with threads_for(X.size):
+                log = train_budget(X, Y, kernel, params, order, epochs, [epochs], chunk_size=int(self.chunk_size),
+                                   memory_limit_gb=float(self.cache_limit_gb), record_changes=True, state=state)
+        except PlabError as exc:
+            raise ValueError(str(exc)) from None
+        self._run = _BudgetRun(X, Y, kernel, params, True, state, log, float(self.cache_limit_gb))
+        self._run.compact()
+        self._set_log(self._run.log())
+
+    def _start(self, X) -> None:
+        """An empty run (the first call of partial_fit): the kernel is scaled on its first batch."""
+        kernel = self._budget_kernel(X)
+        self._run = _BudgetRun(kernel.features(X[:0]), np.zeros((0, self._n_labels()), np.int8), kernel,
+                               self._params(self._rule_seed), True, None, None, float(self.cache_limit_gb))
+
+    def _continue(self, X, y_enc) -> None:
+        """One pass over the new examples, in order, from the run's state."""
+        run = self._run
+        idx = run.add_examples(self._features(run.kernel, X), label_matrix(y_enc, len(self.classes_)))
+        with threads_for(run.X.size):
+            run.run(idx, int(self.chunk_size))
+        run.compact()
+        self._set_log(run.log())
+
+    def _can_continue(self) -> bool:
+        return getattr(self, "_run", None) is not None
+
+    def _set_log(self, log: BudgetLog) -> None:
+        self.log_, self.kernel_ = log, self._run.kernel
+        self.n_mistakes_ = int(log.mistakes_cp[-1].sum())
+        self.n_updates_ = int(log.n_updates)
+        sv = np.unique(np.concatenate([e for e, _ in log.last[-1]])) if log.last[-1] else np.empty(0, np.int64)
+        self.support_ = self._run.pos[sv]
+        self.support_vectors_ = np.ldexp(self._run.X[sv], -self._run.kernel.feature_exp)  # in X's units
+
+    def _n_labels(self) -> int:
+        return 1 if len(self.classes_) == 2 else len(self.classes_)
+
+    def _scores(self, X):
+        check_is_fitted(self)
+        X = _validate_data(self, X, dtype=np.float64, reset=False)
+        try:
+            with threads_for(X.size):
+                S = budget_scores(self.log_, self.kernel_, self._run.X, self._features(self.kernel_, X), self.rule)
+        except PlabError as exc:
+            raise ValueError(str(exc)) from None
+        return S
+
+    def __getstate__(self):
+        state = dict(self.__dict__)  # the run's state is the model: a pickle can be continued
+        state.pop("_seq", None)  # fit's data by reference; the run holds what it needs
+        return state

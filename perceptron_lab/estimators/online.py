@@ -1,0 +1,502 @@
+"""Online learning the River way: ``learn_one(x, y)`` / ``predict_one(x)`` on dicts of features.
+
+* :class:`BudgetKernelPerceptron`: the Stoptron, RBP, Forgetron, Projectron(++) and NORMA;
+* :class:`KernelPerceptron`: the kernel perceptron (Freund & Schapire 1999, Figure 1: an update
+  ``f <- f + y K(x, .)`` on every mistake ``y f(x) <= 0``), which is the Stoptron without a budget;
+* :class:`ALMA`: ALMA_p(alpha; B, C) of Gentile (2001), Figure 1, in primal form (linear kernel,
+  any p >= 2).
+
+Each learns on the state of the engine that ``plab run`` trains with, one example at a time and
+with the same jitted step: :func:`perceptron_lab.engine.budget._run_chunk` (the state of
+:func:`~perceptron_lab.engine.budget.train_budget`, as :class:`~perceptron_lab.BudgetPerceptron`'s
+``partial_fit`` continues it) and :func:`perceptron_lab.engine.alma._primal_chunk` (the state of
+:func:`~perceptron_lab.engine.alma.train_primal`). A step costs O(labels x support set) kernel
+values for the kernel perceptrons and O(labels x features) for ALMA. The memory is the support
+sets (with ``rule="last"``: bounded by the budget), plus, with ``rule="avg"``, the features of
+every example that was ever a support vector (the averaged hypothesis is not budgeted); for ALMA,
+one weight vector per label.
+
+Features: a dict's keys name the features; a feature missing from a dict is 0 (as in River's
+linear models), and a feature seen for the first time is 0 in every earlier example. Values must
+be numbers. Labels: with ``classes`` given, the model is exactly the one-vs-rest layout of the
+scikit-learn estimators (one perceptron for two classes, scoring ``classes[1]`` positive), so
+that a stream learned one example at a time gives the model of the batch estimator fit on the
+same sequence in one pass, in order (with a kernel the batch estimator does not rescale, e.g. a
+Gaussian one: see below); without it, each class gets a perceptron from its first example on
+(every earlier example is a negative it never saw), ``predict_one`` returns the class of the
+largest score, and None before any example. There is no ``predict_proba_one``: a perceptron's score is a margin, not a
+probability, and no calibration would be honest on a stream.
+
+The kernel is used as given (the estimators of :mod:`perceptron_lab.estimators.budget` scale a
+polynomial kernel to ``max K(x, x) = 1`` on their training set, which a stream does not know in
+advance): the Forgetron, the Projectrons and NORMA state their thresholds for ``K(x, x) <= 1``,
+which the Gaussian kernel satisfies; choose ``scale`` so that a polynomial kernel does too.
+
+River (``pip install perceptron_lab[online]``) is needed for River's pipelines, ``clone`` and
+evaluation; the classes learn and predict without it. Progressive validation on River's bundled
+Phishing stream (no download), each example predicted before it is learned:
+
+>>> from river import datasets, evaluate, metrics, preprocessing
+>>> from perceptron_lab.estimators.online import BudgetKernelPerceptron
+>>> model = preprocessing.StandardScaler() | BudgetKernelPerceptron(
+...     "forgetron", budget=50, kernel="gaussian", sigma=3.0, classes=[False, True])
+>>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
+Accuracy: 8...%
+>>> model["BudgetKernelPerceptron"].n_support_
+{True: 50}
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from perceptron_lab.constants import DEFAULT_ALMA_C, DEFAULT_NORMA_RHO
+from perceptron_lab.engine.alma import PNormSet, PNormState, _primal_chunk, alma_rule, pnormalize, resolve_B
+from perceptron_lab.engine.base import update_buffers
+from perceptron_lab.estimators.budget import _BudgetRun, default_eta
+from perceptron_lab.engine.budget import BudgetParams, budget_scores
+from perceptron_lab.errors import PlabError
+from perceptron_lab.estimators.perceptron import _plab_order, _seed
+from perceptron_lab.engine.kernels import Kernel
+
+try:
+    from river import base as _river_base
+
+    _Classifier = _river_base.Classifier
+except ImportError:  # pragma: no cover - river is an optional extra
+    _Classifier = object
+
+__all__ = ["ALMA", "BudgetKernelPerceptron", "KernelPerceptron"]
+
+_NO_LIMIT = int(np.iinfo(np.int64).max)
+
+
+
+_F64 = np.finfo(np.float64)
+
+
+def _check_range(row: np.ndarray) -> None:
+    """Refuse an example whose squared norm leaves float64's full-precision range (the range
+    :meth:`perceptron_lab.engine.kernels.Kernel.range_safe` checks for a batch): its inner products would
+    underflow to 0 or overflow, and the stream cannot be rescaled ahead of its examples."""
+    if not row.any():
+        return
+    with np.errstate(over="ignore", under="ignore"):
+        sq = float(np.dot(row, row))
+    if not (_F64.tiny / _F64.eps <= sq <= _F64.max / 4):
+        raise ValueError(f"an example's squared norm |x|^2 = {sq:.3g} is outside float64's range "
+                         f"({_F64.tiny / _F64.eps:.3g} to {_F64.max / 4:.3g}): its kernel values would underflow "
+                         "or overflow. Multiply the stream's features by one constant that brings them near 1")
+
+def _label_kind(y) -> str:
+    """'bool', 'number' or 'other': labels of different kinds are never one class."""
+    if isinstance(y, (bool, np.bool_)):
+        return "bool"
+    return "number" if isinstance(y, numbers.Number) else "other"
+
+class _Online(_Classifier):
+    """Features and labels of a stream: dict keys to columns, labels to one-vs-rest columns."""
+
+    def _setup(self) -> None:
+        self._features: dict = {}
+        self._classes: list = [] if self.classes is None else list(self.classes)
+        if self.classes is not None and len(set(self._classes)) != len(self._classes):
+            raise ValueError(f"classes {self.classes!r} repeat a class")
+        self._started = False
+
+    @property
+    def _multiclass(self) -> bool:
+        return True
+
+    def _row(self, x: dict, grow: bool) -> np.ndarray:
+        """x as a row over the known features (``grow``: add its new ones), then its unknown ones."""
+        if grow:
+            for k in x:
+                if k not in self._features:
+                    self._features[k] = len(self._features)
+        row = np.zeros(len(self._features) + sum(k not in self._features for k in x))
+        extra = len(self._features)
+        for k, v in x.items():
+            if not isinstance(v, numbers.Number) or isinstance(v, complex):
+                raise ValueError(f"feature {k!r} is {v!r}; {type(self).__name__} takes numbers only (encode "
+                                 "other features first, e.g. with river.preprocessing.OneHotEncoder)")
+            j = self._features.get(k)
+            if j is None:
+                j, extra = extra, extra + 1
+            row[j] = float(v)
+        if not np.all(np.isfinite(row)):
+            raise ValueError(f"x holds a value that is not finite: {x!r}")
+        _check_range(row)
+        return row
+
+    def _label(self, y) -> int:
+        """The class index of y; a new class (when ``classes`` is not given) gets a new column."""
+        for k, c in enumerate(self._classes):
+            if c == y:
+                if _label_kind(c) != _label_kind(y):
+                    # Python's == makes True == 1 == 1.0: two classes of other kinds must never merge
+                    raise ValueError(f"label {y!r} equals the class {c!r} of another type; use labels of one "
+                                     "type (all numbers, all booleans or all strings)")
+                return k
+        if self.classes is not None:
+            raise ValueError(f"label {y!r} is not in classes {self.classes!r}")
+        self._classes.append(y)
+        self._new_label()
+        return len(self._classes) - 1
+
+    def _n_labels(self) -> int:
+        fixed_binary = self.classes is not None and len(self._classes) == 2
+        return 1 if fixed_binary else len(self._classes)
+
+    def _label_row(self, k: int) -> np.ndarray:
+        if self._n_labels() == 1 and self.classes is not None:
+            return np.array([[1 if k == 1 else -1]], dtype=np.int8)
+        row = -np.ones((1, self._n_labels()), dtype=np.int8)
+        row[0, k] = 1
+        return row
+
+    def _decide(self, s: np.ndarray):
+        """The class of the scores ``s`` (one per label column)."""
+        if not self._classes:
+            return None
+        if self._n_labels() == 1 and self.classes is not None:
+            return self._classes[int(s[0] > 0.0)]
+        return self._classes[int(np.argmax(s))] if s.size else self._classes[0]
+
+    def decision_one(self, x: dict) -> dict:
+        """The score of each class's perceptron on ``x``.
+
+        Parameters
+        ----------
+        x : dict
+            The example's features, by name (a name not seen before is a new feature, 0 in every
+            earlier example).
+
+        Returns
+        -------
+        dict
+            Class -> score; with two given classes the score of ``classes[1]`` alone (> 0
+            predicts it), under that key; empty before the first example.
+        """
+        if not self._started:
+            return {}
+        s = self._scores(x)
+        if self._n_labels() == 1 and self.classes is not None:
+            return {self._classes[1]: float(s[0])}
+        return {c: float(v) for c, v in zip(self._classes, s)}
+
+    def predict_one(self, x: dict):
+        """The predicted class of ``x``.
+
+        Parameters
+        ----------
+        x : dict
+            The example's features, by name (a name not seen before is a new feature, 0 in every
+            earlier example).
+
+        Returns
+        -------
+        object
+            The class of the largest score (before the first example: the first given class, or
+            None).
+        """
+        if not self._started:
+            return self._classes[0] if self._classes else None
+        return self._decide(self._scores(x))
+
+
+class BudgetKernelPerceptron(_Online):
+    """Kernel perceptrons on a memory budget, and NORMA, learning one example at a time.
+
+    The algorithms and their settings are those of
+    [`BudgetPerceptron`][perceptron_lab.estimators.budget.BudgetPerceptron] (see
+    ``perceptron_lab.engine.budget`` for the papers and the readings of them), on the same
+    jitted step and state.
+
+    Parameters
+    ----------
+    algorithm : {"forgetron", "stoptron", "rbp", "projectron", "projectron++", "norma"}, default "forgetron"
+        The budgeted algorithm.
+    budget : int or None, default 100
+        Most support vectors per class (NORMA: the truncation tau); None: no limit.
+    eta : float or None, default None
+        The Projectrons' threshold, or NORMA's learning rate; None: a config's default.
+    lambda_ : float, default 0.0
+        NORMA's regularization.
+    rho : float, default 1.0
+        NORMA's margin.
+    schedule : {"constant", "sqrt"}, default "constant"
+        NORMA's learning rate: ``constant`` (eta) or ``sqrt`` (eta / sqrt(t)).
+    kernel : {"gaussian", "linear", "poly", "poly_gaussian"}, default "gaussian"
+        ``linear``, ``poly`` ((1 + x.y / scale)^degree), ``gaussian`` (exp(-|x - y|^2 / (2 sigma^2)))
+        or ``poly_gaussian``.
+    degree : int, default 3
+        Degree of the polynomial kernels.
+    scale : float, default 1.0
+        The scale of the poly kernel.
+    sigma : float, default 1.0
+        Width of the Gaussian kernels.
+    rule : {"last", "avg"}, default "last"
+        ``last`` (the current hypothesis) or ``avg`` (the sum of the hypotheses after each step).
+        The voted rule, whose cost grows with the stream, is left to the batch estimator.
+    classes : list or None, default None
+        The classes, if known in advance (see the module docstring); None: learned as they come.
+    seed : int, default 0
+        Seed of the RBP's random removals (as ``random_state`` of the batch estimator).
+
+    Examples
+    --------
+    >>> from perceptron_lab.estimators.online import BudgetKernelPerceptron
+    >>> model = BudgetKernelPerceptron("rbp", budget=2, kernel="gaussian")
+    >>> for x, y in [({"a": 0.0}, "no"), ({"a": 1.0}, "yes"), ({"a": 0.1}, "no"), ({"a": 0.9}, "yes")]:
+    ...     model.learn_one(x, y)
+    >>> model.predict_one({"a": 0.95}), model.predict_one({"a": 0.05})
+    ('yes', 'no')
+    """
+
+    def __init__(self, algorithm: str = "forgetron", budget: int | None = 100, eta: float | None = None,
+                 lambda_: float = 0.0, rho: float = DEFAULT_NORMA_RHO, schedule: str = "constant",
+                 kernel: str = "gaussian", degree: int = 3, scale: float = 1.0, sigma: float = 1.0,
+                 rule: str = "last", classes: list | None = None, seed: int = 0):
+        self.algorithm = algorithm
+        self.budget = budget
+        self.eta = eta
+        self.lambda_ = lambda_
+        self.rho = rho
+        self.schedule = schedule
+        self.kernel = kernel
+        self.degree = degree
+        self.scale = scale
+        self.sigma = sigma
+        self.rule = rule
+        self.classes = classes
+        self.seed = seed
+        if rule not in ("last", "avg"):
+            raise ValueError(f"rule must be 'last' or 'avg', got {rule!r}")
+        if budget is not None and (not isinstance(budget, numbers.Integral) or budget < 1):
+            raise ValueError(f"budget must be a positive integer or None, got {budget!r}")
+        try:
+            self._kernel = Kernel(kernel, int(degree) if kernel in ("poly", "poly_gaussian") else 1, float(scale),
+                                  float(sigma))
+            self._params = BudgetParams(algorithm=algorithm, budget=_NO_LIMIT if budget is None else int(budget),
+                                        eta=default_eta(algorithm) if eta is None else float(eta),
+                                        lam=float(lambda_), rho=float(rho), schedule=schedule,
+                                        seed=_plab_order(_seed(seed), 1)[1])
+            self._params.validate(1)
+        except (PlabError, ValueError) as exc:
+            raise ValueError(str(exc)) from None
+        self._setup()
+        self._run = None
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {"algorithm": "forgetron", "budget": 20, "kernel": "gaussian", "sigma": 2.0}
+        yield {"algorithm": "projectron++", "budget": None, "eta": 0.5, "rule": "avg"}
+
+    def _new_label(self) -> None:
+        if self._run is not None and self._n_labels() > self._run.Y.shape[1]:
+            self._run.add_label()
+
+    def learn_one(self, x: dict, y) -> None:
+        """One step of the algorithm on ``(x, y)``: the prediction, and the update if it errs.
+
+        Parameters
+        ----------
+        x : dict
+            The example's features, by name (a name not seen before is a new feature, 0 in every
+            earlier example).
+        y : object
+            Its class (a class not seen before is added, unless the classes were given).
+        """
+
+        k = self._label(y)
+        row = self._row(x, grow=True)
+        if self._run is None:
+            L = max(self._n_labels(), 1)
+            self._run = _BudgetRun(np.zeros((0, row.size)), np.zeros((0, L), np.int8), self._kernel, self._params,
+                                   False, None, None, float("inf"))
+            self._run.keep_events = False
+        run = self._run
+        run.widen(row.size)
+        idx = run.add_examples(row[None, :], self._label_row(k))
+        run.run(idx, 1)
+        run.drop_last_unused()
+        if self.rule == "last" and run.X.shape[0] > 2 * int(run.size.sum()) + 64:
+            run.compact(keep_avg=False)  # rows of removed support vectors: the last rule never reads them
+        self._started = True
+
+    def _scores(self, x: dict) -> np.ndarray:
+        run = self._run
+        row = self._row(x, grow=False)
+        Xtr = run.X if row.size == run.X.shape[1] else np.pad(run.X, ((0, 0), (0, row.size - run.X.shape[1])))
+        return budget_scores(run.log(avg=self.rule == "avg"), self._kernel, Xtr, row[None, :], self.rule)[0]
+
+    @property
+    def n_support_(self) -> dict:
+        """The number of support vectors of each class's perceptron (with two given classes, of
+        the one perceptron, under ``classes[1]``, the class it scores positive)."""
+        if self._run is None:
+            return {}
+        if self._n_labels() == 1 and self.classes is not None:
+            return {self._classes[1]: int(self._run.size[0])}
+        return {c: int(s) for c, s in zip(self._classes, self._run.size)}
+
+    @property
+    def n_mistakes_(self) -> int:
+        """Prediction mistakes so far, over every class's perceptron."""
+        return 0 if self._run is None else int(self._run.mistakes.sum())
+
+
+class KernelPerceptron(BudgetKernelPerceptron):
+    """The kernel perceptron (Freund & Schapire 1999, Figure 1), learning one example at a time.
+
+    On a mistake ``y f(x) <= 0`` of a class's perceptron, ``f <- f + y K(x, .)``: the Stoptron
+    without a budget, on the budgeted engine's step and state. ``rule="avg"`` is the averaged
+    perceptron (the sum of the hypotheses after each step).
+
+    Parameters
+    ----------
+    kernel : {"poly", "linear", "gaussian", "poly_gaussian"}, default "poly"
+        The kernel, as in [`VotedPerceptron`][perceptron_lab.estimators.perceptron.VotedPerceptron].
+    degree : int, default 3
+        Degree of the polynomial kernels.
+    scale : float, default 1.0
+        The scale of the poly kernel.
+    sigma : float, default 1.0
+        Width of the Gaussian kernels.
+    rule : {"last", "avg"}, default "last"
+        The current hypothesis, or the sum of the hypotheses after each step.
+    classes : list or None, default None
+        The classes, if known in advance; None: learned as they come.
+
+    Examples
+    --------
+    >>> from perceptron_lab.estimators.online import KernelPerceptron
+    >>> model = KernelPerceptron(kernel="poly", degree=2)  # XOR: no linear separator, a quadratic one
+    >>> data = [({"a": 1, "b": 1}, 1), ({"a": -1, "b": 1}, 0), ({"a": -1, "b": -1}, 1), ({"a": 1, "b": -1}, 0)]
+    >>> for _ in range(3):
+    ...     for x, y in data:
+    ...         model.learn_one(x, y)
+    >>> [model.predict_one(x) for x, _ in data]
+    [1, 0, 1, 0]
+    """
+
+    def __init__(self, kernel: str = "poly", degree: int = 3, scale: float = 1.0, sigma: float = 1.0,
+                 rule: str = "last", classes: list | None = None):
+        super().__init__("stoptron", None, kernel=kernel, degree=degree, scale=scale, sigma=sigma, rule=rule,
+                         classes=classes)
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {"kernel": "gaussian", "sigma": 2.0}
+        yield {"kernel": "poly", "degree": 2, "scale": 20.0, "rule": "avg"}
+
+
+class ALMA(_Online):
+    """ALMA_p(alpha; B, C) of Gentile (2001), Figure 1, learning one example at a time.
+
+    A correction happens when ``y w_k . x^ <= (1 - alpha) B sqrt(p - 1) / sqrt(k)`` on the
+    p-normalized instance ``x^``; the step is ``C / (sqrt(p - 1) sqrt(k))``, and the hypothesis is
+    projected onto the unit ball. Primal form (the linear kernel), any p >= 2, one weight vector
+    per class; the prediction is the last hypothesis's (``sign(w . x)``, or the class of the
+    largest score). For a kernel ALMA_2 use [`perceptron_lab.ALMA`][perceptron_lab.estimators.perceptron.ALMA]
+    (``partial_fit``).
+
+    Parameters
+    ----------
+    p : float, default 2.0
+        The norm p (>= 2).
+    alpha : float, default 1.0
+        Approximation parameter in (0, 1].
+    B : float, "1/alpha", "sqrt8/alpha" or None, default None
+        Margin scale: a number, None or "1/alpha" (Gentile's default), or "sqrt8/alpha".
+    C : float, default sqrt(2)
+        Step scale.
+    classes : list or None, default None
+        The classes, if known in advance; None: learned as they come.
+
+    Examples
+    --------
+    >>> from perceptron_lab.estimators.online import ALMA
+    >>> model = ALMA(alpha=0.9)
+    >>> for x, y in [({"a": 1.0, "b": 0.2}, True), ({"a": -1.0, "b": 0.1}, False)] * 3:
+    ...     model.learn_one(x, y)
+    >>> model.predict_one({"a": 0.7}), model.predict_one({"a": -0.4})
+    (True, False)
+    """
+
+    def __init__(self, p: float = 2.0, alpha: float = 1.0, B: float | str | None = None, C: float = DEFAULT_ALMA_C,
+                 classes: list | None = None):
+        self.p = p
+        self.alpha = alpha
+        self.B = B
+        self.C = C
+        self.classes = classes
+        if not float(p) >= 2.0:
+            raise ValueError(f"ALMA_p needs p >= 2, got p = {p}")
+        if not 0.0 < float(alpha) <= 1.0:
+            raise ValueError(f"ALMA's alpha must be in (0, 1], got {alpha}")
+        try:
+            self._B = float(resolve_B(B, float(alpha)))
+        except PlabError as exc:
+            raise ValueError(str(exc)) from None
+        if not (self._B > 0 and float(C) > 0):
+            raise ValueError(f"ALMA's B and C must be positive, got B = {B}, C = {C}")
+        self._setup()
+        L = self._n_labels()
+        self._theta, self._W = np.zeros((L, 0)), np.zeros((L, 0))
+        self._ncorr, self._cum = np.zeros(L, np.int64), np.zeros(L, np.int64)
+        self._steps = 0
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {"alpha": 0.9}
+        yield {"p": 3.0, "alpha": 0.8, "B": "sqrt8/alpha"}
+
+    def _new_label(self) -> None:
+        L = self._n_labels()
+        if L > self._W.shape[0]:
+            f = self._W.shape[1]
+            self._theta = np.concatenate([self._theta, np.zeros((L - self._W.shape[0], f))])
+            self._W = np.concatenate([self._W, np.zeros((L - self._W.shape[0], f))])
+            self._ncorr = np.concatenate([self._ncorr, np.zeros(L - self._ncorr.size, np.int64)])
+            self._cum = np.concatenate([self._cum, np.zeros(L - self._cum.size, np.int64)])
+
+    def learn_one(self, x: dict, y) -> None:
+        """One step of Figure 1 on ``(x, y)`` for every class's hypothesis.
+
+        Parameters
+        ----------
+        x : dict
+            The example's features, by name (a name not seen before is a new feature, 0 in every
+            earlier example).
+        y : object
+            Its class (a class not seen before is added, unless the classes were given).
+        """
+        k = self._label(y)
+        row = self._row(x, grow=True)
+        f = row.size
+        if f > self._W.shape[1]:
+            pad = ((0, 0), (0, f - self._W.shape[1]))
+            self._theta, self._W = np.pad(self._theta, pad), np.pad(self._W, pad)
+        L = self._W.shape[0]
+        p = float(self.p)
+        Xh = pnormalize(row[None, :], p)
+        _, out = update_buffers(L, ("step", "ex", "cls", "coef", "score", "cum", "norm"))
+        _primal_chunk(PNormSet(Xh, np.array([bool(np.any(row != 0))]), self._label_row(k)), np.zeros(1, np.int64),
+                      self._steps, alma_rule(p, float(self.alpha), self._B, float(self.C)),
+                      PNormState(self._theta, self._W, self._ncorr, self._cum), out, np.empty((L, f)))
+        self._steps += 1
+        self._started = True
+
+    def _scores(self, x: dict) -> np.ndarray:
+        row = self._row(x, grow=False)[:self._W.shape[1]]  # features never learned have weight 0
+        return self._W[:, :row.size] @ row
+
+    @property
+    def n_corrections_(self) -> int:
+        """Corrections so far (the k of Figure 1, summed over the classes' hypotheses)."""
+        return int(self._ncorr.sum())
+

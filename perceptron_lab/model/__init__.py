@@ -1,0 +1,1 @@
+"""The trained model: prediction rules, the scoring scan, counts, margins and bounds."""

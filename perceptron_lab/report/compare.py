@@ -1,0 +1,376 @@
+"""``plab compare RUN_A RUN_B ...``: several runs side by side, and run against run.
+
+One table, a column per run (and per grid point of a run with a grid), headed by the shortest
+label that tells the columns apart (:func:`perceptron_lab.run.figures.run_labels`): the test error of every prediction rule
+at the run's last epoch, then the mistake and support-vector counts, each as mean ± standard
+deviation over the run's folds and permutations; and one figure (test error against epochs, a
+panel per rule, a line per column). Views of it: only the settings and rows that differ
+(:func:`settings`, :func:`differing`), a row per column (:func:`short_rows`), numbers for CSV
+(:func:`numbers`).
+
+Whether run A is better than run B (:func:`paired_runs`), or rule X than rule Y
+(:func:`paired_rules`): the paired difference over the folds and permutations both sides have
+(the same fold and permutation index in both, so the same test examples and training order),
+its mean and t-interval over those n pairs (:func:`paired_difference`). Runs whose folds are
+other test sets (another dataset, test set, evaluation mode, fold count or fold seed) are
+refused (:func:`not_comparable`). Runs that reproduce a paper's table also get their
+counts of cells within tolerance, and with ``--only-outside`` the cells outside it with their
+causes (:func:`perceptron_lab.report.tables.compare_text`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from perceptron_lab.errors import PlabError
+from perceptron_lab.run.figures import (COUNT_METRICS, _figure, epoch_axis, error_axis, label_outer, legend_outside, read_run, rule_order,
+                    run_labels, save_figure, style, suptitle)
+
+#: At most this many columns in the figure (the table keeps them all).
+MAX_LINES = 10
+
+
+def _columns(run_dirs) -> list[dict]:
+    """One entry per (run, grid point): its short label (:func:`perceptron_lab.run.figures.run_labels`, with the grid point's
+    varying values when the run has several), results, last epoch, run.json and grid values."""
+    read = [(Path(d), *read_run(d)) for d in run_dirs]
+    names = [str(info.get("name") or d.name) for d, _, info, _ in read]
+    labels = run_labels([d for d, *_ in read], names)
+    cols = []
+    for (d, df, info, glabels), name in zip(read, labels):
+        gps = sorted(df["gp"].unique())
+        grid = _grid_rows(d)
+        for g in gps:
+            sub = df[df["gp"] == g]
+            point = glabels.get(int(g)) or f"grid point {g}"
+            label = (name if len(gps) == 1 else point if len(read) == 1 else f"{name} [{point}]")
+            cols.append({"name": label, "dir": d, "info": info, "gp": int(g), "df": sub,
+                         "grid": grid.get(int(g), {}), "last": float(sub["epoch"].max()),
+                         "runs": sub.groupby(["fold", "permutation"]).ngroups})
+    return cols
+
+
+def _grid_rows(run_dir: Path) -> dict:
+    """Grid point -> {key: value} from the run's grid.csv ({} without one)."""
+    from perceptron_lab.run.store import read_back_csv
+
+    g = run_dir / "grid.csv"
+    if not g.is_file():
+        return {}
+    t = read_back_csv(g, ["grid_point"])
+    return {int(r["grid_point"]): {k: r[k] for k in t.columns if k != "grid_point"} for _, r in t.iterrows()}
+
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in (d or {}).items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and k != "grid":
+            out.update(_flat(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+#: Settings that never make two runs' numbers differ: left out of the settings that differ.
+_NAMING = ("name", "description", "output.dir", "output.figures", "extends", "paper")
+
+
+def settings(cols) -> pd.DataFrame:
+    """Every setting of every column (the config in its run.json, with the grid point's values in
+    place of the grid), a row per dotted key, a column per run (per grid point)."""
+    rows = {}
+    for c in cols:
+        cfg = _flat((c["info"] or {}).get("config") or {})
+        cfg.pop("evaluation.grid", None)
+        cfg.update({k: _num_text(v) for k, v in c["grid"].items()})
+        for k, v in cfg.items():
+            rows.setdefault(k, {})[c["name"]] = v
+    keys = [k for k in rows if k not in _NAMING]
+    return pd.DataFrame({c["name"]: [_text(rows[k].get(c["name"])) for k in keys] for c in cols}, index=keys)
+
+
+def _num_text(v):
+    try:
+        f = float(v)
+        return int(f) if f.is_integer() else f
+    except (TypeError, ValueError):
+        return v
+
+
+def _text(v) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_text(x) for x in v) + "]"
+    return str(v)
+
+
+#: Short headers of the table's rows for the layout with a row per run (the header line says
+#: the unit).
+SHORT_ROWS = {"epoch (last)": "T", "runs (folds x permutations)": "n runs", "support vectors": "SVs"}
+
+
+def short_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with short row names: ``vote`` for ``test error % vote``, ``T``, ``n runs``."""
+    return table.rename(index=lambda r: SHORT_ROWS.get(r, r.removeprefix("test error % ")))
+
+
+def numbers(cols, rows=None) -> pd.DataFrame:
+    """The side-by-side table as numbers, for CSV: a row per run (per grid point) with its label,
+    last epoch and number of runs, then ``<rule>_mean`` and ``<rule>_std`` of the test error %
+    and the same for ``mistakes`` and ``support_vectors``; ``rows`` (names of
+    :func:`side_by_side`'s rows) keeps only those."""
+    out = []
+    for c in cols:
+        r = {"run": c["name"], "epoch": c["last"], "n_runs": c["runs"]}
+        for rule in _rules(cols):
+            v = _at_last(c, "test_error_pct", rule)
+            if rows is None or f"test error % {rule}" in rows:
+                r[f"{rule}_mean"], r[f"{rule}_std"] = _ms(v)
+        for m in COUNT_METRICS:
+            if rows is None or m.replace("_", " ") in rows:
+                r[f"{m}_mean"], r[f"{m}_std"] = _ms(_at_last(c, m, None))
+        out.append(r)
+    return pd.DataFrame(out)
+
+
+def _ms(v: pd.Series):
+    if v.empty:
+        return float("nan"), float("nan")
+    return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else float("nan")
+
+
+def differing(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``table`` whose cells are not all the same (MLflow's "show diff only")."""
+    if table.shape[1] < 2:
+        return table
+    return table[table.nunique(axis=1, dropna=False) > 1]
+
+
+def _cell(values: pd.Series, count: bool) -> str:
+    if values.empty:
+        return ""
+    m = values.mean()
+    s = values.std(ddof=1) if len(values) > 1 else float("nan")
+    if count:
+        return f"{m:.1f}" + ("" if s != s else f" ± {s:.1f}")
+    return f"{m:.2f}" + ("" if s != s else f" ± {s:.2f}")
+
+
+def side_by_side(run_dirs, cols=None) -> pd.DataFrame:
+    """The table: rows ``test error % <rule>`` (the rules in the order the runs list them), then
+    ``mistakes`` and ``support vectors``; a column per run (per grid point), headed by its short
+    label (:func:`_columns`)."""
+    cols = _columns(run_dirs) if cols is None else cols
+    rules: list[str] = []
+    for c in cols:
+        rules += [r for r in dict.fromkeys(c["df"].loc[c["df"]["metric"] == "test_error_pct", "label"])
+                  if r not in rules]
+    rows = {"epoch (last)": [f"{c['last']:g}" for c in cols], "runs (folds x permutations)": [str(c["runs"]) for c in cols]}
+    for r in rules:
+        rows[f"test error % {r}"] = [_cell(_at_last(c, "test_error_pct", r), False) for c in cols]
+    for m in COUNT_METRICS:
+        vals = [_cell(_at_last(c, m, None), True) for c in cols]
+        if any(vals):
+            rows[m.replace("_", " ")] = vals
+    return pd.DataFrame(rows, index=[c["name"] for c in cols]).T
+
+
+def _at_last(c: dict, metric: str, rule) -> pd.Series:
+    d = c["df"]
+    d = d[(d["metric"] == metric) & (d["epoch"] == c["last"])]
+    if rule is not None:
+        d = d[d["label"] == rule]
+    # one value per fold and permutation (counts: totals over labels are already one row each)
+    return d.groupby(["fold", "permutation"])["value"].sum() if rule is None else d.set_index(
+        ["fold", "permutation"])["value"]
+
+
+# ----------------------------------------------------------------------------- paired differences
+
+#: Confidence of the paired t-intervals unless asked otherwise.
+PAIRED_CONFIDENCE = 0.95
+
+
+def _errors(c: dict, rule: str) -> pd.Series:
+    """Test error % of ``rule`` at the column's last epoch, one value per (fold, permutation)."""
+    return _at_last(c, "test_error_pct", rule).astype(float)
+
+
+def not_comparable(a: dict, b: dict) -> str | None:
+    """Why two columns' folds and permutations are not the same test sets (None when they are):
+    another dataset, another number of training or test examples, another evaluation mode, or
+    other folds (count or fold seed)."""
+    if a["dir"] == b["dir"]:
+        # grid points of one run share its folds and training orders, unless the grid changes the data
+        for k in sorted(set(a["grid"]) | set(b["grid"])):
+            if k.startswith(("dataset.", "evaluation.")) and a["grid"].get(k) != b["grid"].get(k):
+                return f"their grid points differ in {k} ({a['grid'].get(k)} vs {b['grid'].get(k)})"
+        return None
+    ca, cb = (a["info"] or {}).get("config") or {}, (b["info"] or {}).get("config") or {}
+    da, db = (a["info"] or {}).get("dataset") or {}, (b["info"] or {}).get("dataset") or {}
+    for what, x, y in (("dataset", da.get("name"), db.get("name")),
+                       ("test set size", da.get("n_test"), db.get("n_test")),
+                       ("evaluation mode", (ca.get("evaluation") or {}).get("mode"),
+                        (cb.get("evaluation") or {}).get("mode"))):
+        if x != y:
+            return f"they differ in {what} ({x} vs {y})"
+    ea, eb = ca.get("evaluation") or {}, cb.get("evaluation") or {}
+    if ea.get("mode") in ("kfold", "nested"):
+        for k in ("folds", "fold_seed"):
+            if ea.get(k) != eb.get(k):
+                return f"they differ in evaluation.{k} ({ea.get(k)} vs {eb.get(k)}), so fold k holds other examples"
+        if da.get("n_train") != db.get("n_train"):
+            return f"they differ in training set size ({da.get('n_train')} vs {db.get('n_train')}), so their folds differ"
+    return None
+
+
+def paired_difference(x: pd.Series, y: pd.Series, confidence: float = PAIRED_CONFIDENCE) -> dict:
+    """The paired difference ``x - y`` over the (fold, permutation) pairs both have: n, the mean
+    difference, its standard deviation and the t-interval ``mean ± t_{n-1, (1+confidence)/2} sd /
+    sqrt(n)`` (no interval for n = 1). ``None`` values when the two share no pair."""
+    from perceptron_lab.run.evaluation import t_quantile
+
+    shared = x.index.intersection(y.index)
+    d = (x.loc[shared] - y.loc[shared]).astype(float)
+    n = len(d)
+    out = {"n": n, "x": float(x.loc[shared].mean()) if n else None, "y": float(y.loc[shared].mean()) if n else None,
+           "diff": float(d.mean()) if n else None, "sd": float(d.std(ddof=1)) if n > 1 else None,
+           "lo": None, "hi": None}
+    if n > 1:
+        half = t_quantile((1.0 + confidence) / 2.0, n - 1) * out["sd"] / n ** 0.5
+        out["lo"], out["hi"] = out["diff"] - half, out["diff"] + half
+    return out
+
+
+def _verdict(r: dict, a: str, b: str) -> str:
+    if r["lo"] is None:
+        return "no interval (n = 1)"
+    if r["hi"] < 0:
+        return f"{a} lower"
+    if r["lo"] > 0:
+        return f"{b} lower"
+    return "no clear difference"
+
+
+def paired_runs(cols, confidence: float = PAIRED_CONFIDENCE) -> pd.DataFrame:
+    """Column A against column B (exactly two), rule by rule: the test error % of each at its last
+    epoch and the paired difference A - B over their shared folds and permutations
+    (:func:`paired_difference`). :class:`~perceptron_lab.errors.PlabError` when the two are not
+    comparable (:func:`not_comparable`) or share no fold and permutation."""
+    if len(cols) != 2:
+        raise PlabError(f"a paired comparison takes two runs (or a run with two grid points); these give {len(cols)}: "
+                        + ", ".join(c["name"] for c in cols))
+    a, b = cols
+    who = f"{a['name']} and {b['name']} of {a['dir']}" if a["dir"] == b["dir"] else f"{a['dir']} and {b['dir']}"
+    why = not_comparable(a, b)
+    if why:
+        raise PlabError(f"{who} are not comparable: {why}; a paired difference needs the same test sets")
+    rules = [r for r in _rules([a]) if r in _rules([b])]
+    rows = []
+    for rule in rules:
+        r = paired_difference(_errors(a, rule), _errors(b, rule), confidence)
+        if r["n"] == 0:
+            raise PlabError(f"{who} are not comparable: they share no fold and permutation")
+        rows.append(_paired_row(rule, r, "A", "B", confidence))
+    return pd.DataFrame(rows)
+
+
+def paired_rules(cols, x: str, y: str, confidence: float = PAIRED_CONFIDENCE) -> pd.DataFrame:
+    """Within each column, rule ``x`` against rule ``y``: the paired difference x - y over the
+    column's folds and permutations (the same units predict with both rules)."""
+    rows = []
+    for c in cols:
+        have = _rules([c])
+        for r in (x, y):
+            if r not in have:
+                raise PlabError(f"{c['dir']}: no rule {r!r} in its results (it has {', '.join(have)})")
+        res = paired_difference(_errors(c, x), _errors(c, y), confidence)
+        rows.append({"run": c["name"], **_paired_row(f"{x} - {y}", res, x, y, confidence)})
+    return pd.DataFrame(rows)
+
+
+def _paired_row(what: str, r: dict, a: str, b: str, confidence: float) -> dict:
+    return {"rule": what, "A": r["x"], "B": r["y"], "A - B": r["diff"], "sd": r["sd"], "ci_low": r["lo"],
+            "ci_high": r["hi"], "n": r["n"], "verdict": _verdict(r, a, b)}
+
+
+def paired_text(table: pd.DataFrame, confidence: float = PAIRED_CONFIDENCE) -> str:
+    """A paired table (:func:`paired_runs`, :func:`paired_rules`) as text: two decimals, the
+    interval as ``[low, high]``."""
+    t = table.copy()
+    fmt = lambda v: "" if v is None or v != v else f"{v:.2f}"  # noqa: E731
+    for k in ("A", "B", "A - B", "sd"):
+        t[k] = t[k].map(fmt)
+    t[f"{confidence * 100:g}% CI"] = [("" if lo is None or lo != lo else f"[{lo:.2f}, {hi:.2f}]")
+                                      for lo, hi in zip(table["ci_low"], table["ci_high"])]
+    t = t.drop(columns=["ci_low", "ci_high"])
+    order = [c for c in t.columns if c not in ("n", "verdict")] + ["n", "verdict"]
+    return t[order].to_string(index=False)
+
+
+def _rules(cols) -> list[str]:
+    rules: list[str] = []
+    for c in cols:
+        rules += [r for r in dict.fromkeys(c["df"].loc[c["df"]["metric"] == "test_error_pct", "label"])
+                  if r not in rules]
+    return rules
+
+
+def plot_side_by_side(run_dirs, out) -> Path:
+    """Test error against epochs, a panel per rule, a line per run (per grid point), every panel on
+    one y scale fitted to the data (:func:`perceptron_lab.run.figures.error_axis`); the legend, outside the panels, names each run by its shortest
+    distinguishing label (:func:`perceptron_lab.run.figures.run_labels`)."""
+    cols = _columns(run_dirs)[:MAX_LINES]
+    rules: list[str] = []
+    for c in cols:
+        rules += [r for r in dict.fromkeys(c["df"].loc[c["df"]["metric"] == "test_error_pct", "label"])
+                  if r not in rules]
+    if not rules:
+        raise PlabError("the runs have no test-error results to draw")
+    rules = rule_order(rules)
+    ncols = min(3, len(rules))
+    nrows = -(-len(rules) // ncols)
+    longest = max(len(c["name"]) for c in cols)
+    fig = _figure(4.4 * ncols + 0.6 + 0.075 * min(longest, 60), 3.3 * nrows + 0.6)
+    # one x and one y scale for every panel: tick labels on the outer panels only (less to lay out)
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)
+    drawn, epochs = [], [e for c in cols for e in c["df"]["epoch"].unique()]
+    for ax, rule in zip(axes.flat, rules):
+        for k, c in enumerate(cols):
+            d = c["df"]
+            d = d[(d["metric"] == "test_error_pct") & (d["label"] == rule)]
+            if d.empty:
+                continue
+            curve = d.groupby("epoch")["value"].mean()
+            ax.plot(curve.index, curve.values, lw=1.4, ms=3.5, label=c["name"],
+                    markevery=max(1, len(curve) // 10), **style(k))
+            drawn += list(curve.values)
+        ax.set_title(rule, fontsize="medium")
+        epoch_axis(ax, epochs)
+        ax.grid(True, alpha=0.3, lw=0.5)
+    error_axis(axes.flat[0], drawn)    # shared by every panel
+    for ax in list(axes.flat)[len(rules):]:
+        ax.set_visible(False)
+    label_outer(axes, len(rules), ncols, sharey=True)
+    legend_outside(fig, fontsize="x-small")
+    suptitle(fig, "test error vs epochs, runs side by side (mean over folds and permutations)")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    save_figure(fig, out)
+    return out
+
+
+def table_text(table: pd.DataFrame) -> str:
+    with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 250,
+                           "display.max_colwidth", 60):
+        return table.to_string()
+
+
+__all__ = ["side_by_side", "plot_side_by_side", "table_text", "settings", "differing",
+           "paired_difference", "paired_runs", "paired_rules", "paired_text", "not_comparable", "numbers", "short_rows"]

@@ -1,0 +1,1 @@
+"""Running a config: the plan, its units, executors, the run store, evaluation and figures."""
