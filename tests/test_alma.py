@@ -381,7 +381,7 @@ def test_training_margins_and_distribution():
 
 
 def _made_up_results(dataset="usps", degree=1, n_perm=3):
-    from perceptron_lab.run.experiment import RESULT_COLUMNS
+    from perceptron_lab.run.plan import RESULT_COLUMNS
 
     rows = []
     runs = [("alma", "alpha=1;B=None;C=1.41421;p=2", 0), ("alma", "alpha=0.9;B=None;C=1.41421;p=2", 1),

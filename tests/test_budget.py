@@ -190,7 +190,8 @@ def test_sonar_config_runs_and_matches_engine(tmp_path):
 
     from perceptron_lab.cli.main import main
     from perceptron_lab.config.load import load_config
-    from perceptron_lab.run.experiment import plan_work, read_inputs
+    from perceptron_lab.run.plan import make_plan as plan_work
+    from perceptron_lab.run.inputs import read_inputs
     from perceptron_lab.run.units import unit_data, unit_order
 
     path = _budget_cfg(tmp_path, {"name": "forgetron", "budget": 15})

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from perceptron_lab.cli.main import main
-from perceptron_lab.run.experiment import RESULT_COLUMNS
+from perceptron_lab.run.plan import RESULT_COLUMNS
 
 SMALL = """
 name: small

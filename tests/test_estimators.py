@@ -24,7 +24,9 @@ from perceptron_lab import ALMA, MarginPerceptron, VotedPerceptron
 from perceptron_lab.config.load import config_from_dict
 from perceptron_lab.datasets import load_dataset
 from perceptron_lab.model.predict import RULES
-from perceptron_lab.run.units import RESULT_COLUMNS, Unit, load_data, preprocess, run_unit, unit_data, unit_order
+from perceptron_lab.run.plan import RESULT_COLUMNS, Unit
+from perceptron_lab.run.inputs import load_data, preprocess
+from perceptron_lab.run.units import run_unit, unit_data, unit_order
 
 ESTIMATORS = [
     VotedPerceptron(random_state=0),

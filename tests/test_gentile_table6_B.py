@@ -102,7 +102,9 @@ def test_symbolic_B_rows_are_labelled_and_compared():
 def _corrections(cfg, grid_values, permutation=0):
     """Corrections of one run of ``cfg`` (the artificial data are binary: one label)."""
     from perceptron_lab.engine import label_matrix, train_from_config
-    from perceptron_lab.run.experiment import Unit, load_data, unit_kernel, unit_order
+    from perceptron_lab.run.plan import Unit
+    from perceptron_lab.run.inputs import load_data
+    from perceptron_lab.run.experiment import unit_kernel, unit_order
 
     ds = load_data(cfg, None)
     dtype, kernel = unit_kernel(cfg, ds.X_train)

@@ -12,8 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from perceptron_lab.run import evaluation as ev
+from perceptron_lab.errors import PlabError
 from perceptron_lab.run import experiment as ex
+from perceptron_lab.run import plan as run_plan
 from perceptron_lab.run import units
+from perceptron_lab.run.runtime import threads_for
+from perceptron_lab.constants import SINGLE_THREAD_MAX_ENTRIES
 from perceptron_lab.cli.main import main
 from perceptron_lab.config.load import config_from_dict, load_config
 from perceptron_lab.datasets.synthetic import kw_artificial
@@ -75,10 +79,10 @@ def test_paper_grid_has_91_points_and_never_combines_lambda_with_alpha():
                    "search": PAPER_PLANS})
     g2 = ev.Grid.from_config(cfg2)
     assert g2.setting_keys == ["dataset.name"] and len(g2.points) == 2 * 91
-    assert ex.plan_parts(cfg2, ex.plan(cfg2, False))[0].key == "g000"
+    assert run_plan.plan_parts(cfg2, run_plan.plan_units(cfg2, False))[0].key == "g000"
     # without plans a grid is the cartesian product, as before
     cfg3 = cfg_of({"mode": "kfold", "grid": PAPER_GRID})
-    assert len(ex.grid_points(cfg3)) == 7 ** 3
+    assert len(run_plan.grid_points(cfg3)) == 7 ** 3
 
 
 def _fake_results(cfg, err, folds, inner=None, nested=False):
@@ -93,7 +97,7 @@ def _fake_results(cfg, err, folds, inner=None, nested=False):
                     row = ["d", "linear", "1", "perceptron", f"p{g}", str(g), str(k), "0", "2", r, "false", "all",
                            "test_error_pct", "%.6g" % err(g, k, j, r)]
                     rows.append(row + ([str(j), ""] if nested else []))
-    cols = ex.NESTED_COLUMNS if nested else ex.RESULT_COLUMNS
+    cols = run_plan.NESTED_COLUMNS if nested else run_plan.RESULT_COLUMNS
     return grid, pd.DataFrame(rows, columns=cols)
 
 
@@ -159,8 +163,9 @@ def _run_in_process(cfg, ds, monkeypatch):
     """Every part of a nested config on a given dataset, with the selection rows appended."""
     monkeypatch.setattr(units, "load_data", lambda c, data_dir=None: ds)
     frames = []
-    for part in ex.plan_parts(cfg, ex.plan(cfg, False)):
-        text, _ = ex.run_part(cfg, part)
+    plan = run_plan.make_plan(cfg, ds)
+    for part in plan.parts:
+        text, _ = units.run_part(plan, part)
         frames.append(pd.read_csv(pd.io.common.StringIO(text), dtype=str, keep_default_na=False))
     df = pd.concat(frames, ignore_index=True)
     grid = ev.Grid.from_config(cfg)
@@ -236,7 +241,7 @@ def test_jobs_2_is_byte_identical_to_jobs_1_and_resume_after_deleting_a_part(tmp
     parts = sorted((b / "parts").glob("*.csv"))
     assert [p.name for p in parts] == ["g000.csv", "g001.csv", "g002.csv", "g003.csv"]  # one per grid point
     df = pd.read_csv(a / "results.csv", dtype=str, keep_default_na=False)
-    assert list(df.columns) == ex.NESTED_COLUMNS
+    assert list(df.columns) == run_plan.NESTED_COLUMNS
     assert set(df["search"]) == {"", "nothing", "tau", "tau->alpha"}
     assert set(df["inner_fold"]) == {"-1", "0", "1"}
     assert (a / "kw2007_table6.md").exists()
@@ -261,16 +266,16 @@ def test_small_problems_run_on_one_thread_with_the_same_results(tmp_path, monkey
 
     monkeypatch.setattr(tk, "_svm_wanted", lambda cfg: False)
     before = numba.get_num_threads()
-    with ex.threads_for(units.SINGLE_THREAD_MAX_ENTRIES):
+    with threads_for(SINGLE_THREAD_MAX_ENTRIES):
         assert numba.get_num_threads() == 1
     assert numba.get_num_threads() == before
-    with ex.threads_for(units.SINGLE_THREAD_MAX_ENTRIES + 1):
+    with threads_for(SINGLE_THREAD_MAX_ENTRIES + 1):
         assert numba.get_num_threads() == before
     cfg = tmp_path / "n.yaml"
     cfg.write_text(NESTED)
     r1 = invoke("run", cfg, "--out", tmp_path / "one", "-q")
     assert r1.exit_code == 0, r1.output
-    monkeypatch.setattr(units, "SINGLE_THREAD_MAX_ENTRIES", -1)  # every unit on all threads
+    monkeypatch.setattr("perceptron_lab.constants.SINGLE_THREAD_MAX_ENTRIES", -1)  # every unit on all threads
     r2 = invoke("run", cfg, "--out", tmp_path / "all", "-q")
     assert r2.exit_code == 0, r2.output
     assert (tmp_path / "one" / "results.csv").read_bytes() == (tmp_path / "all" / "results.csv").read_bytes()
@@ -283,7 +288,7 @@ def test_kfold_grid_parts_and_search_summary_through_the_cli(tmp_path):
     r = invoke("run", cfg, "--out", tmp_path / "s", "-q")
     assert r.exit_code == 0, r.output
     df = pd.read_csv(tmp_path / "s" / "results.csv")
-    assert list(df.columns) == ex.RESULT_COLUMNS  # the contract is unchanged outside nested runs
+    assert list(df.columns) == run_plan.RESULT_COLUMNS  # the contract is unchanged outside nested runs
     s = pd.read_csv(tmp_path / "s" / "search.csv")
     assert set(s["search"]) == {"nothing", "tau", "tau->alpha"}
     g = pd.read_csv(tmp_path / "s" / "grid.csv")
@@ -391,7 +396,7 @@ def test_every_kw2007_config_loads_and_names_its_table():
         assert c.output.dir is None                                                     # plab run: runs/<name>
     assert set(tables.values()) == {2, 3, 4, 5, 6, 7}
     t2 = load_config(root / "table2.yaml")
-    assert len(ex.grid_points(t2)) == 150
+    assert len(run_plan.grid_points(t2)) == 150
     t6 = load_config(root / "table6_uci.yaml")
     assert [p.label for p in ev.search_plans(t6)] == ["nothing", "tau", "lambda", "alpha", "tau x alpha",
                                                       "tau x lambda", "tau->alpha", "tau->lambda"]
@@ -539,14 +544,14 @@ def test_fold_train_size_draws_distinct_rows_shared_by_a_column():
     # Table 5: N examples drawn at random from a fold's training part, the same draw for every tau
     # of a column (so the taus are compared on the same examples), a different one per fold and N
     cfg = cfg_of({"mode": "kfold", "folds": 10, "fold_train_size": 20})
-    u = ex.Unit(0, {}, 3, 0)
+    u = run_plan.Unit(0, {}, 3, 0)
     rows = units.fold_subsample(cfg, u, 187)
     assert rows.size == 20 and np.unique(rows).size == 20 and rows.min() >= 0 and rows.max() < 187
-    other_tau = units.fold_subsample(with_tau(cfg, 2.0), ex.Unit(5, {"algorithm.tau": 2.0}, 3, 0), 187)
+    other_tau = units.fold_subsample(with_tau(cfg, 2.0), run_plan.Unit(5, {"algorithm.tau": 2.0}, 3, 0), 187)
     assert np.array_equal(rows, other_tau)
-    assert not np.array_equal(rows, units.fold_subsample(cfg, ex.Unit(0, {}, 4, 0), 187))
+    assert not np.array_equal(rows, units.fold_subsample(cfg, run_plan.Unit(0, {}, 4, 0), 187))
     assert units.fold_subsample(cfg_of({"mode": "kfold", "folds": 10}), u, 187) is None
-    with pytest.raises(ex.PlabError, match="exceeds the 15 examples"):
+    with pytest.raises(PlabError, match="exceeds the 15 examples"):
         units.fold_subsample(cfg, u, 15)
 
 
@@ -563,16 +568,16 @@ def test_fold_train_size_trains_on_n_examples_and_needs_kfold(tmp_path):
     t = json.loads((tmp_path / "run" / "timings.json").read_text())
     assert sorted({v["n_train"] for v in t.values()}) == [12, 40]
     assert {v["n_test"] for v in t.values()} >= {41, 42}  # sonar's 208 examples in 5 test folds
-    with pytest.raises(ex.PlabError, match="fold_train_size needs evaluation.mode: kfold"):
-        ex.plan(cfg_of({"mode": "holdout", "fold_train_size": 12}), True)
+    with pytest.raises(PlabError, match="fold_train_size needs evaluation.mode: kfold"):
+        run_plan.plan_units(cfg_of({"mode": "holdout", "fold_train_size": 12}), True)
 
 
 def test_merge_splits_cross_validates_over_all_9298_usps_examples(data_dir):
     cfg = config_from_dict({"dataset": {"name": "usps", "merge_splits": True}, "evaluation": {"mode": "kfold"}})
-    ds = ex.load_data(cfg, data_dir)
+    ds = units.load_data(cfg, data_dir)
     assert len(ds.y_train) == 9298 and ds.X_test is None
-    with pytest.raises(ex.PlabError, match="has no test split to merge"):
-        ex.load_data(cfg_of({"mode": "kfold"}, dataset={"name": "sonar", "merge_splits": True}))
+    with pytest.raises(PlabError, match="has no test split to merge"):
+        units.load_data(cfg_of({"mode": "kfold"}, dataset={"name": "sonar", "merge_splits": True}))
 
 
 def test_keys_at_their_defaults_leave_recorded_run_hashes_unchanged():
@@ -584,7 +589,7 @@ def test_keys_at_their_defaults_leave_recorded_run_hashes_unchanged():
     for name in ("table2", "table6_uci", "table7_usps"):
         info = json.loads((root / "results" / "kw2007" / name / "run.json").read_text())
         cfg = load_config(root / "configs" / "kw2007" / f"{name}.yaml")
-        assert ex.results_hash(cfg) == info["config_hash"], name
+        assert run_plan.results_hash(cfg) == info["config_hash"], name
     d = cfg_of({"mode": "kfold", "fold_train_size": 12}, dataset={"name": "sonar", "merge_splits": False}).to_dict()
     assert d["evaluation"]["fold_train_size"] == 12 and "merge_splits" not in d["dataset"]
 

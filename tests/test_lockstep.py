@@ -1,5 +1,5 @@
 """Runs trained in lockstep (perceptron_lab.engine.perceptron.train_lockstep and the one-part-per-fold
-plan of perceptron_lab.run.units.fold_lockstep): each run's log equals its run alone, and the slow
+plan of perceptron_lab.run.run_plan.fold_lockstep): each run's log equals its run alone, and the slow
 reference's updates; each support vector's kernel values are computed once for all the runs."""
 
 import numpy as np
@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 import perceptron_lab.engine.perceptron as engine
-from perceptron_lab.run import units
+from perceptron_lab.run import inputs as run_inputs
+from perceptron_lab.run import plan as run_plan
 from perceptron_lab.config.load import config_from_dict
 from perceptron_lab.engine.perceptron import PerceptronParams, label_matrix, train, train_lockstep
 from perceptron_lab.run.experiment import run_experiment
@@ -118,14 +119,14 @@ def _config(path, **training):
 
 def test_a_fold_of_a_lockstep_grid_writes_the_results_of_one_part_per_grid_point(tmp_path, monkeypatch):
     cfg = _config(_write_data(tmp_path))
-    assert units.fold_lockstep(cfg) and units.fold_shared(cfg, units.load_data(cfg))
+    assert run_plan.fold_lockstep(cfg) and run_plan.fold_shared(cfg, run_inputs.load_data(cfg))
     made = _spy_columns(monkeypatch)
     together = run_experiment(cfg, out_dir=tmp_path / "together", progress=False)
     # 3 outer folds x (the outer unit + 2 inner folds) x 2 permutations, each a lockstep of 6 points
     assert len(made) == 3 * 3 * 2
     parts = sorted(p.stem for p in (tmp_path / "together" / "parts").glob("*.csv"))
     assert parts == sorted(f"f+{k:02d}" + s for k in range(3) for s in ("", "_i00", "_i01"))
-    monkeypatch.setattr(units, "fold_shared", lambda cfg, ds=None: False)
+    monkeypatch.setattr(run_plan, "fold_shared", lambda cfg, ds=None, grid=None: False)
     alone = run_experiment(cfg, out_dir=tmp_path / "alone", progress=False)
     assert len(list((tmp_path / "alone" / "parts").glob("*.csv"))) == 6
     for name in ("results.csv", "grid.csv", "nested.csv"):
@@ -143,5 +144,5 @@ def test_a_fold_of_a_lockstep_grid_writes_the_results_of_one_part_per_grid_point
 def test_only_single_passes_of_the_dual_perceptron_over_its_settings_go_in_lockstep(change):
     raw = {"dataset": {"name": "sonar"}, "kernel": {"type": "poly", "degree": 3}, "training": {"epochs": 1},
            "evaluation": {"mode": "kfold", "grid": {"algorithm.tau": [0, 1]}}}
-    assert units.fold_lockstep(config_from_dict(raw))
-    assert not units.fold_lockstep(config_from_dict({**raw, **change})), change
+    assert run_plan.fold_lockstep(config_from_dict(raw))
+    assert not run_plan.fold_lockstep(config_from_dict({**raw, **change})), change

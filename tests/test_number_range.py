@@ -26,7 +26,9 @@ from perceptron_lab.config.load import config_from_dict, with_overrides
 from perceptron_lab.datasets import load_dataset
 from perceptron_lab.errors import NumericError
 from perceptron_lab.engine.kernels import Kernel
-from perceptron_lab.run.units import RESULT_COLUMNS, Unit, preprocess, run_unit
+from perceptron_lab.run.plan import RESULT_COLUMNS, Unit
+from perceptron_lab.run.inputs import preprocess
+from perceptron_lab.run.units import run_unit
 
 SONAR = load_dataset("sonar")
 UNIT = Unit(0, {}, 0, 0)

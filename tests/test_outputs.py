@@ -71,7 +71,7 @@ def test_reproduce_maps_every_config_to_its_committed_folder_with_the_recorded_c
     that reuses the results has nothing new to record)."""
     import os
 
-    from perceptron_lab.run.experiment import results_hash
+    from perceptron_lab.run.plan import results_hash
     from perceptron_lab.cli.reproduce import SETS, reproduction_config, results_dir
 
     os.chdir(REPO)

@@ -49,7 +49,7 @@ def test_paper_is_never_inherited_through_extends(tmp_path):
 
 
 def test_the_paper_key_does_not_change_the_results_hash():
-    from perceptron_lab.run.experiment import results_hash
+    from perceptron_lab.run.plan import results_hash
 
     a = config_from_dict({"dataset": {"name": "sonar"}})
     b = config_from_dict({"paper": "kw2007/table3", "dataset": {"name": "sonar"}})

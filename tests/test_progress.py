@@ -90,7 +90,7 @@ def test_warm_up_of_a_fold_part_changes_no_result(tmp_path, capsys, kind):
     import numpy as np
     import pandas as pd
 
-    from perceptron_lab.run import units
+    from perceptron_lab.run import plan as run_plan
     from perceptron_lab.config.load import config_from_dict
     from perceptron_lab.run.experiment import run_experiment
 
@@ -109,7 +109,7 @@ def test_warm_up_of_a_fold_part_changes_no_result(tmp_path, capsys, kind):
         cfg["kernel"] = {"type": "poly", "degree": 2}
         cfg["training"].update(epochs=1)
     cfg = config_from_dict(cfg)
-    assert units.fold_shared(cfg) and units.fold_lockstep(cfg) == (kind == "lockstep")
+    assert run_plan.fold_shared(cfg) and run_plan.fold_lockstep(cfg) == (kind == "lockstep")
     run_experiment(cfg, out_dir=tmp_path / "shown", progress=True)
     err = capsys.readouterr().err
     run_experiment(cfg, out_dir=tmp_path / "quiet", progress=False)

@@ -96,7 +96,7 @@ def test_each_run_reports_its_own_peak_memory_not_an_earlier_runs():
 
     import numpy as np
 
-    from perceptron_lab.run.units import peak_rss_mb, reset_peak_rss
+    from perceptron_lab.run.runtime import peak_rss_mb, reset_peak_rss
 
     if not os.path.exists("/proc/self/clear_refs"):
         pytest.skip("the peak is reset on Linux only")
@@ -313,6 +313,7 @@ def test_the_report_states_a_side_by_side_reproduction_by_its_own_wall_time():
 
 def test_a_worker_frees_the_last_configs_columns_and_other_data_when_a_part_of_another_begins(monkeypatch):
     import perceptron_lab.run.executors as E
+    import perceptron_lab.run.inputs as I
     import perceptron_lab.run.units as U
     from perceptron_lab.engine import columns
 
@@ -325,17 +326,18 @@ def test_a_worker_frees_the_last_configs_columns_and_other_data_when_a_part_of_a
     released = []
     monkeypatch.setattr(columns, "release", lambda: released.append(1))
     part = type("P", (), {"key": "k"})()
-    def config(name, dataset):
-        return type("C", (), {"name": name, "dataset": type("D", (), {"name": dataset})()})()
+    def config(name, dataset):   # a plan: its name, and the config of the part's point
+        point = type("C", (), {"dataset": type("D", (), {"name": dataset})()})()
+        return type("P", (), {"name": name, "point": lambda self, part: point})()
 
     a, b, c = config("a", "usps"), config("b", "mnist"), config("c", "mnist")
-    monkeypatch.setattr(U, "_DATA_CACHE", {})
+    monkeypatch.setattr(I, "_DATA_CACHE", {})
     E._worker_run(a, None, "t", part)
-    U._DATA_CACHE[("usps", "{}")] = object()
-    U._DATA_CACHE[("mnist", "{}")] = object()
+    I._DATA_CACHE[("usps", "{}")] = object()
+    I._DATA_CACHE[("mnist", "{}")] = object()
     E._worker_run(a, None, "t", part)           # the same config: its data stay
-    assert len(U._DATA_CACHE) == 2 and len(released) == 1
+    assert len(I._DATA_CACHE) == 2 and len(released) == 1
     E._worker_run(b, None, "t", part)           # another config: freed, but for the data it reads
-    assert list(U._DATA_CACHE) == [("mnist", "{}")] and len(released) == 2
+    assert list(I._DATA_CACHE) == [("mnist", "{}")] and len(released) == 2
     E._worker_run(c, None, "t", part)
-    assert list(U._DATA_CACHE) == [("mnist", "{}")] and len(released) == 3
+    assert list(I._DATA_CACHE) == [("mnist", "{}")] and len(released) == 3

@@ -1,5 +1,5 @@
 """Evaluation shared by the grid points of one fold (perceptron_lab.model.predict.evaluate_shared and
-the one-part-per-fold plan of perceptron_lab.run.units.fold_shared): the errors and the results file
+the one-part-per-fold plan of perceptron_lab.run.run_plan.fold_shared): the errors and the results file
 equal those of each run evaluated alone."""
 
 import numpy as np
@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 import perceptron_lab.model.predict as predict
-from perceptron_lab.run import units
+from perceptron_lab.run import inputs as run_inputs
+from perceptron_lab.run import plan as run_plan
 from perceptron_lab.config.load import config_from_dict
 from perceptron_lab.engine.perceptron import PerceptronParams, label_matrix, train
 from perceptron_lab.run.experiment import run_experiment
@@ -100,12 +101,12 @@ def test_one_part_per_fold_writes_the_results_of_one_part_per_grid_point(tmp_pat
                             "training": {"epochs": 2, "checkpoints": [1]},
                             "prediction": {"rules": ["last", "longest", "vote"], "vote_weight": "correct"},
                             "evaluation": evaluation})
-    assert units.fold_shared(cfg)
+    assert run_plan.fold_shared(cfg)
     shared = run_experiment(cfg, out_dir=tmp_path / "shared", progress=False)
     parts = sorted(p.stem for p in (tmp_path / "shared" / "parts").glob("*.csv"))
     folds = [f"f+{k:02d}" for k in range(3)]
     assert parts == (folds if mode == "kfold" else sorted(folds + [f"{f}_i{j:02d}" for f in folds for j in range(2)]))
-    monkeypatch.setattr(units, "fold_shared", lambda cfg, ds=None: False)
+    monkeypatch.setattr(run_plan, "fold_shared", lambda cfg, ds=None, grid=None: False)
     alone = run_experiment(cfg, out_dir=tmp_path / "alone", progress=False)
     assert len(list((tmp_path / "alone" / "parts").glob("*.csv"))) == 6
     for name in ("results.csv", "grid.csv", "search.csv" if mode == "kfold" else "nested.csv"):
@@ -116,18 +117,18 @@ def test_one_part_per_fold_writes_the_results_of_one_part_per_grid_point(tmp_pat
 def test_only_grids_over_the_algorithms_settings_with_the_linear_kernel_or_in_lockstep_share_folds(tmp_path):
     base = {"dataset": {"name": "sonar"}, "evaluation": {"mode": "kfold", "grid": {"algorithm.tau": [0, 1]}}}
     cfg = config_from_dict(base)
-    assert units.fold_shared(cfg)
+    assert run_plan.fold_shared(cfg)
     # on the data: sonar's features are not integers (their units would be evaluated one by one)
-    assert not units.fold_shared(cfg, units.load_data(cfg))
+    assert not run_plan.fold_shared(cfg, run_inputs.load_data(cfg))
     path = _write_data(tmp_path)
     user = config_from_dict({**base, "dataset": {"path": str(path), "label": "target"}})
-    assert units.fold_shared(user, units.load_data(user))
+    assert run_plan.fold_shared(user, run_inputs.load_data(user))
     scaled = config_from_dict({**base, "dataset": {"path": str(path), "label": "target", "preprocess": "minmax"}})
-    assert not units.fold_shared(scaled, units.load_data(scaled))
+    assert not run_plan.fold_shared(scaled, run_inputs.load_data(scaled))
     # other kernels: the single passes of the dual perceptron (tests/test_lockstep.py) only
     for change in ({"kernel": {"type": "poly", "degree": 2}, "training": {"epochs": 2}},
                    {"kernel": {"type": "gaussian", "sigma": 2.0}},
                    {"evaluation": {"mode": "kfold", "grid": {"algorithm.tau": [0, 1], "dataset.name": ["sonar"]}}},
                    {"evaluation": {"mode": "kfold", "grid": {"algorithm.tau": [0]}}},
                    {"evaluation": {"mode": "kfold"}}):
-        assert not units.fold_shared(config_from_dict({**base, **change})), change
+        assert not run_plan.fold_shared(config_from_dict({**base, **change})), change

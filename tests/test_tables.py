@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("perceptron_lab.papers.fs1999", reason="the fs1999 paper plug-in is not installed")
 from perceptron_lab.papers.fs1999 import tables
-from perceptron_lab.run.experiment import RESULT_COLUMNS
+from perceptron_lab.run.plan import RESULT_COLUMNS
 from perceptron_lab.papers.fs1999.figures import plot_fs1999_figure2
 from perceptron_lab.run.reference import reference_table, reference_tables
 from perceptron_lab.papers.fs1999.tables import (fs1999_comparison, fs1999_layout, ghw_sparsity_bound,

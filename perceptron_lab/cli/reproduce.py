@@ -59,9 +59,10 @@ if __name__ == "__main__":
 from perceptron_lab.config import plugins  # noqa: E402  (after the process settings)
 from perceptron_lab.config.load import load_config, with_overrides  # noqa: E402
 from perceptron_lab.errors import UsageError  # noqa: E402
-from perceptron_lab.run.experiment import run_experiment, verify_inputs  # noqa: E402
+from perceptron_lab.run.experiment import run_experiment  # noqa: E402
+from perceptron_lab.run.inputs import verify_inputs
 from perceptron_lab.run.store import atomic_write_text  # noqa: E402
-from perceptron_lab.run.units import peak_rss_mb  # noqa: E402
+from perceptron_lab.run.runtime import peak_rss_mb  # noqa: E402
 from perceptron_lab.report.tables import collect, read_log, recorded_seconds, summary_lines, write_report  # noqa: E402
 from perceptron_lab.studies import budget as budget_study  # noqa: E402
 

@@ -280,7 +280,7 @@ def exactness_table(configs=None, data_dir=None) -> pd.DataFrame:
     for it (machine variants; the dtype variant apart). Written to results/spread/exactness.csv."""
     from perceptron_lab.config.load import load_config
     from perceptron_lab.model.exactness import exactness
-    from perceptron_lab.run.experiment import read_inputs
+    from perceptron_lab.run.inputs import read_inputs
 
     summary = read_spread()
     rows = []

@@ -26,7 +26,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
-from perceptron_lab.errors import DatasetError, PlabError
+from perceptron_lab.errors import DatasetError
 from perceptron_lab.datasets.base import Dataset
 from perceptron_lab.datasets.catalog import _ENTRIES, _REGISTRY, _UNCONFIRMED, DATASET_NAMES, DatasetEntry, FileSpec  # noqa: F401
 from perceptron_lab.datasets.download import download_file, sha256_file

@@ -53,7 +53,9 @@ from perceptron_lab.engine import label_matrix, train_from_config
 from perceptron_lab.errors import PlabError
 from perceptron_lab.engine.kernels import Kernel
 from perceptron_lab.model.predict import RULE_INDEX, decision_scores, distinct
-from perceptron_lab.run.units import Unit, threads_for, unit_order
+from perceptron_lab.run.plan import Unit
+from perceptron_lab.run.runtime import threads_for
+from perceptron_lab.run.units import unit_order
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import validate_data as _validate_data

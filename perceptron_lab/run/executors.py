@@ -2,7 +2,7 @@
 :func:`run_pool`) or ``dask`` (an existing Dask distributed cluster).
 
 With ``--executor dask --scheduler ADDRESS`` every part that is not finished yet becomes one task
-on the cluster. A worker loads the dataset itself (``run_part(cfg, part, data_dir)``), so the data
+on the cluster. A worker loads the dataset itself (``run_part(plan, part, data_dir)``), so the data
 folder given by ``--data-dir`` / ``PLAB_DATA`` is sent as an absolute path that must be valid on
 every worker; without one, each worker uses its own ``PLAB_DATA`` or user cache. Tasks return
 their part's CSV text and timings; this process writes each part atomically as its task completes
@@ -181,12 +181,12 @@ def _one_thread():
     numba.set_num_threads(1)
     with _LIMITS_LOCK:
         if "blas" not in _LIMITS:
-            from perceptron_lab.run.units import blas_one_thread
+            from perceptron_lab.run.runtime import blas_one_thread
 
             _LIMITS["blas"] = blas_one_thread()
 
 
-def _dask_task(cfg, part, data_dir, topic):
+def _dask_task(plan, part, data_dir, topic):
     """One part on a Dask worker: (key, CSV text, unit timings, training steps)."""
     from distributed import get_worker
 
@@ -201,8 +201,17 @@ def _dask_task(cfg, part, data_dir, topic):
         steps += n
         worker.log_event(topic, [part.key, int(n)])
 
-    text, tms = run_part(cfg, part, data_dir, unit_done=unit_done)
+    text, tms = run_part(plan, part, data_dir, unit_done=unit_done)
     return part.key, text, tms, steps
+
+
+def worker_plan(plan):
+    """``plan`` with every config in it as a worker in another folder must see it
+    (:func:`worker_config`)."""
+    import dataclasses
+
+    return dataclasses.replace(plan, config=worker_config(plan.config),
+                               points={g: worker_config(c) for g, c in plan.points.items()})
 
 
 def worker_config(cfg):
@@ -240,18 +249,18 @@ def _worker_error(exc: PlabError) -> PlabError:
     return err
 
 
-def run_dask(cfg, todo, data_dir, scheduler, finished, bar=None, timeout: float = DASK_CONNECT_SECONDS):
+def run_dask(plan, todo, data_dir, scheduler, finished, bar=None, timeout: float = DASK_CONNECT_SECONDS):
     """Run ``todo`` (parts) on the Dask cluster at ``scheduler``; ``finished(part, text, timings)``
     is called in this process, in completion order, as each task ends. ``bar`` (a tqdm bar of
     training steps) advances after each unit. Paths are sent absolute (:func:`worker_config`)."""
     if data_dir is not None:
         data_dir = os.path.abspath(os.path.expanduser(str(data_dir)))
-    cfg = worker_config(cfg)
+    plan = worker_plan(plan)
     # failures are reported in one line by this function, not by distributed's own log records
     # (a lost scheduler makes its client log a traceback per reconnection attempt); after a
     # failure the logs stay quiet, as the client's background reconnection may still be winding down
     saved = _quiet_distributed_logs()
-    _run_dask(cfg, todo, data_dir, scheduler, finished, bar, timeout)
+    _run_dask(plan, todo, data_dir, scheduler, finished, bar, timeout)
     _restore_logs(saved)
 
 
@@ -271,7 +280,7 @@ def _quiet_distributed_logs() -> list:
     return saved
 
 
-def _run_dask(cfg, todo, data_dir, scheduler, finished, bar, timeout):
+def _run_dask(plan, todo, data_dir, scheduler, finished, bar, timeout):
     from distributed import KilledWorker
 
     client = connect_dask(scheduler, timeout)
@@ -296,7 +305,7 @@ def _run_dask(cfg, todo, data_dir, scheduler, finished, bar, timeout):
     try:
         client.subscribe_topic(topic, lambda event: events.put(tuple(event[1])))
         token = uuid.uuid4().hex[:8]
-        futures = [client.submit(_dask_task, cfg, p, data_dir, topic, key=f"plab-{p.key}-{token}", pure=False)
+        futures = [client.submit(_dask_task, plan, p, data_dir, topic, key=f"plab-{p.key}-{token}", pure=False)
                    for p in todo]
         pending = list(futures)
         lost_since = None
@@ -379,7 +388,7 @@ def _worker_init(queue, parent_pid=None, ready=None):
     the parallelism)."""
     if parent_pid is not None:
         _die_with_parent(parent_pid)
-    from perceptron_lab.run.units import blas_one_thread
+    from perceptron_lab.run.runtime import blas_one_thread
 
     _WORKER["limits"] = blas_one_thread()
     import numba
@@ -393,11 +402,12 @@ def _worker_ready():
     return os.getpid()
 
 
-def _worker_run(cfg, data_dir, tag, part):
+def _worker_run(plan, data_dir, tag, part):
     """One part in a worker: (key, CSV text, unit timings, training steps). The steps also go to
     the parent's queue as ``(tag, steps)`` after each unit; the peak memory the timings report is
     this part's (a worker may run parts of several configs in turn)."""
-    from perceptron_lab.run.units import reset_peak_rss, run_part
+    from perceptron_lab.run.runtime import reset_peak_rss
+    from perceptron_lab.run.units import run_part
 
     q = _WORKER["queue"]
     steps = 0
@@ -407,15 +417,15 @@ def _worker_run(cfg, data_dir, tag, part):
         steps += n
         q.put((tag, n))
 
-    if _WORKER.get("config") != cfg.name:    # a part of another config: free the last one's data
+    if _WORKER.get("config") != plan.name:    # a part of another config: free the last one's data
         from perceptron_lab.engine import columns
-        from perceptron_lab.run.units import keep_only_dataset
+        from perceptron_lab.run.inputs import keep_only_dataset
 
         columns.release()
-        keep_only_dataset(cfg.dataset.name)  # unless this config reads the same dataset
-        _WORKER["config"] = cfg.name
+        keep_only_dataset(plan.point(part).dataset.name)  # unless this config reads the same dataset
+        _WORKER["config"] = plan.name
     reset_peak_rss()
-    text, tms = run_part(cfg, part, data_dir, unit_done=unit_done)
+    text, tms = run_part(plan, part, data_dir, unit_done=unit_done)
     return part.key, text, tms, steps
 
 
@@ -470,7 +480,7 @@ class WorkerPool:
                     entry[0].update(n)
                     entry[1] += n
 
-    def run(self, cfg, todo, data_dir, finished, bar=None) -> None:
+    def run(self, plan, todo, data_dir, finished, bar=None) -> None:
         """Run ``todo`` (a config's parts) in the pool; ``finished(part, text, timings)`` is called in
         the calling thread, in completion order, as each part ends."""
         from concurrent.futures import as_completed
@@ -481,7 +491,7 @@ class WorkerPool:
         total = 0
         with self._lock:
             self._bars[tag] = [bar, 0]
-        pending = {self._ex.submit(_worker_run, cfg, data_dir, tag, p) for p in todo}
+        pending = {self._ex.submit(_worker_run, plan, data_dir, tag, p) for p in todo}
         try:
             # as_completed watches every future once; waiting on the whole set after each part
             # would cost time quadratic in the number of parts
@@ -539,9 +549,9 @@ class WorkerPool:
         return False
 
 
-def run_pool(cfg, todo, data_dir, jobs, finished, bar):
+def run_pool(plan, todo, data_dir, jobs, finished, bar):
     """Run parts in ``jobs`` spawned worker processes (a :class:`WorkerPool` of their own);
     ``finished(part, text, timings)`` is called in this process, in completion order, as each part
     ends."""
     with WorkerPool(min(jobs, len(todo))) as pool:
-        pool.run(cfg, todo, data_dir, finished, bar)
+        pool.run(plan, todo, data_dir, finished, bar)

@@ -48,23 +48,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from perceptron_lab.constants import __version__
-from perceptron_lab.model.bounds import check_run_size
 from perceptron_lab.config.load import ExperimentConfig, with_overrides
-from perceptron_lab.datasets.base import Dataset
+from perceptron_lab.constants import __version__
 from perceptron_lab.engine import columns
+from perceptron_lab.engine.kernels import load_jit
 from perceptron_lab.errors import PlabError
 from perceptron_lab.run.evaluation import Grid
-from perceptron_lab.model.exactness import exactness
-from perceptron_lab.engine.kernels import load_jit
+from perceptron_lab.run.inputs import load_data, read_inputs
+from perceptron_lab.run.plan import RESULT_COLUMNS, Plan, make_plan, results_hash
 from perceptron_lab.run.runtime import settings as runtime_settings
-from perceptron_lab.run.store import (RunFolder, code_fingerprint, csv_rows, data_fingerprint, part_key, read_back_csv,
-                    read_back_json)
-from perceptron_lab.run.units import (  # noqa: F401  (the units' names, re-exported)
-    _DATA_CACHE, DATA_LOCK, NESTED_COLUMNS, RESULT_COLUMNS, Part, Unit, eval_epochs, grid_points, load_data, params_string,
-    part_config, part_configs, plan, plan_parts, preprocess, result_columns, rows_to_csv, run_part, run_unit, threads_for,
-    peak_rss_mb, reset_peak_rss, unit_data, unit_kernel, unit_order, unit_seed, unit_steps)
-from perceptron_lab.run.units import range_note
+from perceptron_lab.run.store import RunFolder, csv_rows, read_back_csv, read_back_json
+from perceptron_lab.run.runtime import peak_rss_mb, reset_peak_rss
+from perceptron_lab.run.units import range_note, run_part
 
 #: Seconds between rewrites of timings.json while a run is going (it is always written at the end),
 #: at least.
@@ -97,27 +92,6 @@ def versions():
     return {"perceptron_lab": __version__, "python": sys.version.split()[0], "numpy": np.__version__,
             "numba": numba.__version__, "pandas": pd.__version__, "platform": platform.platform(),
             "machine": platform.machine(), "cpus": os.cpu_count(), **runtime_settings()}
-
-
-def results_hash(cfg: ExperimentConfig) -> str:
-    """Hash of everything that determines the numbers in results.csv.
-
-    The name, description and output section are left out, so configs that differ only there
-    (e.g. Freund & Schapire's Table 2 config, which reuses the Table 1 d = 4 runs) share a folder.
-    """
-    import hashlib
-
-    text = json.dumps(numbers_settings(cfg), sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-def numbers_settings(cfg: ExperimentConfig) -> dict:
-    """The resolved config without what cannot change a number (name, description, the paper it is
-    scored against, extends and the output section)."""
-    d = cfg.to_dict()
-    for k in ("name", "description", "paper", "output", "extends"):
-        d.pop(k, None)
-    return d
 
 
 @dataclass
@@ -214,13 +188,11 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
             _prepare_meanwhile(cfg.output.figures)
         ds, verified = read_inputs(cfg, data_dir, verify)
         load_s = time.perf_counter() - t0
-        check_run_size(cfg, len(ds.y_train), allow_large)
-        work = plan_work(cfg, ds, data_dir)
-        texts = {} if force else folder.reusable((p.key, work.keys[p.key]) for p in work.parts)
-        todo = [p for p in work.parts if p.key not in texts]
-        info = _run_info(cfg, ds, work, jobs, executor, scheduler, started, verified)
-        first = with_overrides(cfg, work.units[0].grid_values) if work.units and work.units[0].grid_values else cfg
-        note = range_note(first, ds)
+        plan = make_plan(cfg, ds, data_dir, allow_large)
+        texts = {} if force else folder.reusable((p.key, plan.keys[p.key]) for p in plan.parts)
+        todo = [p for p in plan.parts if p.key not in texts]
+        info = _run_info(plan, ds, jobs, executor, scheduler, started, verified)
+        note = range_note(plan.point(plan.units[0]), ds) if plan.units else None
         if note:
             print(f"plab: note: {note}", file=sys.stderr, flush=True)
             info["numerics"] = {"rescaled": note}
@@ -229,17 +201,17 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
         earlier = None if force else _Record.read(folder)
         if todo or earlier is None:
             folder.write_info(info)   # status "running" while parts are computed
-        timings = _execute(cfg, folder, todo, work.keys, texts, data_dir, ds, jobs, executor, scheduler,
-                           progress, force, len(work.units), pool)
+        timings = _execute(plan, folder, todo, texts, data_dir, ds, jobs, executor, scheduler, progress, force,
+                           pool)
         t_write = time.perf_counter()
         with _OUTPUTS_LOCK:
-            df = merge_parts(work.parts, texts, work.units)
-            df, outputs = write_outputs(cfg, folder, df, len(ds.y_train))
+            df = merge_parts(plan.parts, texts, plan.units)
+            df, outputs = write_outputs(plan, folder, df, len(ds.y_train))
         ran = sum(len(p.units) for p in todo)
-        info = {**info, **outputs, **_run_summary(t0, ran, len(work.units), timings, load_s,
+        info = {**info, **outputs, **_run_summary(t0, ran, len(plan.units), timings, load_s,
                                                   time.perf_counter() - t_write, own_peak=pool is None)}
         info = _Record.settle(folder, info, earlier, ran)
-    return RunResult(folder.out, df, info, skipped=len(work.units) - ran, ran=ran, timings=list(timings.values()))
+    return RunResult(folder.out, df, info, skipped=len(plan.units) - ran, ran=ran, timings=list(timings.values()))
 
 
 #: run.json entries that describe the invocation rather than the results: when it was, on what
@@ -342,32 +314,6 @@ def _prepare_meanwhile(figures: bool) -> None:
     threading.Thread(target=prepare, name="plab-prepare", daemon=True).start()
 
 
-@dataclass
-class Work:
-    """A run's plan: its units, the parts that persist them, the key each part must carry and the
-    fingerprint of the data read."""
-    units: list
-    parts: list
-    keys: dict
-    fingerprint: str
-
-
-def read_inputs(cfg: ExperimentConfig, data_dir, verify: bool):
-    """(the dataset, whether its files were checked against the registry's sha256). Every run reads
-    its data afresh: the files may have changed since the last."""
-    with DATA_LOCK:
-        _DATA_CACHE.clear()
-    verified = verify_inputs(cfg, data_dir) if verify else False
-    return load_data(cfg, data_dir), verified
-
-
-def plan_work(cfg: ExperimentConfig, ds: Dataset, data_dir=None) -> Work:
-    units = plan(cfg, ds.X_test is not None)
-    parts = plan_parts(cfg, units, ds)
-    fingerprint = data_fingerprint(ds)
-    return Work(units, parts, part_keys(cfg, parts, fingerprint, data_dir), fingerprint)
-
-
 def merge_parts(parts, texts: dict, units=None) -> pd.DataFrame:
     """The rows of every part, in plan order (whatever order they were computed in): units in the
     order of ``units`` (the plan's) when parts hold a fold across grid points, each unit's rows in
@@ -400,102 +346,55 @@ def _run_summary(t0: float, ran: int, n_units: int, timings: dict, load_s: float
             "peak_rss_gb_per_process": round(max(peaks) / 1024.0, 2) if peaks else None}
 
 
-def verify_inputs(cfg: ExperimentConfig, data_dir=None, note=None) -> bool:
-    """Check the sha256 of every registry dataset a config reads (its grid's ``dataset.name``
-    values included; :func:`perceptron_lab.datasets.registry.check_dataset_files`): a mismatch is a
-    one-line DatasetError (exit status 3). A packaged copy read instead of the data root's is said
-    on the terminal. Returns True."""
-    from perceptron_lab.constants import DATASET_SYNTHETIC
-    from perceptron_lab.datasets.registry import check_dataset_files
-
-    say = note or (lambda msg: print(f"plab: note: {msg}", file=sys.stderr, flush=True))
-    names = dict.fromkeys([cfg.dataset.name, *cfg.evaluation.grid.get("dataset.name", [])])
-    for name in names:
-        if name is None or name in DATASET_SYNTHETIC:  # None: a file of the user's own (dataset.path)
-            continue
-        msg = check_dataset_files(name, data_dir)
-        if msg:
-            say(msg)
-    return True
-
-
-def part_keys(cfg: ExperimentConfig, parts, fingerprint: str, data_dir=None) -> dict:
-    """The key each part must carry (:func:`perceptron_lab.run.store.part_key`): the part's resolved
-    config with the output format, its units, the fingerprint of the data it reads and of the
-    package's code. ``fingerprint`` is the config's data's (:func:`perceptron_lab.run.store.data_fingerprint`);
-    parts whose grid values change the data are fingerprinted on their own data."""
-    prints: dict = {}
-    keys = {}
-    code = code_fingerprint()
-    settings: dict = {}   # per grid point's config (part_configs shares one among its parts)
-    for p, pcfg in zip(parts, part_configs(cfg, parts)):
-        if id(pcfg) not in settings:
-            settings[id(pcfg)] = {**numbers_settings(pcfg), "output": {"float_format": pcfg.output.float_format}}
-        d = settings[id(pcfg)]
-        fp = fingerprint
-        if any(k.startswith("dataset.") for k in p.grid_values):
-            dkey = json.dumps(d["dataset"], sort_keys=True, default=str)
-            if dkey not in prints:
-                prints[dkey] = data_fingerprint(load_data(pcfg, data_dir))
-            fp = prints[dkey]
-        keys[p.key] = part_key(d, [u.key for u in p.units], fp, code)
-    return keys
-
-
-def _run_info(cfg, ds, work: Work, jobs, executor, scheduler, started, verified: bool) -> dict:
+def _run_info(plan: Plan, ds, jobs, executor, scheduler, started, verified: bool) -> dict:
     return {
-        "name": cfg.name, "config_file": str(cfg.source), "config_hash": results_hash(cfg),
-        "config": cfg.to_dict(), "versions": versions(), "git_revision": git_revision(),
-        "seed": cfg.training.seed, "command": " ".join(sys.argv),
+        "name": plan.name, "config_file": plan.source, "config_hash": plan.results_hash,
+        "config": plan.settings, "versions": versions(), "git_revision": git_revision(),
+        "seed": plan.seed, "command": " ".join(sys.argv),
         "dataset": {"name": ds.name, "n_train": int(len(ds.y_train)),
                     "n_test": None if ds.y_test is None else int(len(ds.y_test)),
                     "n_features": ds.n_features, "n_classes": ds.n_classes,
-                    "fingerprint": work.fingerprint,
+                    "fingerprint": plan.fingerprint,
                     "source": {k: str(v) for k, v in ds.meta.items() if k in ("source", "source_files")},
                     "checksums_verified": verified},
         # same numbers on every machine, or how far they were measured to move (perceptron_lab.model.exactness)
-        "exactness": exactness(cfg, ds.X_train, ds.X_test),
-        "units": len(work.units), "parts": len(work.parts), "jobs": int(jobs), "executor": executor,
+        "exactness": plan.exactness,
+        "units": len(plan.units), "parts": len(plan.parts), "jobs": int(jobs), "executor": executor,
         **({"scheduler": scheduler} if executor == "dask" else {}),
         "started": started.isoformat(timespec="seconds"), "status": "running",
     }
 
 
-def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, executor, scheduler, progress,
-             force, n_units, pool=None) -> dict:
+def _execute(plan: Plan, folder: RunFolder, todo, texts, data_dir, ds, jobs, executor, scheduler, progress,
+             force, pool=None) -> dict:
     """Compute the parts of ``todo`` (locally, in a pool or on Dask), writing each as it finishes
     and adding its text to ``texts``; returns every unit's timings (earlier invocations' included)."""
     from tqdm.auto import tqdm
 
     timings = {} if force else folder.read_timings()
-    total = 0
-    if progress:
-        data: dict = {}   # per grid point's config (part_configs shares one among its parts)
-        for p, pcfg in zip(todo, part_configs(cfg, todo)):
-            if id(pcfg) not in data:
-                data[id(pcfg)] = load_data(pcfg, data_dir) if p.grid_values else ds
-            total += sum(unit_steps(pcfg, data[id(pcfg)], u) for u in p.units)
+    total = sum(plan.steps[u.key] for p in todo for u in p.units)
+    n_units = len(plan.units)
     n_todo = sum(len(p.units) for p in todo)
     tty = sys.stderr.isatty()
     every = 0.1 if tty else 30.0   # a log file gets a line at most every half minute (and each bar's last)
     log = _PartLog(folder.out / PROGRESS_LOG, len(todo))
     if progress and todo and pool is None and executor == "local":
-        _compile_step(cfg, todo, ds, data_dir, log, every)
+        _compile_step(plan, todo, ds, data_dir, log, every)
     # two bars, started once the engine is compiled, so that their rates (and the time left) are
     # measured on the run's own work: the parts done of those to run, and below it the training
     # steps of every unit (evaluation is not counted in steps). tqdm shows no time left before
     # its first measured step.
     parts_bar = tqdm(total=len(todo), disable=not progress or len(todo) < 2, unit="part", position=0,
-                     desc=f"{cfg.name}: parts ({n_todo} of {n_units} runs to compute)", smoothing=0,
+                     desc=f"{plan.name}: parts ({n_todo} of {n_units} runs to compute)", smoothing=0,
                      dynamic_ncols=True, mininterval=every)
     bar = tqdm(total=total, disable=not progress or not todo, unit="step", unit_scale=True,
                position=1 if len(todo) > 1 else 0, smoothing=0,
-               desc="training steps" if len(todo) > 1 else f"{cfg.name} ({n_todo}/{n_units} runs)",
+               desc="training steps" if len(todo) > 1 else f"{plan.name} ({n_todo}/{n_units} runs)",
                dynamic_ncols=True, mininterval=every)
     flush = _TimingsWriter(folder, timings, dirty=force or not (folder.out / "timings.json").exists())
     try:
         def finished(part, text, tms):
-            folder.write_part(part.key, keys[part.key], text)
+            folder.write_part(part.key, plan.keys[part.key], text)
             texts[part.key] = text
             flush.add(tms)
             log.line(part, tms)
@@ -504,16 +403,16 @@ def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, exec
         if executor == "dask" and todo:
             from perceptron_lab.run.executors import run_dask
 
-            run_dask(cfg, todo, data_dir, scheduler, finished, bar if progress else None)
+            run_dask(plan, todo, data_dir, scheduler, finished, bar if progress else None)
         elif pool is not None and todo:
-            pool.run(cfg, todo, data_dir, finished, bar if progress else None)
+            pool.run(plan, todo, data_dir, finished, bar if progress else None)
         elif jobs > 1 and len(todo) > 1:
             from perceptron_lab.run.executors import run_pool
 
-            run_pool(cfg, todo, data_dir, jobs, finished, bar if progress else None)
+            run_pool(plan, todo, data_dir, jobs, finished, bar if progress else None)
         else:
             for part in todo:
-                text, tms = run_part(cfg, part, data_dir, progress=bar.update if progress else None,
+                text, tms = run_part(plan, part, data_dir, progress=bar.update if progress else None,
                                      phase=(lambda t: bar.set_postfix_str(t, refresh=False)) if progress else None)
                 finished(part, text, tms)
         # every part is written, so all the training is done: the bars end full, whatever share of
@@ -529,7 +428,7 @@ def _execute(cfg, folder: RunFolder, todo, keys, texts, data_dir, ds, jobs, exec
     return timings
 
 
-def _compile_step(cfg, todo, ds, data_dir, log, every: float) -> None:
+def _compile_step(plan: Plan, todo, ds, data_dir, log, every: float) -> None:
     """The progress step before the timed bars: numba compiles the engine's jitted code on its
     first use (then loads it from its on-disk cache), which can take longer than a small run's
     training. :func:`~perceptron_lab.run.units.warm_up` does that on a slice of the data for the first
@@ -541,13 +440,13 @@ def _compile_step(cfg, todo, ds, data_dir, log, every: float) -> None:
 
     t0 = time.perf_counter()
     first: dict = {}
-    for p, pcfg in zip(todo, part_configs(cfg, todo)):
-        first.setdefault(_engine_kind(pcfg, p), p)
+    for p in todo:
+        first.setdefault(_engine_kind(plan.point(p), p), p)
     with tqdm(total=len(first), desc="compiling the engine (first use; numba caches it)", unit="step",
               dynamic_ncols=True, mininterval=every,
               bar_format="{desc}: {percentage:3.0f}%|{bar}| {n}/{total} [{elapsed}]") as step:
         for p in first.values():
-            warm_up(cfg, p, load_data(part_config(cfg, p), data_dir) if p.grid_values else ds)
+            warm_up(plan, p, load_data(plan.point(p), data_dir) if p.grid_values else ds)
             step.update(1)
     log.compiled(time.perf_counter() - t0)
 
@@ -598,11 +497,11 @@ def _now() -> str:
     return _dt.datetime.now().isoformat(timespec="seconds")
 
 
-def write_outputs(cfg: ExperimentConfig, folder: RunFolder, df: pd.DataFrame, n_train) -> tuple[pd.DataFrame, dict]:
+def write_outputs(plan: Plan, folder: RunFolder, df: pd.DataFrame, n_train) -> tuple[pd.DataFrame, dict]:
     """results.csv, the protocol outputs (grid, searches, selections) and the paper's tables;
     returns the results and run.json's ``outputs`` / ``paper_outputs`` entries."""
     outputs = []
-    grid = Grid.from_config(cfg) if cfg.evaluation.grid else None
+    cfg, grid = plan.config, plan.grid
     if grid is not None:
         outputs.append(folder.write_output("grid.csv", grid.frame().to_csv(index=False, lineterminator="\n")))
     if cfg.evaluation.mode == "nested":
@@ -615,7 +514,7 @@ def write_outputs(cfg: ExperimentConfig, folder: RunFolder, df: pd.DataFrame, n_
     if cfg.output.figures:
         from perceptron_lab.run.figures import plot_run
 
-        figs = plot_run(out, info={"name": cfg.name, "config": cfg.to_dict()})
+        figs = plot_run(out, info={"name": plan.name, "config": plan.settings})
         entries.setdefault("outputs", []).extend(str(Path(p).relative_to(out)) for p in figs)
     entries["csv_rows"] = _csv_rows(out, ["results.csv"] + entries.get("outputs", []) + entries["paper_outputs"])
     return df, entries

@@ -42,6 +42,8 @@ at exit (``gc.freeze``), so that exit does not walk them; values are not touched
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import sys
 
@@ -117,3 +119,82 @@ def tune_gc() -> None:
 
 __all__ = ["HUGEPAGE_ENV", "SPIN_ENV", "WAIT_ENV",
            "SPIN_LOG2_CYCLES", "GC_THRESHOLDS", "configure", "huge_pages", "settings", "tune_gc"]
+
+
+# ----------------------------------------------------------------------------- threads and memory
+# Scoped settings, restored on exit (threads), and the process's own memory record. They import
+# numba and threadpoolctl only when called, so that importing this module sets nothing.
+
+
+@functools.lru_cache(maxsize=1)
+def _blas_controller():
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def blas_one_thread():
+    """Limit BLAS to one thread now; returns the limiter, a context manager that restores the
+    earlier limit on exit (kept unentered, the limit holds for the process's life). A no-op
+    without threadpoolctl (which comes with scikit-learn).
+
+    The loaded BLAS libraries are looked up once per process (a lookup reads every loaded
+    library's file, which can cost more than a small unit's training); libraries loaded later are
+    not limited."""
+    try:
+        controller = _blas_controller()
+    except ImportError:  # pragma: no cover
+        return contextlib.nullcontext()
+    return controller.limit(limits=1, user_api="blas")
+
+
+@contextlib.contextmanager
+def threads_for(entries: int):
+    """Run the body on one numba and BLAS thread when the training set is small.
+
+    Small problems (at most ``SINGLE_THREAD_MAX_ENTRIES`` examples x features) lose more to the
+    thread team's start-up on every jitted call than they gain from a second core; results are
+    the same on any number of threads.
+    """
+    from perceptron_lab.constants import SINGLE_THREAD_MAX_ENTRIES
+
+    if entries > SINGLE_THREAD_MAX_ENTRIES:
+        yield
+        return
+    import numba
+
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        with blas_one_thread():
+            yield
+    finally:
+        numba.set_num_threads(before)
+
+
+def peak_rss_mb() -> float | None:
+    """The peak resident memory of this process since :func:`reset_peak_rss` (or its start), in MB
+    (None where the OS does not say): Linux's VmHWM, else the process's maximum resident size."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 2**10, 1)
+    except OSError:
+        pass
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not Unix
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kilobytes on Linux, bytes on macOS
+    return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)
+
+
+def reset_peak_rss() -> None:
+    """Start :func:`peak_rss_mb` afresh from the memory in use now (Linux), so that a process that
+    runs several configs (``make reproduce``) reports each one's own peak; elsewhere a no-op."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass

@@ -130,7 +130,9 @@ def panel_data(config: str, data_dir=None):
     from perceptron_lab.engine.budget import unit_diag_kernel
     from perceptron_lab.engine.kernels import Kernel
     from perceptron_lab.config.overrides import resolve_config
-    from perceptron_lab.run.units import load_data, plan, preprocess, unit_data, unit_order
+    from perceptron_lab.run.inputs import load_data, preprocess
+    from perceptron_lab.run.plan import plan_units as plan
+    from perceptron_lab.run.units import unit_data, unit_order
 
     cfg = load_config(resolve_config(config))
     ds = load_data(cfg, data_dir)

@@ -289,7 +289,7 @@ def table34_comparison(cfg, df: pd.DataFrame, table: int, data_dir=None) -> pd.D
 def _baseline(cfg, name: str, data_dir=None) -> float:
     """Percentage of the majority class (Table 1's Baseline) of a registry data set."""
     from perceptron_lab.config.load import with_overrides
-    from perceptron_lab.run.experiment import load_data
+    from perceptron_lab.run.inputs import load_data
 
     try:
         ds = load_data(with_overrides(cfg, {"dataset.name": name}), data_dir)
@@ -412,7 +412,7 @@ def svm_baselines(cfg, data_dir=None, out: Path | None = None) -> pd.DataFrame:
     as ``svm_folds.csv`` (every grid value and fold) in ``out``."""
     from perceptron_lab.config.load import with_overrides
     from perceptron_lab.run.evaluation import kfold_indices
-    from perceptron_lab.run.experiment import load_data
+    from perceptron_lab.run.inputs import load_data
     from perceptron_lab.papers.kw2007.svm import best_of_grid, svm_fold_errors
 
     grid = Grid.from_config(cfg)
