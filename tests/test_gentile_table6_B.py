@@ -17,7 +17,7 @@ from perceptron_lab.config.load import config_from_dict, load_config, with_overr
 from perceptron_lab.engine.alma import AlmaParams, params_from_config, resolve_B
 from perceptron_lab.engine.perceptron import EngineError
 from perceptron_lab.errors import ConfigError
-from perceptron_lab.run.experiment import params_string
+from perceptron_lab.run.units import params_string
 pytest.importorskip("perceptron_lab.papers.gentile2001", reason="the gentile2001 paper plug-in is not installed")
 from perceptron_lab.papers.gentile2001.tables import TABLE6_B_EVIDENCE, algorithm_label, gentile_comparison, table6_B_note
 
@@ -104,7 +104,7 @@ def _corrections(cfg, grid_values, permutation=0):
     from perceptron_lab.engine import label_matrix, train_from_config
     from perceptron_lab.run.plan import Unit
     from perceptron_lab.run.inputs import load_data
-    from perceptron_lab.run.experiment import unit_kernel, unit_order
+    from perceptron_lab.run.units import unit_kernel, unit_order
 
     ds = load_data(cfg, None)
     dtype, kernel = unit_kernel(cfg, ds.X_train)

@@ -110,7 +110,7 @@ def _margin_runs(cfg, overrides: dict, epochs, rules, permutations: int, data_di
     from perceptron_lab.model.margins import training_margins
     from perceptron_lab.run.plan import Unit
     from perceptron_lab.run.inputs import load_data, preprocess
-    from perceptron_lab.run.experiment import unit_kernel, unit_order
+    from perceptron_lab.run.units import unit_kernel, unit_order
 
     ucfg = with_overrides(cfg, overrides) if overrides else cfg
     ds = load_data(ucfg, data_dir)
