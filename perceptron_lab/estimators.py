@@ -40,6 +40,7 @@ from numbers import Integral, Real
 from types import SimpleNamespace
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -51,7 +52,7 @@ from .config import AlgorithmConfig
 from .constants import DEFAULT_ALMA_C, DEFAULT_CACHE_LIMIT_GB, DEFAULT_CHUNK, KERNELS, RULES, VOTE_WEIGHTS
 from .engine import label_matrix, train_from_config
 from .errors import PlabError
-from .kernels import Kernel
+from .kernels import Kernel, as_csr
 from .predict import RULE_INDEX, decision_scores, distinct
 from .units import Unit, threads_for, unit_order
 
@@ -175,6 +176,11 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
     def _check_kernel(self) -> None:
         """Raise ValueError for a kernel the algorithm does not support."""
 
+    def _sparse_formats(self):
+        """The sparse inputs ``X`` may be: any scipy.sparse matrix or array, converted to CSR (the
+        engine reads CSR rows), except a Gram matrix (``kernel="precomputed"``), which is dense."""
+        return False if self.kernel == "precomputed" else "csr"
+
     # ------------------------------------------------------------------ scikit-learn protocol
 
     def __sklearn_is_fitted__(self) -> bool:
@@ -183,6 +189,7 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self.kernel == "precomputed"
+        tags.input_tags.sparse = self.kernel != "precomputed"
         tags.classifier_tags.multi_class = True
         return tags
 
@@ -210,7 +217,7 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         self._validate_params()
         self._check_kernel()
         _check_label_types(y)
-        X, y = _validate_data(self, X, y, dtype=np.float64, reset=True)
+        X, y = _validate_data(self, X, y, dtype=np.float64, reset=True, accept_sparse=self._sparse_formats())
         if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
             raise ValueError(f"kernel='precomputed' needs the square Gram matrix K(train, train), got X of shape "
                              f"{X.shape}")
@@ -284,7 +291,7 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
                              "pickle after fit (which keeps no training data): fit again, or start with "
                              "partial_fit")
         _check_label_types(y)
-        X, y = _validate_data(self, X, y, dtype=np.float64, reset=first)
+        X, y = _validate_data(self, X, y, dtype=np.float64, reset=first, accept_sparse=self._sparse_formats())
         check_classification_targets(y)
         if first:
             if classes is None:
@@ -320,7 +327,10 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         """One pass over the new examples ``(X, y_enc)`` after the run so far: the run's sequence
         with them appended, replayed through the engine as one pass (one row per step)."""
         X0, y0, s0 = self._seq
-        Xs = np.concatenate([X0[s0], X])
+        if sp.issparse(X0) or sp.issparse(X):
+            Xs = sp.vstack([as_csr(X0[s0]), as_csr(X)], format="csr")
+        else:
+            Xs = np.concatenate([X0[s0], X])
         ys = np.concatenate([y0[s0], y_enc])
         self._fit_sequence(Xs, ys, np.arange(len(ys)), 1.0)
         self._seq, self._seq_of_fit = (Xs, ys, np.arange(len(ys))), False
@@ -414,7 +424,7 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
 
     def _scores(self, X):
         check_is_fitted(self)
-        X = _validate_data(self, X, dtype=np.float64, reset=False)
+        X = _validate_data(self, X, dtype=np.float64, reset=False, accept_sparse=self._sparse_formats())
         dtype = np.float32 if self.dtype == "float32" else np.float64
         if self.kernel == "precomputed":
             X, Xtr = X[:, self.support_], np.empty((self.support_.size, 0))

@@ -39,11 +39,12 @@ from collections import namedtuple
 
 import numba as nb
 import numpy as np
+from scipy.sparse import issparse
 
 from .counts import counts_at_checkpoints, few_keys  # noqa: F401  (counts_at_checkpoints re-exported: it lived here)
 from .engine.perceptron import TrainLog, normalizing_factors
 from .hypotheses import VOTE_WEIGHTS, Hypotheses  # noqa: F401  (re-exported)
-from .kernels import LINEAR, POLY, Kernel, exact32_heavy_rows, exact32_ok, gram, kernel_diag, sq_norms
+from .kernels import LINEAR, POLY, Kernel, as_csr, exact32_heavy_rows, exact32_ok, gram, kernel_diag, sq_norms
 from .numerics import block_magnitude, check_finite_training, check_test_block, overflow_error
 from .scoring import (Checkpoints, HypothesisArrays, ScanOptions, ScanOutputs, points_per_task,
                       random_by_history, random_indices, score_block_t)
@@ -166,10 +167,16 @@ def _evaluate_general(log, kernel, hyp, live, partial, longest, Xtr, Xte, y_test
                 KtT = np.zeros((1, b - a), dtype=dtype)
             scan.add(KtT, ucol, idx)
     else:
-        Xsv = np.ascontiguousarray(np.asarray(Xtr)[sv], dtype=dtype)
+        Xsv = _rows(Xtr[sv], dtype) if issparse(Xtr) else np.ascontiguousarray(np.asarray(Xtr)[sv], dtype=dtype)
         for idx, KtT in kernel_blocks(kernel, Xsv, Xte, dtype, block, log.kernel_normalized):
             scan.add(KtT, ucol, idx)
     return scan.errors()
+
+
+def _rows(X, dtype):
+    """Feature rows in ``dtype``: a sparse matrix as CSR (its kernel blocks are computed from the
+    stored values, :func:`~perceptron_lab.kernels.gram`), anything else as a C-contiguous array."""
+    return as_csr(X, dtype) if issparse(X) else np.ascontiguousarray(X, dtype=dtype)
 
 
 def distinct(ex):
@@ -398,9 +405,9 @@ def decision_scores(log: TrainLog, kernel: Kernel, X_train, X_test, cp_index=Non
         cp_index = np.arange(log.checkpoint_steps.size)
     cp_index = np.asarray(cp_index, dtype=np.int64)
     hyp, live, partial, longest = _hypotheses(log, kernel, X_train, dtype, vote_weight, cp_index)
-    Xte = np.ascontiguousarray(X_test, dtype=dtype)
+    Xte = _rows(X_test, dtype)
     out = np.zeros((cp_index.size, len(RULES), Xte.shape[0], log.n_labels))
-    _evaluate_general(log, kernel, hyp, live, partial, longest, np.ascontiguousarray(X_train, dtype=dtype), Xte,
+    _evaluate_general(log, kernel, hyp, live, partial, longest, _rows(X_train, dtype), Xte,
                       np.zeros(Xte.shape[0], dtype=np.int64), log.n_labels == 1, cp_index, seed, dtype, block,
                       out_scores=out)
     return out
