@@ -51,6 +51,7 @@ from sklearn.utils.validation import check_is_fitted
 from .config import AlgorithmConfig
 from .constants import DEFAULT_ALMA_C, DEFAULT_CACHE_LIMIT_GB, DEFAULT_CHUNK, KERNELS, RULES, VOTE_WEIGHTS
 from .engine import label_matrix, train_from_config
+from .engine.linear import sparse_refusal
 from .errors import PlabError
 from .kernels import Kernel, as_csr
 from .predict import RULE_INDEX, decision_scores, distinct
@@ -181,6 +182,15 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         engine reads CSR rows), except a Gram matrix (``kernel="precomputed"``), which is dense."""
         return False if self.kernel == "precomputed" else "csr"
 
+    def _sparse_refusal(self) -> str | None:
+        """Why these settings' engine cannot take sparse X (None when it can): see
+        :func:`perceptron_lab.engine.linear.sparse_refusal`. Such a fit raises a ValueError."""
+        try:
+            kernel = self._kernel()
+        except (KeyError, ValueError, TypeError):
+            return None  # an invalid setting: fit says so first
+        return sparse_refusal(self._algorithm, kernel, float(getattr(self, "p", 2.0) or 2.0))
+
     # ------------------------------------------------------------------ scikit-learn protocol
 
     def __sklearn_is_fitted__(self) -> bool:
@@ -189,7 +199,7 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self.kernel == "precomputed"
-        tags.input_tags.sparse = self.kernel != "precomputed"
+        tags.input_tags.sparse = self._sparse_formats() is not False and self._sparse_refusal() is None
         tags.classifier_tags.multi_class = True
         return tags
 
