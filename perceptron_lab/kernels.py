@@ -708,9 +708,7 @@ def _log2_range_csr(X):
         if m == 0.0:
             return None
         e = math.frexp(m)[1]
-        Xs = X.copy()
-        Xs.data = np.ldexp(np.asarray(X.data, dtype=np.float64), -e)  # largest |value| in [0.5, 1)
-        n2 = _csr_sq_norms(Xs.indptr, Xs.data)
+        n2 = _csr_sq_norms(X.indptr, np.ldexp(np.asarray(X.data, dtype=np.float64), -e))  # largest |value| in [0.5, 1)
         nz = n2 > 0
         row_has = np.diff(X.indptr) > 0
         if row_has.any():
@@ -719,9 +717,28 @@ def _log2_range_csr(X):
     return (-math.inf if lost else float(np.log2(n2[nz].min())) + 2 * e), float(np.log2(n2.max())) + 2 * e
 
 
+@nb.njit(cache=True, parallel=True)
+def _csr_csc_dots(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, out):
+    """``out[i, j] = A_i . B_j`` (``out`` zeroed first) for A in CSR and B in CSC form transposed
+    (for each feature f, the rows j of B that hold it: ``b_indices[b_indptr[f]:b_indptr[f + 1]]``).
+    Row i of ``out`` is one thread's: for each stored value of A_i it adds the products with the
+    rows of B holding that feature, in the order of A_i's features. Cost: the number of
+    (feature, row of B) pairs met, the work of a sparse product, without building a sparse result."""
+    n = a_indptr.shape[0] - 1
+    for i in nb.prange(n):
+        row = out[i]
+        for j in range(row.shape[0]):
+            row[j] = 0
+        for k in range(a_indptr[i], a_indptr[i + 1]):
+            f = a_indices[k]
+            v = a_data[k]
+            for q in range(b_indptr[f], b_indptr[f + 1]):
+                row[b_indices[q]] += v * b_data[q]
+
+
 def sparse_dots(A, B, out=None) -> np.ndarray:
     """``A @ B.T`` as a dense array in A's float type, for A and B of which one or both are
-    sparse (CSR). Scipy multiplies the stored values alone; the result has one entry per pair of
+    sparse (CSR). The stored values alone are multiplied; the result has one entry per pair of
     rows, the size of a kernel block, whatever the number of features. ``out``: a C-contiguous
     array of that shape to write into."""
     if sp.issparse(A):
@@ -729,6 +746,13 @@ def sparse_dots(A, B, out=None) -> np.ndarray:
     if sp.issparse(B):
         B = as_csr(B)
     dt = A.dtype if A.dtype in (np.float32, np.float64) else np.float64
+    if sp.issparse(A) and sp.issparse(B):
+        if out is None:
+            out = np.empty((A.shape[0], B.shape[0]), dtype=dt)
+        Bc = B.astype(out.dtype).tocsc()  # for each feature, the rows of B that hold it
+        _csr_csc_dots(A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.astype(out.dtype),
+                      Bc.indptr.astype(np.int64), Bc.indices.astype(np.int64), Bc.data, out)
+        return out
     P = A @ B.T
     if sp.issparse(P):
         P = P.toarray()
