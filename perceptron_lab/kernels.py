@@ -802,7 +802,7 @@ def integer_features(X: np.ndarray) -> bool:
     """Whether ``X`` (float32 or float64, not empty) holds integers of magnitude below 2^24 alone:
     their inner products computed in float64 are those :func:`matmul_exact32` gives."""
     if sp.issparse(X):
-        return False  # callers read dense rows
+        X = as_csr(X).data   # the stored values (the others are zeros)
     X = np.asarray(X)
     if X.dtype not in (np.float32, np.float64) or not X.size:
         return False

@@ -122,13 +122,13 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
         if unknown:
             raise ValueError(f"unknown rules {sorted(unknown)}; expected some of {RULES}")
     hyp, live, partial, longest = _hypotheses(log, kernel, X_train, dtype, vote_weight, cp_index)
-    Xte = np.ascontiguousarray(X_test, dtype=dtype)
+    Xte = _rows(X_test, dtype)
     direct = log.hyp_w is not None
     if direct and rules is not None and not set(rules) & set(_PER_HYPOTHESIS_RULES):
         return _evaluate_combined(log, hyp, live, partial, longest, Xte, np.asarray(y_test, dtype=np.int64),
                                   binary, dtype)
     if (not direct and rules is not None and not set(rules) & set(_PER_HYPOTHESIS_RULES)
-            and _has_affine_form(kernel)):
+            and _has_affine_form(kernel) and not issparse(X_train) and not issparse(Xte)):
         return _evaluate_combined_expansion(log, kernel, hyp, live, partial, longest,
                                             np.ascontiguousarray(X_train, dtype=dtype), Xte,
                                             np.asarray(y_test, dtype=np.int64), binary, rules)
@@ -323,13 +323,13 @@ def evaluate_shared(items, kernel: Kernel, X_train, X_test, y_test, binary: bool
     A shared block's seconds are divided among its logs in proportion to their support examples.
     ``block``: test points per kernel block (default :func:`block_points` of the union).
     """
-    Xtr = np.ascontiguousarray(X_train, dtype=dtype)
-    Xte = np.ascontiguousarray(X_test, dtype=dtype)
+    Xtr = _rows(X_train, dtype)
+    Xte = _rows(X_test, dtype)
     y_test = np.asarray(y_test, dtype=np.int64)
     out: list = [None] * len(items)
     shared = []
     for i, (log, vote_weight, seed, rules) in enumerate(items):
-        if (log.hyp_w is None and not log.kernel_normalized and kernel.code in (LINEAR, POLY)
+        if (log.hyp_w is None and not issparse(Xtr) and not log.kernel_normalized and kernel.code in (LINEAR, POLY)
                 and (rules is None or set(rules) & set(_PER_HYPOTHESIS_RULES))):
             shared.append(i)
     prepared, svs = {}, {}

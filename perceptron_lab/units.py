@@ -68,7 +68,8 @@ def _load_source_locked(cfg: ExperimentConfig, data_dir):
     name = cfg.dataset.name
     params = dict(cfg.dataset.params or {})
     key = (name, json.dumps(params, sort_keys=True, default=str), str(data_dir), cfg.dataset.path,
-           cfg.dataset.test_path, cfg.dataset.format, cfg.dataset.label, cfg.dataset.categorical, cfg.source)
+           cfg.dataset.test_path, cfg.dataset.format, cfg.dataset.label, cfg.dataset.categorical, cfg.source,
+           keeps_sparse(cfg))
     if key in _DATA_CACHE:
         return _DATA_CACHE[key]
     if cfg.dataset.path is not None:
@@ -105,7 +106,25 @@ def _load_user_file(cfg: ExperimentConfig) -> Dataset:
                                              else folder / d.test_path)
     fmt = d.format if d.format != "auto" else USER_EXTENSIONS.get(path.suffix.lower(), "auto")
     return load_user_data(path, fmt, label=d.label, categorical=d.categorical, test_path=test,
-                          config=cfg.source or "the config")
+                          config=cfg.source or "the config", sparse=fmt == "libsvm" and keeps_sparse(cfg))
+
+
+def keeps_sparse(cfg: ExperimentConfig) -> bool:
+    """Whether a LIBSVM file of ``cfg`` is kept as CSR up to the engine: its algorithm and kernel
+    read CSR rows (:func:`~perceptron_lab.engine.linear.sparse_refusal`) and it has no
+    preprocessing (``dataset.preprocess: none``; the others are computed on dense arrays).
+    Otherwise it is made dense when read, as every other format is."""
+    from .engine.linear import sparse_refusal
+    from .kernels import Kernel
+
+    a = cfg.algorithm
+    if cfg.dataset.path is None or cfg.dataset.preprocess != "none":
+        return False
+    try:
+        kernel = Kernel.from_config(cfg.kernel)
+    except ValueError:
+        return False
+    return sparse_refusal(a.name, kernel, getattr(a, "p", None) or 2.0, getattr(a, "form", None) or "auto") is None
 
 
 def keep_only_dataset(name: str) -> None:
