@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from scipy.sparse import issparse
 import pandas as pd
 
 from .config import ExperimentConfig, with_overrides
@@ -109,6 +110,16 @@ def _load_user_file(cfg: ExperimentConfig) -> Dataset:
                           config=cfg.source or "the config", sparse=fmt == "libsvm" and keeps_sparse(cfg))
 
 
+def _sparse_vstack(A, B):
+    """The rows of the CSR matrices A then B, as one CSR matrix (B with fewer columns is widened)."""
+    import scipy.sparse as sp
+
+    f = max(A.shape[1], B.shape[1])
+    A, B = (M if M.shape[1] == f else sp.csr_matrix((M.data, M.indices, M.indptr), shape=(M.shape[0], f))
+            for M in (A, B))
+    return sp.vstack([A, B], format="csr")
+
+
 def keeps_sparse(cfg: ExperimentConfig) -> bool:
     """Whether a LIBSVM file of ``cfg`` is kept as CSR up to the engine: its algorithm and kernel
     read CSR rows (:func:`~perceptron_lab.engine.linear.sparse_refusal`) and it has no
@@ -145,7 +156,8 @@ def load_data(cfg: ExperimentConfig, data_dir=None) -> Dataset:
         if Xte is None:
             raise ConfigError(f"{cfg.source}: dataset.merge_splits: dataset {name} has no test split to merge; "
                               "remove the key")
-        Xtr, ytr = np.concatenate([Xtr, Xte]), np.concatenate([ytr, yte])
+        Xtr = _sparse_vstack(Xtr, Xte) if issparse(Xtr) else np.concatenate([Xtr, Xte])
+        ytr = np.concatenate([ytr, yte])
         Xte = yte = None
     if cfg.dataset.train_size is not None:
         if cfg.dataset.train_size > len(ytr):

@@ -54,6 +54,14 @@ training: {epochs: 2, permutations: 1}
 prediction: {rules: [last, avg, vote]}
 output: {figures: false}
 """,
+    "merged_splits_and_sizes": """
+name: sp_merged
+dataset: {path: train.libsvm, test_path: test.libsvm, merge_splits: true, train_size: 350}
+training: {epochs: 1, permutations: 2}
+prediction: {rules: [last, avg, vote]}
+evaluation: {mode: kfold, folds: 2}
+output: {figures: false}
+""",
     "alma2": """
 name: sp_alma
 dataset: {path: train.libsvm, test_path: test.libsvm}
