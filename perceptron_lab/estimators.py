@@ -51,10 +51,11 @@ from sklearn.utils.validation import check_is_fitted
 from .config import AlgorithmConfig
 from .constants import DEFAULT_ALMA_C, DEFAULT_CACHE_LIMIT_GB, DEFAULT_CHUNK, KERNELS, RULES, VOTE_WEIGHTS
 from .engine import label_matrix, train_from_config
-from .engine.linear import sparse_refusal
+from .engine.linear import has_affine_form, sparse_refusal
 from .errors import PlabError
 from .kernels import Kernel, as_csr
-from .predict import RULE_INDEX, decision_scores, distinct
+from .predict import _EXPANSION_RULES as COMBINED_RULES
+from .predict import RULE_INDEX, combined_decision_scores, decision_scores, distinct
 from .units import Unit, threads_for, unit_order
 
 try:  # scikit-learn >= 1.6
@@ -440,11 +441,18 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
             X, Xtr = X[:, self.support_], np.empty((self.support_.size, 0))
         else:
             Xtr = self.support_vectors_
+        cp = [self.log_.checkpoint_steps.size - 1]
         try:
             with threads_for(X.size):
+                if ((sp.issparse(X) or sp.issparse(Xtr)) and self.log_.hyp_w is None
+                        and has_affine_form(self.kernel_) and self.rule in COMBINED_RULES):
+                    # sparse rows, a linear kernel and a rule that is one vector per label: a test
+                    # row costs an inner product with it, not a kernel value per support vector
+                    return combined_decision_scores(self.log_, self.kernel_, self.kernel_.features(Xtr),
+                                                    self.kernel_.features(X), self.rule, cp_index=cp,
+                                                    vote_weight=self.vote_weight, dtype=dtype)[0]
                 S = decision_scores(self.log_, self.kernel_, self.kernel_.features(Xtr), self.kernel_.features(X),
-                                    cp_index=[self.log_.checkpoint_steps.size - 1],
-                                    vote_weight=self.vote_weight, seed=self._rule_seed, dtype=dtype)
+                                    cp_index=cp, vote_weight=self.vote_weight, seed=self._rule_seed, dtype=dtype)
         except PlabError as exc:
             raise ValueError(str(exc)) from None
         # in the units of the kernel range_safe returned: decision_function converts them

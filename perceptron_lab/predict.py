@@ -128,9 +128,8 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
         return _evaluate_combined(log, hyp, live, partial, longest, Xte, np.asarray(y_test, dtype=np.int64),
                                   binary, dtype)
     if (not direct and rules is not None and not set(rules) & set(_PER_HYPOTHESIS_RULES)
-            and _has_affine_form(kernel) and not issparse(X_train) and not issparse(Xte)):
-        return _evaluate_combined_expansion(log, kernel, hyp, live, partial, longest,
-                                            np.ascontiguousarray(X_train, dtype=dtype), Xte,
+            and _has_affine_form(kernel)):
+        return _evaluate_combined_expansion(log, kernel, hyp, live, partial, longest, _rows(X_train, dtype), Xte,
                                             np.asarray(y_test, dtype=np.int64), binary, rules)
     # the general scan reads the support examples' rows of X_train alone: they are taken, then cast
     return _evaluate_general(log, kernel, hyp, live, partial, longest, X_train, Xte, y_test, binary, cp_index, seed,
@@ -413,6 +412,61 @@ def decision_scores(log: TrainLog, kernel: Kernel, X_train, X_test, cp_index=Non
     return out
 
 
+def combined_decision_scores(log: TrainLog, kernel: Kernel, X_train, X_test, rule: str, cp_index=None,
+                             vote_weight: str = "survival", dtype=np.float64):
+    """Scores per label (n_cp, n_test, n_labels) of one rule of :data:`_EXPANSION_RULES` for a
+    kernel-expansion log with a kernel ``k0 + k1 x.y`` (linear, polynomial of degree 1): each
+    checkpoint's classifier is one vector per label (:func:`_expansion_vectors`), and a test point
+    costs one inner product with it, not one kernel value per support vector. The scores are those
+    of :func:`decision_scores`, summed in another order (equal where the sums are exact, e.g. on
+    integer features with integer coefficients). Serves scipy.sparse test rows, whose kernel blocks
+    against many support vectors cost far more than these inner products."""
+    from .engine.linear import affine_form
+
+    if cp_index is None:
+        cp_index = np.arange(log.checkpoint_steps.size)
+    cp_index = np.asarray(cp_index, dtype=np.int64)
+    if log.hyp_w is not None or not _has_affine_form(kernel) or rule not in _EXPANSION_RULES:
+        raise ValueError(f"no combined classifier for rule {rule!r} with {kernel.describe()}")
+    hyp, live, partial, longest = _hypotheses(log, kernel, X_train, dtype, vote_weight, cp_index)
+    Xtr, Xte = _rows(X_train, dtype), _rows(X_test, dtype)
+    k0, k1 = affine_form(kernel)
+    ncp, L = live.shape
+    nf = Xtr.shape[1]
+    slot = np.array([0 if r == rule else -1 for r in _EXPANSION_RULES], dtype=np.int64)
+    V, V0, b, D = np.zeros((ncp, 1, L, nf)), np.zeros((ncp, 1, L)), np.zeros((ncp, 1, L)), np.ones((ncp, 1, L))
+    rscale = np.ones(Xtr.shape[0])
+    if log.kernel_normalized:
+        sv = np.unique(hyp.uex)
+        rscale[sv] = normalizing_factors(kernel_diag(kernel, Xtr[sv]))
+    hyps = HypothesisArrays(ucol=hyp.uex.astype(np.int64), coef=hyp.coef.astype(np.float64), uoff=hyp.uoff,
+                            hoff=hyp.hoff, theta=hyp.theta, scale=hyp.scale, norm=hyp.norm, wfull=hyp.wfull)
+    cps = Checkpoints(live, partial.astype(np.float64), longest, _NO_RINDEX)
+    if issparse(Xtr):
+        Xc = as_csr(Xtr, np.float64)
+        _expansion_vectors_csr(Xc.indptr.astype(np.int64), Xc.indices.astype(np.int64), Xc.data, nf, rscale, hyps,
+                               cps, slot, Combined(V, V0, b, D))
+    else:
+        _expansion_vectors(np.ascontiguousarray(Xtr, dtype=np.float64), rscale, hyps, cps, slot, Combined(V, V0, b, D))
+    Vt = np.ascontiguousarray(V.reshape(-1, nf).T.astype(Xte.dtype))
+    P = np.asarray(Xte @ Vt, dtype=np.float64)
+    if k1 != 1.0:
+        P *= k1
+    if k0 != 0.0:
+        P += (k0 * V0).reshape(-1)[None, :]
+    S = P.reshape(-1, ncp, L)
+    if log.kernel_normalized:
+        S *= normalizing_factors(kernel_diag(kernel, Xte))[:, None, None]
+    S -= b[None, :, 0, :]
+    if rule == "last_norm":
+        Dr = D[None, :, 0, :]
+        np.divide(S, Dr, out=S, where=Dr > 0)
+        S[:, D[:, 0, :] <= 0] = 0.0
+    if not np.isfinite(S).all():
+        raise overflow_error(kernel, dtype, "test scores")
+    return np.ascontiguousarray(S.transpose(1, 0, 2))
+
+
 #: Rules that need every hypothesis' score on a test point (not one combined classifier).
 _PER_HYPOTHESIS_RULES = ("vote", "random", "random_norm")
 _COMBINED_RULES = ("last", "last_norm", "avg", "avg_norm", "longest")
@@ -574,6 +628,87 @@ def _expansion_vectors(X, rscale, hyps, cps, slot, out):
                 thAN += w * inv * th
 
 
+@nb.njit(cache=True, parallel=True)
+def _expansion_vectors_csr(indptr, indices, data, nf, rscale, hyps, cps, slot, out):
+    """:func:`_expansion_vectors` for training rows in CSR form (``indptr``, ``indices``, ``data``;
+    ``nf`` features): an update adds its example's stored values alone to the running sum, the
+    same numbers as the dense loop adds (a zero feature adds 0)."""
+    uex, coef, uoff, hoff, theta, scale, norm, wfull = hyps
+    live, partial, longest = cps.live, cps.partial, cps.longest
+    V, V0, b, D = out
+    L = uoff.shape[0] - 1
+    ncp = live.shape[0]
+    s_last, s_lnorm, s_avg, s_anorm, s_long = slot[0], slot[1], slot[2], slot[3], slot[4]
+    for c in nb.prange(L):
+        u = np.zeros(nf)
+        A = np.zeros(nf)
+        AN = np.zeros(nf)
+        u0s = 0.0
+        A0 = 0.0
+        AN0 = 0.0
+        thA = 0.0
+        thAN = 0.0
+        h0 = hoff[c]
+        q0 = uoff[c]
+        nh = hoff[c + 1] - h0
+        for k in range(nh):
+            if k > 0:
+                j = uex[q0 + k - 1]
+                a = coef[q0 + k - 1] * rscale[j]
+                for q in range(indptr[j], indptr[j + 1]):
+                    u[indices[q]] += a * data[q]
+                u0s += a
+            s = scale[h0 + k]
+            th = theta[h0 + k]
+            nk = norm[h0 + k]
+            inv = 1.0 / nk if nk > 0.0 else 0.0
+            for cp in range(ncp):
+                if live[cp, c] == k:
+                    pw = partial[cp, c]
+                    if s_last >= 0:
+                        for f in range(nf):
+                            V[cp, s_last, c, f] = s * u[f]
+                        V0[cp, s_last, c] = s * u0s
+                        b[cp, s_last, c] = th
+                    if s_lnorm >= 0:
+                        for f in range(nf):
+                            V[cp, s_lnorm, c, f] = s * u[f]
+                        V0[cp, s_lnorm, c] = s * u0s
+                        b[cp, s_lnorm, c] = th
+                        D[cp, s_lnorm, c] = nk if nk > 0.0 else 0.0
+                    if s_avg >= 0:
+                        for f in range(nf):
+                            V[cp, s_avg, c, f] = A[f] + pw * s * u[f]
+                        V0[cp, s_avg, c] = A0 + pw * s * u0s
+                        b[cp, s_avg, c] = thA + pw * th
+                    if s_anorm >= 0:
+                        for f in range(nf):
+                            V[cp, s_anorm, c, f] = AN[f] + pw * inv * s * u[f]
+                        V0[cp, s_anorm, c] = AN0 + pw * inv * s * u0s
+                        b[cp, s_anorm, c] = thAN + pw * inv * th
+                if s_long >= 0 and longest[cp, c] == k:
+                    for f in range(nf):
+                        V[cp, s_long, c, f] = s * u[f]
+                    V0[cp, s_long, c] = s * u0s
+                    b[cp, s_long, c] = th
+            w = wfull[h0 + k]
+            if w != 0.0 and k > 0:
+                if s_avg >= 0:
+                    ws = w * s
+                    for f in range(nf):
+                        A[f] += ws * u[f]
+                    A0 += ws * u0s
+                if s_anorm >= 0:
+                    ws = w * inv * s
+                    for f in range(nf):
+                        AN[f] += ws * u[f]
+                    AN0 += ws * u0s
+            if w != 0.0:
+                thA += w * th
+                thAN += w * inv * th
+
+
+
 @nb.njit(cache=True, parallel=True, fastmath={"reassoc", "nsz"})
 def _rows_dot(X, V, out):
     """``out = X @ V.T`` row by row: faster than a BLAS call when V has only a few rows."""
@@ -617,12 +752,15 @@ def _evaluate_combined_expansion(log, kernel, hyp, live, partial, longest, Xtr, 
     else:
         rscale = np.ones(Xtr.shape[0])
     if R:
-        _expansion_vectors(Xtr, rscale,
-                           HypothesisArrays(ucol=hyp.uex.astype(np.int64), coef=hyp.coef.astype(np.float64),
-                                            uoff=hyp.uoff, hoff=hyp.hoff, theta=hyp.theta, scale=hyp.scale,
-                                            norm=hyp.norm, wfull=hyp.wfull),
-                           Checkpoints(live, partial.astype(np.float64), longest, _NO_RINDEX), slot,
-                           Combined(V, V0, b, D))
+        hyps = HypothesisArrays(ucol=hyp.uex.astype(np.int64), coef=hyp.coef.astype(np.float64), uoff=hyp.uoff,
+                                hoff=hyp.hoff, theta=hyp.theta, scale=hyp.scale, norm=hyp.norm, wfull=hyp.wfull)
+        cps = Checkpoints(live, partial.astype(np.float64), longest, _NO_RINDEX)
+        if issparse(Xtr):
+            Xc = as_csr(Xtr, np.float64)
+            _expansion_vectors_csr(Xc.indptr.astype(np.int64), Xc.indices.astype(np.int64), Xc.data, nf, rscale,
+                                   hyps, cps, slot, Combined(V, V0, b, D))
+        else:
+            _expansion_vectors(Xtr, rscale, hyps, cps, slot, Combined(V, V0, b, D))
     Vr = np.ascontiguousarray(V.reshape(-1, nf))
     Vt = np.ascontiguousarray(Vr.T.astype(Xte.dtype))
     off = (k0 * V0).reshape(-1)
@@ -640,7 +778,9 @@ def _evaluate_combined_expansion(log, kernel, hyp, live, partial, longest, Xtr, 
     sign_only = binary and not b.any()
     for a in range(0, nt if R else 0, step):
         e = min(nt, a + step)
-        if Vr.shape[0] <= _ROWS_DOT_MAX:
+        if issparse(Xte):
+            P = np.asarray(Xte[a:e] @ Vt, dtype=np.float64)   # the test rows' stored values alone
+        elif Vr.shape[0] <= _ROWS_DOT_MAX:
             P = np.empty((e - a, Vr.shape[0]))
             _rows_dot(Xte[a:e], Vr, P)
         else:

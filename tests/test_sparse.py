@@ -4,7 +4,9 @@ The data are small integers (and dyadic parameters), on which every inner produc
 sum of the engine is exact in any order, so the sparse and dense paths must agree bit for bit.
 ALMA's step sizes and norms are not dyadic: it is compared exactly on data with two nonzero
 columns (every sum then has at most two nonzero terms, exact in any order), and on general data
-by its sequence of corrections.
+by its sequence of corrections. Sparse test rows are scored with one vector per label for the rules
+that are one (last, avg, their normalized forms, longest): exact on integers, and otherwise equal
+to the dense scan's scores up to the order of summation.
 """
 
 from __future__ import annotations
@@ -180,10 +182,31 @@ def test_estimator_on_sparse_input_predicts_as_on_dense(est, fmt):
         dense.set_params(rule=rule)
         sparse.set_params(rule=rule)
         want = dense.decision_function(X)
-        assert np.array_equal(sparse.decision_function(S), want), rule
-        assert np.array_equal(sparse.decision_function(X), want), rule   # dense test rows after a sparse fit
-        assert np.array_equal(dense.decision_function(S), want), rule    # sparse test rows after a dense fit
+        got = [sparse.decision_function(S), sparse.decision_function(X), dense.decision_function(S)]
+        if rule in COMBINED:
+            # one vector per label (combined_decision_scores): the same sums in another order, exact
+            # on integers; the normalized and thresholded rules round alike to the last bits
+            for g in got:
+                np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-9, err_msg=rule)
+        else:
+            for g in got:
+                assert np.array_equal(g, want), rule
         assert np.array_equal(sparse.predict(S), dense.predict(X)), rule
+
+
+COMBINED = ("last", "last_norm", "avg", "avg_norm", "longest")
+
+
+def test_sparse_rows_are_scored_by_one_vector_per_label_exactly_on_integers():
+    """VotedPerceptron (eta 1, integer features): every combined rule's scores equal the dense
+    scan's bit for bit."""
+    X, y = _data(seed=11)
+    dense = VotedPerceptron(random_state=0, epochs=2).fit(X, y)
+    sparse = VotedPerceptron(random_state=0, epochs=2).fit(sp.csr_matrix(X), y)
+    for rule in ("last", "avg", "longest"):
+        dense.set_params(rule=rule)
+        sparse.set_params(rule=rule)
+        assert np.array_equal(sparse.decision_function(sp.csr_matrix(X)), dense.decision_function(X)), rule
 
 
 def test_alma_estimator_on_sparse_input_predicts_as_on_dense():
@@ -197,7 +220,12 @@ def test_alma_estimator_on_sparse_input_predicts_as_on_dense():
     for rule in RULES:
         dense.set_params(rule=rule)
         sparse.set_params(rule=rule)
-        assert np.array_equal(sparse.decision_function(sp.csr_matrix(X)), dense.decision_function(X)), rule
+        got, want = sparse.decision_function(sp.csr_matrix(X)), dense.decision_function(X)
+        if rule in COMBINED:
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=rule)
+        else:
+            assert np.array_equal(got, want), rule
+        assert np.array_equal(sparse.predict(sp.csr_matrix(X)), dense.predict(X)), rule
 
 
 def test_partial_fit_on_sparse_batches_continues_as_on_dense():
