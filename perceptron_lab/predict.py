@@ -631,82 +631,63 @@ def _expansion_vectors(X, rscale, hyps, cps, slot, out):
 @nb.njit(cache=True, parallel=True)
 def _expansion_vectors_csr(indptr, indices, data, nf, rscale, hyps, cps, slot, out):
     """:func:`_expansion_vectors` for training rows in CSR form (``indptr``, ``indices``, ``data``;
-    ``nf`` features): an update adds its example's stored values alone to the running sum, the
-    same numbers as the dense loop adds (a zero feature adds 0)."""
+    ``nf`` features), in time proportional to the updates' nonzeros rather than to updates x
+    features: each combined classifier is written as ``sum_j beta_j a_j x^_j`` over the label's
+    updates j, where update j belongs to every hypothesis k > j, so ``beta_j`` is the sum of the
+    weights (times scales) of the hypotheses after it -- a suffix sum -- and the vector is one
+    scatter of the updates' stored values. The same classifiers as the dense loop, summed in
+    another order."""
     uex, coef, uoff, hoff, theta, scale, norm, wfull = hyps
     live, partial, longest = cps.live, cps.partial, cps.longest
     V, V0, b, D = out
     L = uoff.shape[0] - 1
     ncp = live.shape[0]
-    s_last, s_lnorm, s_avg, s_anorm, s_long = slot[0], slot[1], slot[2], slot[3], slot[4]
     for c in nb.prange(L):
-        u = np.zeros(nf)
-        A = np.zeros(nf)
-        AN = np.zeros(nf)
-        u0s = 0.0
-        A0 = 0.0
-        AN0 = 0.0
-        thA = 0.0
-        thAN = 0.0
         h0 = hoff[c]
         q0 = uoff[c]
-        nh = hoff[c + 1] - h0
-        for k in range(nh):
-            if k > 0:
-                j = uex[q0 + k - 1]
-                a = coef[q0 + k - 1] * rscale[j]
-                for q in range(indptr[j], indptr[j + 1]):
-                    u[indices[q]] += a * data[q]
-                u0s += a
-            s = scale[h0 + k]
-            th = theta[h0 + k]
-            nk = norm[h0 + k]
-            inv = 1.0 / nk if nk > 0.0 else 0.0
-            for cp in range(ncp):
-                if live[cp, c] == k:
-                    pw = partial[cp, c]
-                    if s_last >= 0:
-                        for f in range(nf):
-                            V[cp, s_last, c, f] = s * u[f]
-                        V0[cp, s_last, c] = s * u0s
-                        b[cp, s_last, c] = th
-                    if s_lnorm >= 0:
-                        for f in range(nf):
-                            V[cp, s_lnorm, c, f] = s * u[f]
-                        V0[cp, s_lnorm, c] = s * u0s
-                        b[cp, s_lnorm, c] = th
-                        D[cp, s_lnorm, c] = nk if nk > 0.0 else 0.0
-                    if s_avg >= 0:
-                        for f in range(nf):
-                            V[cp, s_avg, c, f] = A[f] + pw * s * u[f]
-                        V0[cp, s_avg, c] = A0 + pw * s * u0s
-                        b[cp, s_avg, c] = thA + pw * th
-                    if s_anorm >= 0:
-                        for f in range(nf):
-                            V[cp, s_anorm, c, f] = AN[f] + pw * inv * s * u[f]
-                        V0[cp, s_anorm, c] = AN0 + pw * inv * s * u0s
-                        b[cp, s_anorm, c] = thAN + pw * inv * th
-                if s_long >= 0 and longest[cp, c] == k:
-                    for f in range(nf):
-                        V[cp, s_long, c, f] = s * u[f]
-                    V0[cp, s_long, c] = s * u0s
-                    b[cp, s_long, c] = th
-            w = wfull[h0 + k]
-            if w != 0.0 and k > 0:
-                if s_avg >= 0:
-                    ws = w * s
-                    for f in range(nf):
-                        A[f] += ws * u[f]
-                    A0 += ws * u0s
-                if s_anorm >= 0:
-                    ws = w * inv * s
-                    for f in range(nf):
-                        AN[f] += ws * u[f]
-                    AN0 += ws * u0s
-            if w != 0.0:
-                thA += w * th
-                thAN += w * inv * th
-
+        nu = hoff[c + 1] - h0 - 1          # updates of the label: update j makes hypothesis j + 1
+        beta = np.zeros(max(nu, 1))
+        for cp in range(ncp):
+            K = live[cp, c]
+            pw = partial[cp, c]
+            for r in range(5):
+                sl = slot[r]
+                if sl < 0:
+                    continue
+                for j in range(nu):
+                    beta[j] = 0.0
+                if r == 0 or r == 1 or r == 4:   # last, last_norm, longest: one hypothesis
+                    k = K if r != 4 else longest[cp, c]
+                    for j in range(k):
+                        beta[j] = scale[h0 + k]
+                    th = theta[h0 + k]
+                    if r == 1:
+                        D[cp, sl, c] = norm[h0 + k] if norm[h0 + k] > 0.0 else 0.0
+                else:                             # avg (r = 2), avg_norm (r = 3)
+                    nK = norm[h0 + K]
+                    invK = (1.0 / nK if nK > 0.0 else 0.0) if r == 3 else 1.0
+                    acc = pw * invK * scale[h0 + K]
+                    th = pw * invK * theta[h0 + K]
+                    for k in range(K - 1, -1, -1):
+                        if k < nu:
+                            beta[k] = acc
+                        nk = norm[h0 + k]
+                        inv = (1.0 / nk if nk > 0.0 else 0.0) if r == 3 else 1.0
+                        w = wfull[h0 + k] * inv
+                        acc += w * scale[h0 + k]
+                        th += w * theta[h0 + k]
+                b[cp, sl, c] = th
+                v = V[cp, sl, c]
+                v0 = 0.0
+                for j in range(nu):
+                    if beta[j] == 0.0:
+                        continue
+                    e = uex[q0 + j]
+                    a = beta[j] * coef[q0 + j] * rscale[e]
+                    v0 += a
+                    for q in range(indptr[e], indptr[e + 1]):
+                        v[indices[q]] += a * data[q]
+                V0[cp, sl, c] = v0
 
 
 @nb.njit(cache=True, parallel=True, fastmath={"reassoc", "nsz"})
