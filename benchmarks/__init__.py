@@ -25,6 +25,11 @@ Cases (``--cases`` takes names or numbers, comma-separated; default: all):
    machine's float32 GEMM rate measured in the same invocation: the "fraction of the limit".
 6. ``scaling``  the case-5 run on the first 6000, 15000, 30000, 60000 training examples: time and
    peak memory against n, with the growth exponent fitted on log-log axes.
+9. ``sparse``   a generated text-like problem (:func:`benchmarks.workers.sparse_text`: 20,000 x
+   100,000 term counts at 0.1% density, labels from a sparse hyperplane, seeded; ``--quick``:
+   2,000 x 10,000 at 1%) as scipy.sparse CSR matrices: our ``VotedPerceptron`` (rules ``last``
+   and ``avg``) vs scikit-learn's ``Perceptron`` with the settings of case 1, neither densifying
+   the data; the ``predictions`` column fingerprints each side's test predictions.
 
 Every measured side runs in its own child process (``--worker``), so that its peak resident
 memory is its own: ``peak_rss_mb`` is the child's peak (interpreter, the loaded MNIST arrays and

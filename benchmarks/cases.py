@@ -59,6 +59,25 @@ def _row(case: Case, tool: str, setting: str, res: dict, epochs, rule: str | Non
     return row
 
 
+def case_sparse(case: Case, sz: Sizes, data_dir) -> list[dict]:
+    """Case 9: our estimator and scikit-learn's Perceptron on the same generated CSR problem
+    (:func:`benchmarks.workers.sparse_text`), neither densifying it; one pass, the same order."""
+    n, nt, f, density = sz.sparse_shape
+    base = {"sparse_shape": [n, nt, f, density], "n_train": n, "n_test": nt}
+    setting = f"CSR {n} x {f}, density {density:g}"
+    rows = []
+    for rule in ("last", "avg"):
+        res = run_worker(dict(base, task="ours_sparse", rule=rule), data_dir)
+        rows.append(_row(case, "ours VotedPerceptron", f"{setting}, rule {rule}", res, 1, None, n))
+    res = run_worker(dict(base, task="ours_sparse", rule="last"), data_dir, threads=1)
+    rows.append(_row(case, "ours VotedPerceptron", f"{setting}, rule last", res, 1, None, n))
+    res = run_worker(dict(base, task="sk_sparse"), data_dir)
+    rows.append(_row(case, "sklearn Perceptron", setting, res, 1, None, n))
+    res = run_worker(dict(base, task="sk_sparse"), data_dir, threads=1)
+    rows.append(_row(case, "sklearn Perceptron", setting, res, 1, None, n))
+    return rows
+
+
 def case_linear(case: Case, sz: Sizes, data_dir, averaged: bool = False) -> list[dict]:
     base = {"n_train": sz.linear_train, "n_test": sz.test}
     rule = "avg" if averaged else "last"

@@ -10,6 +10,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # ----------------------------------------------------------------------------- settings
 
 SEED = 1999                 # training order: np.random.default_rng(SEED).permutation(n)
+SPARSE_SEED = 2024          # case 9: the generated features and hyperplane
 WARMUP_EXAMPLES = 200       # examples of the untimed warm-up call
 ALMA_DIGIT = 0              # case 3 is "this digit vs the rest"
 ALMA_ALPHA = 0.9            # River's default; B = 1/alpha and C = sqrt(2) on both sides
@@ -35,11 +36,13 @@ class Sizes:
     limit_epochs: float = 30
     scaling_sizes: tuple[int, ...] = (6000, 15000, 30000, 60000)
     scaling_epochs: float = 30
+    #: case 9: (training rows, test rows, features, density) of the generated text-like problem
+    sparse_shape: tuple[int, int, int, float] = (20000, 5000, 100000, 0.001)
 
 
 FULL = Sizes()
 QUICK = Sizes(linear_train=1000, test=300, kernel_sizes=(300, 600), limit_train=600, limit_epochs=1,
-              scaling_sizes=(200, 400, 800), scaling_epochs=1)
+              scaling_sizes=(200, 400, 800), scaling_epochs=1, sparse_shape=(2000, 500, 10000, 0.01))
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ CASES = (
     Case(6, "scaling", "scaling_d4", "Scaling with the training set, d = 4"),
     Case(7, "evaluation", "evaluation_kw_mnist", "Evaluation against its limit: a Khardon & Wachman Table 3 MNIST unit"),
     Case(8, "budget", "budget_forgetron", "Budgeted training: the self-tuned Forgetron, MNIST d = 4, budget 1000, 1 epoch"),
+    Case(9, "sparse", "sparse_text", "Sparse input: a generated text-like problem (CSR), linear perceptron, 1 epoch"),
 )
 CASE_BY_NAME = {c.name: c for c in CASES}
 

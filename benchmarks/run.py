@@ -19,6 +19,7 @@ from .cases import (
     case_kernel,
     case_linear,
     case_scaling,
+    case_sparse,
     limit_run,
 )
 from .common import CASES, FULL, QUICK, ROOT, SVC_TIMEOUT, Sizes, select_cases
@@ -82,6 +83,8 @@ def main(argv=None):
             rows = case_budget(case, sz, args.data_dir, gemm_n)
         elif case.name == "evaluation":
             rows = case_evaluation(case, sz, args.data_dir, gemm_n)
+        elif case.name == "sparse":
+            rows = case_sparse(case, sz, args.data_dir)
         elif case.name == "limit":
             limit_row = limit_run(args.data_dir, limit_train, limit_epochs, sz.test, gemm_n)
             rows = [limit_row]

@@ -20,6 +20,7 @@ from .common import (
     RIVER_BATCH,
     ROOT,
     SEED,
+    SPARSE_SEED,
     SVC_C,
     SVC_CACHE_MB,
     WARMUP_EXAMPLES,
@@ -42,9 +43,38 @@ class Data:
                     np.random.default_rng(SEED).permutation(n), self.n_classes)
 
 
+def sparse_text(n_train: int, n_test: int, n_features: int, density: float, seed: int = SPARSE_SEED):
+    """A text-like binary problem as CSR matrices: ``(Xtr, ytr, Xte, yte)``.
+
+    Each row holds about ``density x n_features`` term counts (small integers) at features drawn
+    from a Zipf-like law (feature j with probability proportional to 1 / (j + 10)), as the words
+    of a document; a row's repeated draws add up. The labels are the sign of a sparse hyperplane:
+    one feature in 50 has a nonzero weight, drawn from a normal law. Deterministic in ``seed``."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    n = n_train + n_test
+    per_row = max(1, int(round(density * n_features)))
+    p = 1.0 / (np.arange(n_features) + 10.0)
+    cols = rng.choice(n_features, size=n * per_row, p=p / p.sum())
+    rows = np.repeat(np.arange(n), per_row)
+    vals = rng.integers(1, 4, size=n * per_row).astype(np.float64)
+    X = sp.csr_matrix((vals, (rows, cols)), shape=(n, n_features))
+    X.sum_duplicates()
+    w = rng.normal(size=n_features) * (rng.random(n_features) < 0.02)
+    y = (X @ w > 0).astype(np.int64)
+    return X[:n_train], y[:n_train], X[n_train:], y[n_train:]
+
+
 def load_data(spec: dict) -> Data:
-    """MNIST (raw 0..255 float64), the first ``n_train``/``n_test`` examples, order seeded."""
+    """MNIST (raw 0..255 float64), the first ``n_train``/``n_test`` examples, order seeded; or,
+    with ``spec["sparse_shape"]``, the generated problem of :func:`sparse_text`."""
     from perceptron_lab.datasets.registry import load_dataset
+
+    if spec.get("sparse_shape"):
+        n, nt, f, density = spec["sparse_shape"]
+        Xtr, ytr, Xte, yte = sparse_text(int(n), int(nt), int(f), float(density))
+        return Data(Xtr, ytr, Xte, yte, np.random.default_rng(SEED).permutation(len(ytr)), 2)
 
     ds = load_dataset("mnist", spec.get("data_dir"))
     n, nt = spec.get("n_train"), spec.get("n_test")
@@ -109,6 +139,46 @@ def _sk_linear(spec: dict, d: Data) -> dict:
     wrong = int(np.sum(model.predict(d.Xte) != d.yte))
     t2 = time.perf_counter()
     return {"fit_seconds": t1 - t0, "test_seconds": t2 - t1, "test_error_pct": _err_pct(wrong, len(d.yte))}
+
+
+def _ours_sparse(spec: dict, d: Data) -> dict:
+    """Our estimator on the CSR rows as given (one pass in the seeded order, rule ``spec["rule"]``)."""
+    from perceptron_lab import VotedPerceptron
+
+    model = VotedPerceptron(rule=spec.get("rule", "last"), shuffle=False, epochs=1)
+    Xo, yo = d.Xtr[d.order], d.ytr[d.order]
+    t0 = time.perf_counter()
+    model.fit(Xo, yo)
+    t1 = time.perf_counter()
+    pred = model.predict(d.Xte)
+    t2 = time.perf_counter()
+    return {"fit_seconds": t1 - t0, "test_seconds": t2 - t1, "test_error_pct": _err_pct(np.sum(pred != d.yte), len(d.yte)),
+            "mistakes": model.n_mistakes_, "support_vectors": int(model.support_.size), "nnz": int(d.Xtr.nnz),
+            "n_features": int(d.Xtr.shape[1]), "predictions": _digest(pred)}
+
+
+def _sk_sparse(spec: dict, d: Data) -> dict:
+    """scikit-learn's Perceptron on the same CSR rows, one pass in the same order."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import Perceptron
+
+    warnings.filterwarnings("ignore", category=ConvergenceWarning)
+    model = Perceptron(shuffle=False, max_iter=1, tol=None, eta0=1.0, fit_intercept=False)
+    Xo, yo = d.Xtr[d.order], d.ytr[d.order]
+    t0 = time.perf_counter()
+    model.fit(Xo, yo)
+    t1 = time.perf_counter()
+    pred = model.predict(d.Xte)
+    t2 = time.perf_counter()
+    return {"fit_seconds": t1 - t0, "test_seconds": t2 - t1, "test_error_pct": _err_pct(np.sum(pred != d.yte), len(d.yte)),
+            "nnz": int(d.Xtr.nnz), "n_features": int(d.Xtr.shape[1]), "predictions": _digest(pred)}
+
+
+def _digest(pred) -> str:
+    """A short fingerprint of a prediction vector (equal vectors, equal fingerprints)."""
+    import hashlib
+
+    return hashlib.sha256(np.ascontiguousarray(pred, dtype=np.int64).tobytes()).hexdigest()[:16]
 
 
 def alma_config(alpha: float = ALMA_ALPHA, chunk_size: int | None = None, rules=ALMA_RULES):
@@ -289,7 +359,7 @@ def _ours_budget(spec: dict, d: Data) -> dict:
 
 
 TASKS = {"ours_perceptron": _ours_perceptron, "ours_eval": _ours_eval_unit, "ours_budget": _ours_budget, "sk_perceptron": _sk_linear, "sk_sgd_avg": _sk_linear,
-         "ours_alma": _ours_alma, "river_alma": _river_alma, "svc": _svc}
+         "ours_sparse": _ours_sparse, "sk_sparse": _sk_sparse, "ours_alma": _ours_alma, "river_alma": _river_alma, "svc": _svc}
 
 
 def worker_main(spec: dict) -> None:

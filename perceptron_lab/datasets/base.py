@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.sparse import issparse
 
 from perceptron_lab.errors import DatasetError
 
@@ -102,7 +103,8 @@ def validate_dataset(ds: Dataset, where: str, folds=(), subset: bool = False) ->
     for split, X, y in splits:
         if X is None or y is None:
             fail(f"the {split} split has {'no features' if X is None else 'no labels'}")
-        X, y = np.asarray(X), np.asarray(y)
+        # a scipy.sparse matrix is checked through its stored values (the others are zeros)
+        X, y = (X if issparse(X) else np.asarray(X)), np.asarray(y)
         if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
             fail(f"the {split} split has features of shape {X.shape} but {y.shape[0] if y.ndim else 0} labels")
         if X.shape[0] == 0:
@@ -113,7 +115,9 @@ def validate_dataset(ds: Dataset, where: str, folds=(), subset: bool = False) ->
         if not np.issubdtype(X.dtype, np.number) or np.iscomplexobj(X):
             fail(f"the {split} features are not real numbers (dtype {X.dtype})")
         # A finite sum proves every value finite, without the temporary array of np.isfinite.
-        if not np.isfinite(np.sum(X, dtype=np.float64)) and not np.isfinite(X).all():
+        if issparse(X) and not np.isfinite(X.data).all():
+            fail(f"the {split} features contain NaN or infinite values")
+        if not issparse(X) and not np.isfinite(np.sum(X, dtype=np.float64)) and not np.isfinite(X).all():
             fail(f"the {split} features contain NaN or infinite values: {_first_nonfinite(X)}")
     if ds.n_classes < 2:
         fail(f"{ds.n_classes} class(es) declared ({ds.classes}); at least two are needed")

@@ -90,7 +90,7 @@ def _fail(file, problem: str, fix: str, line: int | None = None) -> DatasetError
 
 
 def load_user_data(path, fmt: str, *, label: str | None = None, categorical=(), test_path=None,
-                   config: str = "the config") -> Dataset:
+                   config: str = "the config", sparse: bool = False) -> Dataset:
     """Read a data file of the user's own (and its test file) into a dataset.
 
     The formats, and what makes two labels one class, are described in the module
@@ -111,6 +111,10 @@ def load_user_data(path, fmt: str, *, label: str | None = None, categorical=(), 
         A test file of the same format; None: no fixed test split (cross-validation).
     config : str, default "the config"
         How the advice of an error names the config that gave the paths.
+    sparse : bool, default False
+        LIBSVM only: keep the features as scipy.sparse CSR matrices (memory in proportion to the
+        nonzeros, for engines that read CSR rows) instead of dense arrays; the other formats are
+        dense as written.
 
     Returns
     -------
@@ -154,7 +158,7 @@ def load_user_data(path, fmt: str, *, label: str | None = None, categorical=(), 
         X, y, Xt, yt, classes, names = _load_table(path, test, "," if fmt == "csv" else "\t", label,
                                                    tuple(categorical))
     elif fmt == "libsvm":
-        X, y, Xt, yt, classes = _load_libsvm(path, test)
+        X, y, Xt, yt, classes = _load_libsvm(path, test, sparse)
         names = [f"f{j + 1}" for j in range(X.shape[1])]
     elif fmt == "npz":
         X, y, Xt, yt, classes = _load_npz(path, test)
@@ -572,7 +576,7 @@ def _libsvm_problem(file: Path):
     return None
 
 
-def _load_libsvm(path: Path, test: Path | None):
+def _load_libsvm(path: Path, test: Path | None, sparse: bool = False):
     from sklearn.datasets import load_svmlight_file, load_svmlight_files
 
     files = [path] + ([test] if test is not None else [])
@@ -606,11 +610,15 @@ def _load_libsvm(path: Path, test: Path | None):
                     "features as index:value pairs after the label, e.g. '+1 1:0.5 3:2'")
     n_features = parts[0].shape[1]
     rows = sum(p.shape[0] for p in parts)
+    if sparse:
+        return _sparse_libsvm(path, test, files, parts, labels)
     if rows * max(n_features, 1) * 8 > MAX_DENSE_BYTES:
         raise _fail(path, f"{rows} examples x {n_features} features would take "
                     f"{rows * n_features * 8 / 2**30:.1f} GB as a dense matrix (more than "
-                    f"{MAX_DENSE_BYTES / 2**30:.0f} GB)", "select fewer features or examples first, or number the "
-                    "features 1..n without gaps")
+                    f"{MAX_DENSE_BYTES / 2**30:.0f} GB)", "select fewer features or examples first, number the "
+                    "features 1..n without gaps, or run a setting that reads the file sparse: the perceptron with "
+                    "kernel.type linear (or poly of degree 1), or ALMA with p = 2 and the linear kernel, with "
+                    "dataset.preprocess: none")
     dense = []
     for f, Xs, (_, lines) in zip(files, parts, labels):
         Xd = np.ascontiguousarray(Xs.toarray(), dtype=np.float64)
@@ -627,6 +635,30 @@ def _load_libsvm(path: Path, test: Path | None):
         yt = _test_texts(test, path, t_texts, index, lambda i: t_lines[i])
         Xt = dense[1]
     return dense[0], y, Xt, yt, classes
+
+
+def _sparse_libsvm(path, test, files, parts, labels):
+    """:func:`_load_libsvm`'s result with CSR features (canonical: indices sorted, no duplicates):
+    the values are checked for being finite from the stored values alone."""
+    from perceptron_lab.engine.kernels import as_csr
+
+    mats = []
+    for f, Xs, (_, lines) in zip(files, parts, labels):
+        Xc = as_csr(Xs, np.float64)
+        bad = np.flatnonzero(~np.isfinite(Xc.data))
+        if bad.size:
+            row = int(np.searchsorted(Xc.indptr, bad[0], side="right")) - 1
+            raise _fail(f, "a feature value is NaN or infinite", "replace the non-finite values or drop those lines",
+                        lines[row])
+        mats.append(Xc)
+    (texts, lines), = labels[:1]
+    classes, y, index = _text_classes(path, texts, "the label column", lambda i: lines[i], libsvm=True)
+    yt = Xt = None
+    if test is not None:
+        t_texts, t_lines = labels[1]
+        yt = _test_texts(test, path, t_texts, index, lambda i: t_lines[i])
+        Xt = mats[1]
+    return mats[0], y, Xt, yt, classes
 
 
 # ----------------------------------------------------------------------------- npz

@@ -6,12 +6,16 @@ Every engine returns a :class:`~perceptron_lab.engine.perceptron.TrainLog`, from
 
 from __future__ import annotations
 
+from scipy.sparse import issparse
+
 from perceptron_lab.errors import PlabError
 from perceptron_lab.engine.kernels import kernel_diag
 from perceptron_lab.constants import BUDGET_ALGORITHMS
 from perceptron_lab.engine.alma import AlmaParams, params_from_config, train_alma
+from perceptron_lab.engine.base import EngineError
 from perceptron_lab.engine.budget import BudgetLog, BudgetParams, train_budget
 from perceptron_lab.engine.budget import params_from_config as budget_params
+from perceptron_lab.engine.linear import sparse_refusal
 from perceptron_lab.engine.perceptron import PerceptronParams, TrainLog, label_matrix, resolve_params, train
 
 
@@ -26,6 +30,11 @@ def train_from_config(ucfg, Xtr, Y, kernel, order, epochs_all, dtype, progress=N
     """Train the config's algorithm on (Xtr, Y) in the given order; checkpoints at ``epochs_all``.
     The budgeted algorithms return a :class:`~perceptron_lab.engine.budget.BudgetLog`."""
     alg = ucfg.algorithm
+    if issparse(Xtr):
+        # sparse features reach the loops that read CSR rows; the others would need dense rows
+        refusal = sparse_refusal(alg.name, kernel, getattr(alg, "p", None) or 2.0, getattr(alg, "form", "auto") or "auto")
+        if refusal:
+            raise EngineError(f"{ucfg.source}: {refusal}")
     if alg.name == "perceptron":
         params = perceptron_params([alg], Xtr, kernel)[0]
         return train(Xtr, Y, kernel, params, order, ucfg.training.epochs, epochs_all,

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numba as nb
 import numpy as np
+import scipy.sparse as sp
 
 from perceptron_lab.errors import NumericError
 
@@ -105,11 +106,11 @@ class Kernel:
         ``unit_diag``: the caller divides a poly kernel so that its largest K(x, x) is 1 (the
         budgeted runs), so the poly kernel's overflow checks do not apply.
         """
-        if len(X) == 0:
+        if X.shape[0] == 0:
             return self
         dt = np.dtype(dtype)
-        X = np.asarray(X)
-        if not np.isfinite(X).all():
+        X = as_csr(X) if sp.issparse(X) else np.asarray(X)
+        if not np.isfinite(_values(X)).all():
             if self.code == PRECOMPUTED:
                 raise NumericError(f"precomputed kernel: the Gram matrix has values that are not finite in "
                                    f"{dt.name}; scale it down")
@@ -122,7 +123,7 @@ class Kernel:
         """This kernel, or its twin on features multiplied by a power of two (see :meth:`range_safe`)."""
         log2_max, log2_tiny, mant = _RANGE[dt.type]
         sums = self.code in (LINEAR, PRECOMPUTED)
-        hi = log2_max - 2.0 - (2.0 * math.log2(max(len(X), 2)) if sums else 0.0)
+        hi = log2_max - 2.0 - (2.0 * math.log2(max(X.shape[0], 2)) if sums else 0.0)
         lo = log2_tiny + mant
         r = _log2_range(X, diagonal=self.code == PRECOMPUTED)
         if r is None:
@@ -148,8 +149,9 @@ class Kernel:
         e = max(e, int(math.ceil((lo - l_min) / per)))
         e = min(e, int(math.floor((hi - l_max) / per)))
         with np.errstate(over="ignore", under="ignore"):
-            Xe = np.ldexp(np.asarray(X, dtype=np.float64), e)
-            exact = bool(np.array_equal(np.ldexp(Xe, -e), X))
+            Xv = _values(X)
+            Xe = np.ldexp(np.asarray(Xv, dtype=np.float64), e)
+            exact = bool(np.array_equal(np.ldexp(Xe, -e), Xv))
         if not exact:
             raise NumericError(f"{what}: {seen}, outside {dt.name}'s range, and multiplying them by 2^{e} would "
                                f"round some values (they span more than {dt.name} holds). {fix}")
@@ -180,9 +182,9 @@ class Kernel:
             return self
         fmax = float(np.finfo(dt).max)
         log_max = math.log10(fmax)
-        headroom = 2.0 * math.log10(max(len(X), 2))  # sums over up to n updates, then over n steps
+        headroom = 2.0 * math.log10(max(X.shape[0], 2))  # sums over up to n updates, then over n steps
         with np.errstate(over="ignore", invalid="ignore"):
-            norms = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+            norms = sq_norms64(X) if sp.issparse(X) else np.einsum("ij,ij->i", X, X, dtype=np.float64)
         sq, sq_min = float(np.max(norms)), float(np.min(norms))
         what = f"{self.describe()} kernel in {dt.name}"
         more = "training.dtype: float64, or " if dt != np.float64 else ""
@@ -194,7 +196,7 @@ class Kernel:
         if self.code == LINEAR:
             if math.log10(max(sq, 1.0)) + headroom > log_max:
                 raise NumericError(
-                    f"{what}: |x|^2 reaches {self._user_sq(sq):.3g}; scores summed over {len(X)} examples could "
+                    f"{what}: |x|^2 reaches {self._user_sq(sq):.3g}; scores summed over {X.shape[0]} examples could "
                     f"exceed {fmax:.3g}. Fix: set {more}dataset.preprocess: standardize (or minmax, unit_norm)")
             return self
         if self.code in (GAUSSIAN, POLY_GAUSSIAN):
@@ -272,7 +274,7 @@ class Kernel:
         * far above them: ``|x - y|^2 / (2 sigma^2)`` is below the resolution of ``dt`` for most
           pairs, K = 1 everywhere (or nearly, to a few bits) and one class is predicted everywhere.
         """
-        if len(X) < 2:
+        if X.shape[0] < 2:
             return
         d2 = _sample_d2(X, sample)
         two_s2 = 2.0 * self.sigma * self.sigma
@@ -308,6 +310,11 @@ class Kernel:
         the exponent is 0, and None stays None)."""
         if X is None or self.feature_exp == 0:
             return X
+        if sp.issparse(X):
+            # the stored values alone: the zeros stay zeros, and no dense copy is made
+            Xs = as_csr(X, np.float64, copy=True)
+            Xs.data = np.ldexp(Xs.data, self.feature_exp)
+            return Xs
         return np.ldexp(np.asarray(X, dtype=np.float64), self.feature_exp)
 
     def _user_sq(self, v: float) -> float:
@@ -403,6 +410,8 @@ def _log2_range(X, diagonal: bool = False):
     """(log2 of the smallest nonzero, log2 of the largest) squared row norm of ``X`` (``diagonal``:
     absolute diagonal value of a square Gram matrix), computed without underflow or overflow;
     -inf as the smallest when some nonzero row's norm underflows even so; None when all are 0."""
+    if sp.issparse(X):
+        return _log2_range_csr(as_csr(X))
     X = np.asarray(X)
     if diagonal:
         d = np.abs(np.diagonal(X)).astype(np.float64)
@@ -430,8 +439,12 @@ def _log2_range(X, diagonal: bool = False):
 
 def _sample_d2(X, sample: int = 2000) -> np.ndarray:
     """Squared distances between up to ``sample`` rows of ``X`` drawn with a fixed seed, in float64."""
-    n = len(X)
+    n = X.shape[0]
     rows = np.random.default_rng(0).choice(n, size=min(n, sample), replace=False)
+    if sp.issparse(X):
+        A = as_csr(X)[rows].astype(np.float64)
+        sq = sq_norms(A)
+        return np.maximum(sq[:, None] + sq[None, :] - 2.0 * (A @ A.T).toarray(), 0.0)
     A = np.asarray(X[rows], dtype=np.float64)
     sq = np.einsum("ij,ij->i", A, A)
     return np.maximum(sq[:, None] + sq[None, :] - 2.0 * (A @ A.T), 0.0)
@@ -637,8 +650,117 @@ def _transform_block_serial(G, code, degree, scale, sigma, base_div, sq_a, sq_b)
 
 
 def sq_norms(X: np.ndarray) -> np.ndarray:
-    """Row-wise squared Euclidean norms, in the dtype of X."""
+    """Row-wise squared Euclidean norms, in the dtype of X (a sparse X: from its stored values)."""
+    if sp.issparse(X):
+        Xc = as_csr(X)
+        return _csr_sq_norms(Xc.indptr, Xc.data).astype(Xc.dtype, copy=False)
     return np.einsum("ij,ij->i", X, X)
+
+
+# ----------------------------------------------------------------------------- sparse rows
+#
+# A scipy.sparse matrix (any format, taken as CSR) stands for a dense feature matrix wherever these
+# functions take features: squared norms, K(x, x) and kernel blocks are computed from the stored
+# values alone, so their cost and memory follow the number of nonzeros; a kernel block itself is
+# dense (its size is rows x columns, not features).
+
+
+def as_csr(X, dtype=None, copy: bool = False):
+    """``X`` (a scipy.sparse matrix or array) as a canonical CSR matrix: duplicates summed, indices
+    sorted, in ``dtype`` (default: its own float type, float64 for integers). Copies only what a
+    conversion needs (``copy``: always a new matrix, sharing nothing with ``X``)."""
+    Xc = X.tocsr(copy=copy) if sp.issparse(X) else sp.csr_matrix(X)
+    if not isinstance(Xc, sp.csr_matrix):
+        Xc = sp.csr_matrix(Xc)  # a csr_array: the matrix API (X @ Y.T, X[rows]) the engine uses
+    if dtype is None:
+        dtype = Xc.dtype if Xc.dtype in (np.float32, np.float64) else np.float64
+    if Xc.dtype != dtype:
+        Xc = Xc.astype(dtype)
+    if not Xc.has_canonical_format:
+        Xc = Xc.copy() if Xc is X else Xc
+        Xc.sum_duplicates()
+    return Xc
+
+
+def _values(X):
+    """The values that may be nonzero: a sparse matrix's stored values, or ``X`` itself."""
+    return as_csr(X).data if sp.issparse(X) else X
+
+
+@nb.njit(cache=True)
+def _csr_sq_norms(indptr, data):
+    """Squared norm of each CSR row, in float64, summed in the order of the stored values."""
+    n = indptr.shape[0] - 1
+    out = np.zeros(n)
+    for i in range(n):
+        acc = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            v = float(data[k])
+            acc += v * v
+        out[i] = acc
+    return out
+
+
+def _log2_range_csr(X):
+    """:func:`_log2_range` of the rows of a CSR matrix, from its stored values."""
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        m = float(np.max(np.abs(X.data))) if X.nnz else 0.0
+        if m == 0.0:
+            return None
+        e = math.frexp(m)[1]
+        n2 = _csr_sq_norms(X.indptr, np.ldexp(np.asarray(X.data, dtype=np.float64), -e))  # largest |value| in [0.5, 1)
+        nz = n2 > 0
+        row_has = np.diff(X.indptr) > 0
+        if row_has.any():
+            row_has[row_has] = np.logical_or.reduceat(X.data != 0, X.indptr[:-1][row_has])
+        lost = bool(np.any(~nz & row_has))
+    return (-math.inf if lost else float(np.log2(n2[nz].min())) + 2 * e), float(np.log2(n2.max())) + 2 * e
+
+
+@nb.njit(cache=True, parallel=True)
+def _csr_csc_dots(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, out):
+    """``out[i, j] = A_i . B_j`` (``out`` zeroed first) for A in CSR and B in CSC form transposed
+    (for each feature f, the rows j of B that hold it: ``b_indices[b_indptr[f]:b_indptr[f + 1]]``).
+    Row i of ``out`` is one thread's: for each stored value of A_i it adds the products with the
+    rows of B holding that feature, in the order of A_i's features. Cost: the number of
+    (feature, row of B) pairs met, the work of a sparse product, without building a sparse result."""
+    n = a_indptr.shape[0] - 1
+    for i in nb.prange(n):
+        row = out[i]
+        for j in range(row.shape[0]):
+            row[j] = 0
+        for k in range(a_indptr[i], a_indptr[i + 1]):
+            f = a_indices[k]
+            v = a_data[k]
+            for q in range(b_indptr[f], b_indptr[f + 1]):
+                row[b_indices[q]] += v * b_data[q]
+
+
+def sparse_dots(A, B, out=None) -> np.ndarray:
+    """``A @ B.T`` as a dense array in A's float type, for A and B of which one or both are
+    sparse (CSR). The stored values alone are multiplied; the result has one entry per pair of
+    rows, the size of a kernel block, whatever the number of features. ``out``: a C-contiguous
+    array of that shape to write into."""
+    if sp.issparse(A):
+        A = as_csr(A)
+    if sp.issparse(B):
+        B = as_csr(B)
+    dt = A.dtype if A.dtype in (np.float32, np.float64) else np.float64
+    if sp.issparse(A) and sp.issparse(B):
+        if out is None:
+            out = np.empty((A.shape[0], B.shape[0]), dtype=dt)
+        Bc = B.astype(out.dtype).tocsc()  # for each feature, the rows of B that hold it
+        _csr_csc_dots(A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.astype(out.dtype),
+                      Bc.indptr.astype(np.int64), Bc.indices.astype(np.int64), Bc.data, out)
+        return out
+    P = A @ B.T
+    if sp.issparse(P):
+        P = P.toarray()
+    P = np.asarray(P)
+    if out is None:
+        return np.ascontiguousarray(P, dtype=dt)
+    out[...] = P
+    return out
 
 
 #: Rows converted to float64 at a time by :func:`sq_norms64`.
@@ -649,6 +771,8 @@ def sq_norms64(X: np.ndarray) -> np.ndarray:
     """``sq_norms(X as float64)``, the same values, converting a block of rows at a time: no
     float64 copy of a whole float32 training set (eight bytes per entry, 60000 x 784 for MNIST),
     whose fresh pages cost more to map than the sums cost to compute."""
+    if sp.issparse(X):
+        return sq_norms(as_csr(X, np.float64))
     X = np.asarray(X)
     if X.dtype == np.float64 or X.ndim != 2:
         return sq_norms(np.asarray(X, dtype=np.float64))
@@ -668,6 +792,8 @@ def exact32_ok(X: np.ndarray) -> bool:
     """Whether float32 inner products can stand in for float64 ones on ``X``: every value an integer
     of magnitude below 2^24 (e.g. MNIST's raw pixels, 0/1 indicators), so that each pair with
     ``|x|·|y| < 2^24`` has the same inner product in both types (:func:`matmul_exact32`)."""
+    if sp.issparse(X):
+        return False  # the float32 GEMM path is for dense blocks
     X = np.asarray(X)
     return X.dtype == np.float64 and integer_features(X)
 
@@ -675,6 +801,8 @@ def exact32_ok(X: np.ndarray) -> bool:
 def integer_features(X: np.ndarray) -> bool:
     """Whether ``X`` (float32 or float64, not empty) holds integers of magnitude below 2^24 alone:
     their inner products computed in float64 are those :func:`matmul_exact32` gives."""
+    if sp.issparse(X):
+        X = as_csr(X).data   # the stored values (the others are zeros)
     X = np.asarray(X)
     if X.dtype not in (np.float32, np.float64) or not X.size:
         return False
@@ -752,7 +880,9 @@ def gram(kernel: Kernel, A: np.ndarray, B: np.ndarray, sq_a=None, sq_b=None, out
     """
     if kernel.code == PRECOMPUTED:
         raise ValueError("a precomputed kernel has no kernel function: take its values from the Gram matrix")
-    if exact32 and A.dtype == np.float64:
+    if sp.issparse(A) or sp.issparse(B):
+        G = sparse_dots(A, B, out=out)
+    elif exact32 and A.dtype == np.float64:
         G = matmul_exact32(A, B, sq_a, sq_b, out=out, B32=B32)
     else:
         G = np.matmul(A, B.T, out=out)

@@ -42,8 +42,9 @@ from collections import namedtuple
 
 import numba as nb
 import numpy as np
+import scipy.sparse as sp
 
-from perceptron_lab.engine.kernels import Kernel
+from perceptron_lab.engine.kernels import Kernel, as_csr
 from perceptron_lab.engine.base import EngineError, PerceptronParams, TrainLog, chunk_bounds, epochs_to_steps, update_buffers
 
 #: Steps per call of a jitted loop (progress is reported between calls).
@@ -181,6 +182,195 @@ def _perceptron_steps(seq, a, b, rule, state, out, n_out):
         n_out[g] = m
 
 
+# ----------------------------------------------------------------------------- sparse (CSR) rows
+#
+# The same loops on a CSR matrix: a row is the stored values ``data[indptr[i]:indptr[i + 1]]`` at
+# the features ``indices[...]``; an inner product with a (dense) weight vector and an update of it
+# read and write those features alone, so a step costs O(nonzeros of the row), not O(n_features).
+# The weight vectors stay dense (n_labels x n_features floats). Every product and update is the one
+# the dense loop makes on the nonzero features (a zero feature adds 0 to a sum and leaves a weight
+# unchanged), so the two loops agree bit for bit wherever the order of summation does not matter
+# (integer features with dyadic parameters, as the dense loop's own exactness statement).
+
+#: The training sequence of :data:`Sequence` with CSR features (``indptr``, ``indices``, ``data``).
+CsrSequence = namedtuple("CsrSequence", "indptr indices data Y order")
+
+
+@nb.njit(cache=True, fastmath={"reassoc", "nsz"})
+def _dot_csr(w, indices, data, a, b):
+    """Inner product of the dense vector ``w`` with the CSR row stored at ``a .. b-1``."""
+    acc = 0.0
+    for k in range(a, b):
+        acc += w[indices[k]] * data[k]
+    return acc
+
+
+@nb.njit(cache=True, fastmath={"reassoc", "nsz"})
+def _sq_csr(data, a, b):
+    """Squared norm of the CSR row stored at ``a .. b-1``."""
+    acc = 0.0
+    for k in range(a, b):
+        acc += data[k] * data[k]
+    return acc
+
+
+@nb.njit(cache=True, fastmath={"reassoc", "nsz"})
+def _axpy_csr(coef, indices, data, a, b, w):
+    """``w += coef x`` in place for the CSR row ``x`` stored at ``a .. b-1``."""
+    for k in range(a, b):
+        w[indices[k]] += coef * data[k]
+
+
+@nb.njit(cache=True, parallel=True)
+def _perceptron_steps_csr(seq, a, b, rule, state, out, n_out):
+    """:func:`_perceptron_steps` on CSR rows (``seq``: :data:`CsrSequence`): the same updates,
+    counters and log, each step in O(nonzeros of the example x labels)."""
+    indptr, indices, data, Y, order = seq
+    eta, C, tau_abs, lam, alpha_bound, k0, k1, affine = rule
+    W, bias, theta, mcount, cum_correct, kx = state
+    o_step, o_ex, o_cls, o_coef, o_score, o_theta, o_cum, o_kxx = (
+        out.step, out.ex, out.cls, out.coef, out.score, out.theta, out.cum, out.kxx)
+    n = order.shape[0]
+    L = Y.shape[1]
+    G = o_step.shape[0]
+    for g in nb.prange(G):
+        nl = (L - g + G - 1) // G
+        cc = np.empty(nl, dtype=np.int64)
+        th = np.empty(nl)
+        bs = np.empty(nl)
+        for q in range(nl):
+            cc[q] = cum_correct[g + q * G]
+            th[q] = theta[g + q * G]
+            bs[q] = bias[g + q * G]
+        m = 0
+        for t in range(a, b):
+            i = order[t % n]
+            r0 = indptr[i]
+            r1 = indptr[i + 1]
+            for q in range(nl):
+                c = g + q * G
+                y = Y[i, c]
+                s = _dot_csr(W[c], indices, data, r0, r1)
+                if affine:
+                    s = k0 * bs[q] + k1 * s
+                s_train = s
+                if lam != 0.0 and mcount[i, c] != 0:
+                    s_train += y * lam * kx[g, i]
+                if y * (s_train - th[q]) > tau_abs:
+                    cc[q] += 1
+                    continue
+                if mcount[i, c] >= alpha_bound:
+                    continue
+                coef = eta * y
+                th[q] -= eta * y * C
+                if kx[g, i] < 0.0:
+                    sq = _sq_csr(data, r0, r1)
+                    kx[g, i] = k0 + k1 * sq if affine else sq
+                o_kxx[g, m] = kx[g, i]
+                o_step[g, m] = t
+                o_ex[g, m] = i
+                o_cls[g, m] = c
+                o_coef[g, m] = coef
+                o_score[g, m] = s
+                o_cum[g, m] = cc[q]
+                o_theta[g, m] = th[q]
+                mcount[i, c] += 1
+                m += 1
+                _axpy_csr(coef, indices, data, r0, r1, W[c])
+                bs[q] += coef
+        for q in range(nl):
+            cum_correct[g + q * G] = cc[q]
+            theta[g + q * G] = th[q]
+            bias[g + q * G] = bs[q]
+        n_out[g] = m
+
+
+@nb.njit(cache=True, fastmath={"reassoc", "nsz"})
+def _scale_sq(w, a, b, indices, data, coef):
+    """``w += coef x`` for the CSR row ``x`` at ``a .. b-1``; returns ``|w|^2`` after the update,
+    summed over every feature as :func:`_axpy_sq` does."""
+    for k in range(a, b):
+        w[indices[k]] += coef * data[k]
+    acc = 0.0
+    for f in range(w.shape[0]):
+        acc += w[f] * w[f]
+    return acc
+
+
+@nb.njit(cache=True)
+def _alma2_steps_csr(seq, a, b, alpha, B, C, state, out):
+    """:func:`_alma2_steps` on CSR rows (``seq``: :data:`CsrSequence`). A step's margins cost
+    O(nonzeros x labels); a correction also costs O(n_features), as in the dense loop: the
+    hypothesis' norm is summed over every feature (the same sum as the dense loop's) and a
+    projection rescales the whole vector."""
+    indptr, indices, data, Y, order = seq
+    W, scale, ncorr, cum_correct = state
+    o_step, o_ex, o_cls, o_coef, o_score, o_scale, o_norm, o_cum = (
+        out.step, out.ex, out.cls, out.coef, out.score, out.scale, out.norm, out.cum)
+    n = order.shape[0]
+    L = Y.shape[1]
+    n_out = 0
+    for t in range(a, b):
+        i = order[t % n]
+        r0 = indptr[i]
+        r1 = indptr[i + 1]
+        sq = _sq_csr(data, r0, r1)
+        if sq <= 0.0:
+            for c in range(L):
+                cum_correct[c] += 1
+            continue
+        r = 1.0 / math.sqrt(sq)
+        for c in range(L):
+            y = Y[i, c]
+            m = _dot_csr(W[c], indices, data, r0, r1) * r
+            sqk = math.sqrt(ncorr[c] + 1.0)
+            if y * m > (1.0 - alpha) * B / sqk:
+                cum_correct[c] += 1
+                continue
+            eta = C / sqk
+            s = scale[c]
+            o_coef[n_out] = eta * y / s
+            o_score[n_out] = m / s
+            nrm = math.sqrt(_scale_sq(W[c], r0, r1, indices, data, eta * y * r))
+            if nrm > 1.0:
+                inv = 1.0 / nrm
+                wc = W[c]
+                for f in range(wc.shape[0]):
+                    wc[f] *= inv
+                scale[c] = s / nrm
+                nrm = 1.0
+            ncorr[c] += 1
+            o_step[n_out] = t
+            o_ex[n_out] = i
+            o_cls[n_out] = c
+            o_scale[n_out] = scale[c]
+            o_norm[n_out] = nrm
+            o_cum[n_out] = cum_correct[c]
+            n_out += 1
+    return n_out
+
+
+def _csr_sequence(X, Y, order, dtype):
+    """(:data:`CsrSequence` of the sparse ``X`` in ``dtype``, n_features)."""
+    Xc = as_csr(X, dtype)
+    return CsrSequence(Xc.indptr.astype(np.int64), Xc.indices.astype(np.int64), Xc.data, Y, order), Xc.shape[1]
+
+
+def sparse_refusal(algorithm: str, kernel: Kernel, p: float = 2.0, form: str = "auto") -> str | None:
+    """Why a run of ``algorithm`` with ``kernel`` cannot take sparse (scipy.sparse) features, or
+    None when it can: the perceptron with the linear kernel or a poly kernel of degree 1 (primal
+    loop), and ALMA_2 with the linear kernel. The other engines read dense rows."""
+    if algorithm == "perceptron" and has_affine_form(kernel) and form in ("auto", "primal"):
+        return None
+    if algorithm == "alma" and kernel.name == "linear" and float(p) == 2.0 and form == "auto":
+        return None
+    what = (f"ALMA with p = {float(p):g}" if algorithm == "alma" and float(p) != 2.0 else
+            f"{algorithm} with the {kernel.describe()} kernel" + (f" in {form} form" if form not in ("auto",) else ""))
+    return (f"sparse features are taken by the perceptron with the linear kernel (or poly of degree 1) and by "
+            f"ALMA with p = 2 and the linear kernel; {what} reads dense rows. Fix: pass dense features "
+            f"(X.toarray(), if n_samples x n_features floats fit in memory) or use one of those settings")
+
+
 def _check_sequence(X, Y, order, epochs, checkpoints):
     n = Y.shape[0]
     if X.shape[0] != n:
@@ -210,13 +400,20 @@ def train_perceptron_primal(X, Y, kernel: Kernel, params: PerceptronParams, orde
     k0, k1 = affine_form(kernel)
     n, L = Y.shape
     total, cp_steps = _check_sequence(X, Y, order, epochs, checkpoints)
-    Xd = np.ascontiguousarray(X, dtype=dtype)
     Y = np.ascontiguousarray(Y, dtype=np.int8)
     order = np.ascontiguousarray(order, dtype=np.int64)
+    if sp.issparse(X):
+        # CSR rows (memory and time per step follow the nonzeros); W stays dense
+        seq, nf = _csr_sequence(X, Y, order, dtype)
+        steps = _perceptron_steps_csr
+    else:
+        Xd = np.ascontiguousarray(X, dtype=dtype)
+        seq, nf = Sequence(Xd, Y, order), Xd.shape[1]
+        steps = _perceptron_steps
     lam = float(params.lam)
     G = max(1, min(L, int(threads) if threads else nb.get_num_threads()))
     kx = np.full((G, n), -1.0)
-    W = np.zeros((L, Xd.shape[1]), dtype=np.float64)
+    W = np.zeros((L, nf), dtype=np.float64)
     bias = np.zeros(L, dtype=np.float64)
     theta = np.full(L, float(params.theta_init), dtype=np.float64)
     mcount = np.zeros((n, L), dtype=np.int32)
@@ -231,12 +428,11 @@ def train_perceptron_primal(X, Y, kernel: Kernel, params: PerceptronParams, orde
     cum_cp = np.zeros((cp_steps.size, L), dtype=np.int64)
     cp_ptr = 0
     affine = k0 != 0.0 or k1 != 1.0
-    seq = Sequence(Xd, Y, order)
     rule = PrimalRule(float(params.eta), float(params.C), float(params.tau_abs), lam, int(params.alpha_bound),
                       k0, k1, affine)
     state = PrimalState(W, bias, theta, mcount, cum_correct, kx)
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        _perceptron_steps(seq, a, b, rule, state, out, n_out)
+        steps(seq, a, b, rule, state, out, n_out)
         if G == 1 and n_out[0]:
             m = int(n_out[0])
             for k, v in bufs.items():
@@ -262,7 +458,7 @@ def train_perceptron_primal(X, Y, kernel: Kernel, params: PerceptronParams, orde
         upd_coef=cat["coef"], upd_score=cat["score"], upd_kxx=cat["kxx"], upd_theta=cat["theta"],
         upd_cum_correct=cat["cum"], cum_correct_cp=cum_cp, seconds=time.perf_counter() - t0,
         info={"form": "primal", "dtype": np.dtype(dtype).name, "chunks": int(bounds.size - 1),
-              "loop": "linear"},
+              "loop": "linear", **({"sparse": True} if sp.issparse(X) else {})},
     )
 
 
@@ -345,10 +541,16 @@ def train_alma2_primal(X, Y, params, order, epochs: float, checkpoints, progress
         raise EngineError(f"this loop runs ALMA_p with p = 2 only, got p = {params.p:g}")
     n, L = Y.shape
     total, cp_steps = _check_sequence(X, Y, order, epochs, checkpoints)
-    Xd = np.ascontiguousarray(X, dtype=np.float64)
     Y = np.ascontiguousarray(Y, dtype=np.int8)
     order = np.ascontiguousarray(order, dtype=np.int64)
-    W = np.zeros((L, Xd.shape[1]), dtype=np.float64)
+    if sp.issparse(X):
+        seq, nf = _csr_sequence(X, Y, order, np.float64)
+        steps = _alma2_steps_csr
+    else:
+        Xd = np.ascontiguousarray(X, dtype=np.float64)
+        seq, nf = Sequence(Xd, Y, order), Xd.shape[1]
+        steps = _alma2_steps
+    W = np.zeros((L, nf), dtype=np.float64)
     scale = np.ones(L, dtype=np.float64)
     ncorr = np.zeros(L, dtype=np.int64)
     cum_correct = np.zeros(L, dtype=np.int64)
@@ -359,10 +561,9 @@ def train_alma2_primal(X, Y, params, order, epochs: float, checkpoints, progress
     cum_cp = np.zeros((cp_steps.size, L), dtype=np.int64)
     cp_ptr = 0
     alpha, B, C = float(params.alpha), float(params.B), float(params.C)
-    seq = Sequence(Xd, Y, order)
     state = AlmaState(W, scale, ncorr, cum_correct)
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        m = _alma2_steps(seq, a, b, alpha, B, C, state, out)
+        m = steps(seq, a, b, alpha, B, C, state, out)
         if m:
             for k in bufs:
                 logs[k].append(bufs[k][:m].copy())
@@ -379,9 +580,10 @@ def train_alma2_primal(X, Y, params, order, epochs: float, checkpoints, progress
         upd_score=cat["score"], upd_kxx=np.ones(nu), upd_theta=np.zeros(nu),
         upd_cum_correct=cat["cum"], cum_correct_cp=cum_cp, seconds=time.perf_counter() - t0,
         info={"form": "primal", "dtype": "float64", "chunks": int(bounds.size - 1), "loop": "linear",
-              "algorithm": "alma", "p": 2.0, "alpha": alpha, "B": B, "C": C},
+              **({"sparse": True} if sp.issparse(X) else {}), "algorithm": "alma", "p": 2.0, "alpha": alpha, "B": B, "C": C},
         upd_scale=cat["scale"], upd_norm=cat["norm"], kernel_normalized=True,
     )
 
 
-__all__ = ["SEGMENT_STEPS", "affine_form", "has_affine_form", "train_perceptron_primal", "train_alma2_primal"]
+__all__ = ["SEGMENT_STEPS", "affine_form", "has_affine_form", "sparse_refusal", "train_perceptron_primal",
+           "train_alma2_primal"]

@@ -442,6 +442,11 @@ class BudgetPerceptron(_EngineClassifier):
 
     # ------------------------------------------------------------------ hooks of _EngineClassifier
 
+    def _sparse_formats(self):
+        """False: the budgeted engines read dense rows (their support sets are dense row blocks), so
+        a sparse X is refused by the data check with a message that names the fix."""
+        return False
+
     def _params(self, seed) -> BudgetParams:
         params = BudgetParams(algorithm=self.algorithm, budget=_NO_LIMIT if self.budget is None else int(self.budget),
                               eta=default_eta(self.algorithm) if self.eta is None else float(self.eta),

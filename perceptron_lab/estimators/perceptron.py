@@ -40,6 +40,7 @@ from numbers import Integral, Real
 from types import SimpleNamespace
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -50,9 +51,11 @@ from sklearn.utils.validation import check_is_fitted
 from perceptron_lab.config.load import AlgorithmConfig
 from perceptron_lab.constants import DEFAULT_ALMA_C, DEFAULT_CACHE_LIMIT_GB, DEFAULT_CHUNK, KERNELS, RULES, VOTE_WEIGHTS
 from perceptron_lab.engine import label_matrix, train_from_config
+from perceptron_lab.engine.linear import has_affine_form, sparse_refusal
 from perceptron_lab.errors import PlabError
-from perceptron_lab.engine.kernels import Kernel
-from perceptron_lab.model.predict import RULE_INDEX, decision_scores, distinct
+from perceptron_lab.engine.kernels import Kernel, as_csr
+from perceptron_lab.model.predict import _EXPANSION_RULES as COMBINED_RULES
+from perceptron_lab.model.predict import RULE_INDEX, combined_decision_scores, decision_scores, distinct
 from perceptron_lab.run.plan import Unit
 from perceptron_lab.run.runtime import threads_for
 from perceptron_lab.run.units import unit_order
@@ -177,6 +180,20 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
     def _check_kernel(self) -> None:
         """Raise ValueError for a kernel the algorithm does not support."""
 
+    def _sparse_formats(self):
+        """The sparse inputs ``X`` may be: any scipy.sparse matrix or array, converted to CSR (the
+        engine reads CSR rows), except a Gram matrix (``kernel="precomputed"``), which is dense."""
+        return False if self.kernel == "precomputed" else "csr"
+
+    def _sparse_refusal(self) -> str | None:
+        """Why these settings' engine cannot take sparse X (None when it can): see
+        :func:`perceptron_lab.engine.linear.sparse_refusal`. Such a fit raises a ValueError."""
+        try:
+            kernel = self._kernel()
+        except (KeyError, ValueError, TypeError):
+            return None  # an invalid setting: fit says so first
+        return sparse_refusal(self._algorithm, kernel, float(getattr(self, "p", 2.0) or 2.0))
+
     # ------------------------------------------------------------------ scikit-learn protocol
 
     def __sklearn_is_fitted__(self) -> bool:
@@ -185,6 +202,7 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self.kernel == "precomputed"
+        tags.input_tags.sparse = self._sparse_formats() is not False and self._sparse_refusal() is None
         tags.classifier_tags.multi_class = True
         return tags
 
@@ -212,7 +230,7 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         self._validate_params()
         self._check_kernel()
         _check_label_types(y)
-        X, y = _validate_data(self, X, y, dtype=np.float64, reset=True)
+        X, y = _validate_data(self, X, y, dtype=np.float64, reset=True, accept_sparse=self._sparse_formats())
         if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
             raise ValueError(f"kernel='precomputed' needs the square Gram matrix K(train, train), got X of shape "
                              f"{X.shape}")
@@ -286,7 +304,7 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
                              "pickle after fit (which keeps no training data): fit again, or start with "
                              "partial_fit")
         _check_label_types(y)
-        X, y = _validate_data(self, X, y, dtype=np.float64, reset=first)
+        X, y = _validate_data(self, X, y, dtype=np.float64, reset=first, accept_sparse=self._sparse_formats())
         check_classification_targets(y)
         if first:
             if classes is None:
@@ -322,7 +340,10 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         """One pass over the new examples ``(X, y_enc)`` after the run so far: the run's sequence
         with them appended, replayed through the engine as one pass (one row per step)."""
         X0, y0, s0 = self._seq
-        Xs = np.concatenate([X0[s0], X])
+        if sp.issparse(X0) or sp.issparse(X):
+            Xs = sp.vstack([as_csr(X0[s0]), as_csr(X)], format="csr")
+        else:
+            Xs = np.concatenate([X0[s0], X])
         ys = np.concatenate([y0[s0], y_enc])
         self._fit_sequence(Xs, ys, np.arange(len(ys)), 1.0)
         self._seq, self._seq_of_fit = (Xs, ys, np.arange(len(ys))), False
@@ -416,17 +437,24 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
 
     def _scores(self, X):
         check_is_fitted(self)
-        X = _validate_data(self, X, dtype=np.float64, reset=False)
+        X = _validate_data(self, X, dtype=np.float64, reset=False, accept_sparse=self._sparse_formats())
         dtype = np.float32 if self.dtype == "float32" else np.float64
         if self.kernel == "precomputed":
             X, Xtr = X[:, self.support_], np.empty((self.support_.size, 0))
         else:
             Xtr = self.support_vectors_
+        cp = [self.log_.checkpoint_steps.size - 1]
         try:
             with threads_for(X.size):
+                if ((sp.issparse(X) or sp.issparse(Xtr)) and self.log_.hyp_w is None
+                        and has_affine_form(self.kernel_) and self.rule in COMBINED_RULES):
+                    # sparse rows, a linear kernel and a rule that is one vector per label: a test
+                    # row costs an inner product with it, not a kernel value per support vector
+                    return combined_decision_scores(self.log_, self.kernel_, self.kernel_.features(Xtr),
+                                                    self.kernel_.features(X), self.rule, cp_index=cp,
+                                                    vote_weight=self.vote_weight, dtype=dtype)[0]
                 S = decision_scores(self.log_, self.kernel_, self.kernel_.features(Xtr), self.kernel_.features(X),
-                                    cp_index=[self.log_.checkpoint_steps.size - 1],
-                                    vote_weight=self.vote_weight, seed=self._rule_seed, dtype=dtype)
+                                    cp_index=cp, vote_weight=self.vote_weight, seed=self._rule_seed, dtype=dtype)
         except PlabError as exc:
             raise ValueError(str(exc)) from None
         # in the units of the kernel range_safe returned: decision_function converts them

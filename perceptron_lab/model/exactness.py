@@ -27,6 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from scipy.sparse import issparse
 
 from perceptron_lab.engine.kernels import integer_features, sq_norms64
 
@@ -49,6 +50,8 @@ def _values(cfg, key: str, current):
 
 def _integer_matrix(X) -> bool:
     """Every value an integer of magnitude below 2^24 (read in place, no copy of X)."""
+    if X is not None and issparse(X):
+        return integer_features(X)   # from the stored values
     if X is None or not np.asarray(X).size:
         return True
     X = np.asarray(X)
@@ -88,7 +91,7 @@ def construction_blockers(cfg, X_train, X_test=None) -> list[str]:
         why.append(f"rules {', '.join(rules)} divide by a norm")
     if not why and X_train is not None and X_train.size:
         max_sq = max(float(np.max(sq_norms64(X))) for X in (X_train, X_test) if X is not None and X.size)
-        steps = max(float(max(_values(cfg, "training.epochs", cfg.training.epochs))) * len(X_train), 1.0)
+        steps = max(float(max(_values(cfg, "training.epochs", cfg.training.epochs))) * X_train.shape[0], 1.0)
         bound = max(abs(e) for e in etas) * steps * max_sq * (steps if "avg" in cfg.prediction.rules else 1.0)
         if not bound < EXACT_INT_LIMIT:
             why.append(f"scores may reach {bound:.3g}, beyond float64's exact integers (2^53)")

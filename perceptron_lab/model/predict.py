@@ -39,11 +39,12 @@ from collections import namedtuple
 
 import numba as nb
 import numpy as np
+from scipy.sparse import issparse
 
 from perceptron_lab.model.counts import counts_at_checkpoints, few_keys  # noqa: F401  (counts_at_checkpoints re-exported: it lived here)
 from perceptron_lab.engine.perceptron import TrainLog, normalizing_factors
 from perceptron_lab.model.hypotheses import VOTE_WEIGHTS, Hypotheses  # noqa: F401  (re-exported)
-from perceptron_lab.engine.kernels import LINEAR, POLY, Kernel, exact32_heavy_rows, exact32_ok, gram, kernel_diag, sq_norms
+from perceptron_lab.engine.kernels import LINEAR, POLY, Kernel, as_csr, exact32_heavy_rows, exact32_ok, gram, kernel_diag, sq_norms
 from perceptron_lab.model.numerics import block_magnitude, check_finite_training, check_test_block, overflow_error
 from perceptron_lab.model.scoring import (Checkpoints, HypothesisArrays, ScanOptions, ScanOutputs, points_per_task,
                       random_by_history, random_indices, score_block_t)
@@ -121,15 +122,14 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
         if unknown:
             raise ValueError(f"unknown rules {sorted(unknown)}; expected some of {RULES}")
     hyp, live, partial, longest = _hypotheses(log, kernel, X_train, dtype, vote_weight, cp_index)
-    Xte = np.ascontiguousarray(X_test, dtype=dtype)
+    Xte = _rows(X_test, dtype)
     direct = log.hyp_w is not None
     if direct and rules is not None and not set(rules) & set(_PER_HYPOTHESIS_RULES):
         return _evaluate_combined(log, hyp, live, partial, longest, Xte, np.asarray(y_test, dtype=np.int64),
                                   binary, dtype)
     if (not direct and rules is not None and not set(rules) & set(_PER_HYPOTHESIS_RULES)
             and _has_affine_form(kernel)):
-        return _evaluate_combined_expansion(log, kernel, hyp, live, partial, longest,
-                                            np.ascontiguousarray(X_train, dtype=dtype), Xte,
+        return _evaluate_combined_expansion(log, kernel, hyp, live, partial, longest, _rows(X_train, dtype), Xte,
                                             np.asarray(y_test, dtype=np.int64), binary, rules)
     # the general scan reads the support examples' rows of X_train alone: they are taken, then cast
     return _evaluate_general(log, kernel, hyp, live, partial, longest, X_train, Xte, y_test, binary, cp_index, seed,
@@ -166,10 +166,16 @@ def _evaluate_general(log, kernel, hyp, live, partial, longest, Xtr, Xte, y_test
                 KtT = np.zeros((1, b - a), dtype=dtype)
             scan.add(KtT, ucol, idx)
     else:
-        Xsv = np.ascontiguousarray(np.asarray(Xtr)[sv], dtype=dtype)
+        Xsv = _rows(Xtr[sv], dtype) if issparse(Xtr) else np.ascontiguousarray(np.asarray(Xtr)[sv], dtype=dtype)
         for idx, KtT in kernel_blocks(kernel, Xsv, Xte, dtype, block, log.kernel_normalized):
             scan.add(KtT, ucol, idx)
     return scan.errors()
+
+
+def _rows(X, dtype):
+    """Feature rows in ``dtype``: a sparse matrix as CSR (its kernel blocks are computed from the
+    stored values, :func:`~perceptron_lab.engine.kernels.gram`), anything else as a C-contiguous array."""
+    return as_csr(X, dtype) if issparse(X) else np.ascontiguousarray(X, dtype=dtype)
 
 
 def distinct(ex):
@@ -316,13 +322,13 @@ def evaluate_shared(items, kernel: Kernel, X_train, X_test, y_test, binary: bool
     A shared block's seconds are divided among its logs in proportion to their support examples.
     ``block``: test points per kernel block (default :func:`block_points` of the union).
     """
-    Xtr = np.ascontiguousarray(X_train, dtype=dtype)
-    Xte = np.ascontiguousarray(X_test, dtype=dtype)
+    Xtr = _rows(X_train, dtype)
+    Xte = _rows(X_test, dtype)
     y_test = np.asarray(y_test, dtype=np.int64)
     out: list = [None] * len(items)
     shared = []
     for i, (log, vote_weight, seed, rules) in enumerate(items):
-        if (log.hyp_w is None and not log.kernel_normalized and kernel.code in (LINEAR, POLY)
+        if (log.hyp_w is None and not issparse(Xtr) and not log.kernel_normalized and kernel.code in (LINEAR, POLY)
                 and (rules is None or set(rules) & set(_PER_HYPOTHESIS_RULES))):
             shared.append(i)
     prepared, svs = {}, {}
@@ -398,12 +404,67 @@ def decision_scores(log: TrainLog, kernel: Kernel, X_train, X_test, cp_index=Non
         cp_index = np.arange(log.checkpoint_steps.size)
     cp_index = np.asarray(cp_index, dtype=np.int64)
     hyp, live, partial, longest = _hypotheses(log, kernel, X_train, dtype, vote_weight, cp_index)
-    Xte = np.ascontiguousarray(X_test, dtype=dtype)
+    Xte = _rows(X_test, dtype)
     out = np.zeros((cp_index.size, len(RULES), Xte.shape[0], log.n_labels))
-    _evaluate_general(log, kernel, hyp, live, partial, longest, np.ascontiguousarray(X_train, dtype=dtype), Xte,
+    _evaluate_general(log, kernel, hyp, live, partial, longest, _rows(X_train, dtype), Xte,
                       np.zeros(Xte.shape[0], dtype=np.int64), log.n_labels == 1, cp_index, seed, dtype, block,
                       out_scores=out)
     return out
+
+
+def combined_decision_scores(log: TrainLog, kernel: Kernel, X_train, X_test, rule: str, cp_index=None,
+                             vote_weight: str = "survival", dtype=np.float64):
+    """Scores per label (n_cp, n_test, n_labels) of one rule of :data:`_EXPANSION_RULES` for a
+    kernel-expansion log with a kernel ``k0 + k1 x.y`` (linear, polynomial of degree 1): each
+    checkpoint's classifier is one vector per label (:func:`_expansion_vectors`), and a test point
+    costs one inner product with it, not one kernel value per support vector. The scores are those
+    of :func:`decision_scores`, summed in another order (equal where the sums are exact, e.g. on
+    integer features with integer coefficients). Serves scipy.sparse test rows, whose kernel blocks
+    against many support vectors cost far more than these inner products."""
+    from perceptron_lab.engine.linear import affine_form
+
+    if cp_index is None:
+        cp_index = np.arange(log.checkpoint_steps.size)
+    cp_index = np.asarray(cp_index, dtype=np.int64)
+    if log.hyp_w is not None or not _has_affine_form(kernel) or rule not in _EXPANSION_RULES:
+        raise ValueError(f"no combined classifier for rule {rule!r} with {kernel.describe()}")
+    hyp, live, partial, longest = _hypotheses(log, kernel, X_train, dtype, vote_weight, cp_index)
+    Xtr, Xte = _rows(X_train, dtype), _rows(X_test, dtype)
+    k0, k1 = affine_form(kernel)
+    ncp, L = live.shape
+    nf = Xtr.shape[1]
+    slot = np.array([0 if r == rule else -1 for r in _EXPANSION_RULES], dtype=np.int64)
+    V, V0, b, D = np.zeros((ncp, 1, L, nf)), np.zeros((ncp, 1, L)), np.zeros((ncp, 1, L)), np.ones((ncp, 1, L))
+    rscale = np.ones(Xtr.shape[0])
+    if log.kernel_normalized:
+        sv = np.unique(hyp.uex)
+        rscale[sv] = normalizing_factors(kernel_diag(kernel, Xtr[sv]))
+    hyps = HypothesisArrays(ucol=hyp.uex.astype(np.int64), coef=hyp.coef.astype(np.float64), uoff=hyp.uoff,
+                            hoff=hyp.hoff, theta=hyp.theta, scale=hyp.scale, norm=hyp.norm, wfull=hyp.wfull)
+    cps = Checkpoints(live, partial.astype(np.float64), longest, _NO_RINDEX)
+    if issparse(Xtr):
+        Xc = as_csr(Xtr, np.float64)
+        _expansion_vectors_csr(Xc.indptr.astype(np.int64), Xc.indices.astype(np.int64), Xc.data, nf, rscale, hyps,
+                               cps, slot, Combined(V, V0, b, D))
+    else:
+        _expansion_vectors(np.ascontiguousarray(Xtr, dtype=np.float64), rscale, hyps, cps, slot, Combined(V, V0, b, D))
+    Vt = np.ascontiguousarray(V.reshape(-1, nf).T.astype(Xte.dtype))
+    P = np.asarray(Xte @ Vt, dtype=np.float64)
+    if k1 != 1.0:
+        P *= k1
+    if k0 != 0.0:
+        P += (k0 * V0).reshape(-1)[None, :]
+    S = P.reshape(-1, ncp, L)
+    if log.kernel_normalized:
+        S *= normalizing_factors(kernel_diag(kernel, Xte))[:, None, None]
+    S -= b[None, :, 0, :]
+    if rule == "last_norm":
+        Dr = D[None, :, 0, :]
+        np.divide(S, Dr, out=S, where=Dr > 0)
+        S[:, D[:, 0, :] <= 0] = 0.0
+    if not np.isfinite(S).all():
+        raise overflow_error(kernel, dtype, "test scores")
+    return np.ascontiguousarray(S.transpose(1, 0, 2))
 
 
 #: Rules that need every hypothesis' score on a test point (not one combined classifier).
@@ -567,6 +628,68 @@ def _expansion_vectors(X, rscale, hyps, cps, slot, out):
                 thAN += w * inv * th
 
 
+@nb.njit(cache=True, parallel=True)
+def _expansion_vectors_csr(indptr, indices, data, nf, rscale, hyps, cps, slot, out):
+    """:func:`_expansion_vectors` for training rows in CSR form (``indptr``, ``indices``, ``data``;
+    ``nf`` features), in time proportional to the updates' nonzeros rather than to updates x
+    features: each combined classifier is written as ``sum_j beta_j a_j x^_j`` over the label's
+    updates j, where update j belongs to every hypothesis k > j, so ``beta_j`` is the sum of the
+    weights (times scales) of the hypotheses after it -- a suffix sum -- and the vector is one
+    scatter of the updates' stored values. The same classifiers as the dense loop, summed in
+    another order."""
+    uex, coef, uoff, hoff, theta, scale, norm, wfull = hyps
+    live, partial, longest = cps.live, cps.partial, cps.longest
+    V, V0, b, D = out
+    L = uoff.shape[0] - 1
+    ncp = live.shape[0]
+    for c in nb.prange(L):
+        h0 = hoff[c]
+        q0 = uoff[c]
+        nu = hoff[c + 1] - h0 - 1          # updates of the label: update j makes hypothesis j + 1
+        beta = np.zeros(max(nu, 1))
+        for cp in range(ncp):
+            K = live[cp, c]
+            pw = partial[cp, c]
+            for r in range(5):
+                sl = slot[r]
+                if sl < 0:
+                    continue
+                for j in range(nu):
+                    beta[j] = 0.0
+                if r == 0 or r == 1 or r == 4:   # last, last_norm, longest: one hypothesis
+                    k = K if r != 4 else longest[cp, c]
+                    for j in range(k):
+                        beta[j] = scale[h0 + k]
+                    th = theta[h0 + k]
+                    if r == 1:
+                        D[cp, sl, c] = norm[h0 + k] if norm[h0 + k] > 0.0 else 0.0
+                else:                             # avg (r = 2), avg_norm (r = 3)
+                    nK = norm[h0 + K]
+                    invK = (1.0 / nK if nK > 0.0 else 0.0) if r == 3 else 1.0
+                    acc = pw * invK * scale[h0 + K]
+                    th = pw * invK * theta[h0 + K]
+                    for k in range(K - 1, -1, -1):
+                        if k < nu:
+                            beta[k] = acc
+                        nk = norm[h0 + k]
+                        inv = (1.0 / nk if nk > 0.0 else 0.0) if r == 3 else 1.0
+                        w = wfull[h0 + k] * inv
+                        acc += w * scale[h0 + k]
+                        th += w * theta[h0 + k]
+                b[cp, sl, c] = th
+                v = V[cp, sl, c]
+                v0 = 0.0
+                for j in range(nu):
+                    if beta[j] == 0.0:
+                        continue
+                    e = uex[q0 + j]
+                    a = beta[j] * coef[q0 + j] * rscale[e]
+                    v0 += a
+                    for q in range(indptr[e], indptr[e + 1]):
+                        v[indices[q]] += a * data[q]
+                V0[cp, sl, c] = v0
+
+
 @nb.njit(cache=True, parallel=True, fastmath={"reassoc", "nsz"})
 def _rows_dot(X, V, out):
     """``out = X @ V.T`` row by row: faster than a BLAS call when V has only a few rows."""
@@ -610,12 +733,15 @@ def _evaluate_combined_expansion(log, kernel, hyp, live, partial, longest, Xtr, 
     else:
         rscale = np.ones(Xtr.shape[0])
     if R:
-        _expansion_vectors(Xtr, rscale,
-                           HypothesisArrays(ucol=hyp.uex.astype(np.int64), coef=hyp.coef.astype(np.float64),
-                                            uoff=hyp.uoff, hoff=hyp.hoff, theta=hyp.theta, scale=hyp.scale,
-                                            norm=hyp.norm, wfull=hyp.wfull),
-                           Checkpoints(live, partial.astype(np.float64), longest, _NO_RINDEX), slot,
-                           Combined(V, V0, b, D))
+        hyps = HypothesisArrays(ucol=hyp.uex.astype(np.int64), coef=hyp.coef.astype(np.float64), uoff=hyp.uoff,
+                                hoff=hyp.hoff, theta=hyp.theta, scale=hyp.scale, norm=hyp.norm, wfull=hyp.wfull)
+        cps = Checkpoints(live, partial.astype(np.float64), longest, _NO_RINDEX)
+        if issparse(Xtr):
+            Xc = as_csr(Xtr, np.float64)
+            _expansion_vectors_csr(Xc.indptr.astype(np.int64), Xc.indices.astype(np.int64), Xc.data, nf, rscale,
+                                   hyps, cps, slot, Combined(V, V0, b, D))
+        else:
+            _expansion_vectors(Xtr, rscale, hyps, cps, slot, Combined(V, V0, b, D))
     Vr = np.ascontiguousarray(V.reshape(-1, nf))
     Vt = np.ascontiguousarray(Vr.T.astype(Xte.dtype))
     off = (k0 * V0).reshape(-1)
@@ -633,7 +759,9 @@ def _evaluate_combined_expansion(log, kernel, hyp, live, partial, longest, Xtr, 
     sign_only = binary and not b.any()
     for a in range(0, nt if R else 0, step):
         e = min(nt, a + step)
-        if Vr.shape[0] <= _ROWS_DOT_MAX:
+        if issparse(Xte):
+            P = np.asarray(Xte[a:e] @ Vt, dtype=np.float64)   # the test rows' stored values alone
+        elif Vr.shape[0] <= _ROWS_DOT_MAX:
             P = np.empty((e - a, Vr.shape[0]))
             _rows_dot(Xte[a:e], Vr, P)
         else:

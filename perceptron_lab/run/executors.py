@@ -214,6 +214,81 @@ def worker_plan(plan):
                                points={g: worker_config(c) for g, c in plan.points.items()})
 
 
+def _dask_warm_up(plan, part, tiny):
+    """On a Dask worker: compile (or load from numba's cache) the jitted code ``part`` runs, on the
+    slice ``tiny`` of its data (:func:`~perceptron_lab.run.units.warm_up`); returns the worker process's
+    id and the seconds it took. Nothing it computes is kept."""
+    from perceptron_lab.run.units import warm_up
+
+    _one_thread()
+    t0 = time.perf_counter()
+    warm_up(plan, part, tiny)
+    return os.getpid(), time.perf_counter() - t0
+
+
+def _warm_up_slice(plan, part, ds):
+    """The rows of ``ds`` that :func:`~perceptron_lab.run.units.warm_up` reads (it slices them again,
+    to the same rows): sent to the workers instead of the dataset."""
+    from perceptron_lab.datasets.base import Dataset
+    from perceptron_lab.run.units import WARM_UP_ROWS
+
+    k = min(len(ds.y_train), max(WARM_UP_ROWS, 2 * (plan.point(part).evaluation.fold_train_size or 0)))
+    kt = None if ds.X_test is None else min(len(ds.y_test), WARM_UP_ROWS)
+    return Dataset(ds.name, ds.X_train[:k], ds.y_train[:k], None if kt is None else ds.X_test[:kt],
+                   None if kt is None else ds.y_test[:kt], ds.classes, ds.meta)
+
+
+def compile_on_dask(plan, firsts, scheduler, step=None, timeout: float = DASK_CONNECT_SECONDS) -> int:
+    """The compile step of a Dask run: every worker of the cluster at ``scheduler`` compiles the
+    jitted code of each part kind, before any part is submitted, so that the parts' training times
+    and the progress bar's rate measure training alone (as the local run's compile step does).
+
+    ``firsts`` lists ``(part, dataset)``, the first part of each kind with its data; the workers get
+    the slice of rows that :func:`~perceptron_lab.run.units.warm_up` reads, not the dataset. One task
+    per (worker, kind), pinned to that worker: numba compiles once per process and keeps the code
+    for the process's later tasks. ``step`` (a tqdm bar) counts the tasks done. Workers that join
+    after this step compile on their first part. A failed warm-up is not reported here: the same
+    failure stops the run itself, with its own message. Returns the number of workers."""
+    plan = worker_plan(plan)
+    saved = _quiet_distributed_logs()
+    try:
+        client = connect_dask(scheduler, timeout)
+        try:
+            workers = sorted(client.scheduler_info()["workers"])
+            token = uuid.uuid4().hex[:8]
+            futures = []
+            for i, (part, ds) in enumerate(firsts):
+                tiny = _warm_up_slice(plan, part, ds)
+                for w in workers:
+                    futures.append(client.submit(_dask_warm_up, plan, part, tiny, workers=[w], allow_other_workers=False,
+                                                 pure=False, key=f"plab-compile-{i}-{w}-{token}"))
+            if step is not None:
+                step.reset(total=len(futures))
+            pending, lost_since = list(futures), None
+            while pending:
+                done = [f for f in pending if f.done()]
+                if done:
+                    pending = [f for f in pending if all(f is not d for d in done)]
+                    for f in done:
+                        f.release()
+                    if step is not None:
+                        step.update(len(done))
+                    continue
+                if client.status != "running":
+                    lost_since = lost_since or time.monotonic()
+                    if time.monotonic() - lost_since > DASK_LOST_SECONDS:
+                        raise WorkerError(_lost(scheduler, f"no connection for {DASK_LOST_SECONDS:g} s"))
+                time.sleep(DASK_POLL_SECONDS)
+            return len(workers)
+        finally:
+            try:
+                _with_deadline(lambda: client.close(timeout=DASK_GRACE_SECONDS), 2 * DASK_GRACE_SECONDS, "")
+            except Exception:  # noqa: BLE001 - closing a client whose scheduler died
+                pass
+    finally:
+        _restore_logs(saved)
+
+
 def worker_config(cfg):
     """``cfg`` as a worker in another folder must see it: its source file named by an absolute
     path, so that a relative ``dataset.path`` / ``dataset.test_path`` (relative to the config's

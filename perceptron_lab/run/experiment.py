@@ -378,8 +378,8 @@ def _execute(plan: Plan, folder: RunFolder, todo, texts, data_dir, ds, jobs, exe
     tty = sys.stderr.isatty()
     every = 0.1 if tty else 30.0   # a log file gets a line at most every half minute (and each bar's last)
     log = _PartLog(folder.out / PROGRESS_LOG, len(todo))
-    if progress and todo and pool is None and executor == "local":
-        _compile_step(plan, todo, ds, data_dir, log, every)
+    if progress and todo and pool is None and executor in ("local", "dask"):
+        _compile_step(plan, todo, ds, data_dir, log, every, scheduler if executor == "dask" else None)
     # two bars, started once the engine is compiled, so that their rates (and the time left) are
     # measured on the run's own work: the parts done of those to run, and below it the training
     # steps of every unit (evaluation is not counted in steps). tqdm shows no time left before
@@ -428,12 +428,13 @@ def _execute(plan: Plan, folder: RunFolder, todo, texts, data_dir, ds, jobs, exe
     return timings
 
 
-def _compile_step(plan: Plan, todo, ds, data_dir, log, every: float) -> None:
+def _compile_step(plan: Plan, todo, ds, data_dir, log, every: float, scheduler=None) -> None:
     """The progress step before the timed bars: numba compiles the engine's jitted code on its
     first use (then loads it from its on-disk cache), which can take longer than a small run's
     training. :func:`~perceptron_lab.run.units.warm_up` does that on a slice of the data for the first
     part of each kind in ``todo`` (:func:`_engine_kind`: a grid over the kernel or the algorithm
-    runs other jitted code), as a bar of its own, and ``progress.log`` records its time."""
+    runs other jitted code), as a bar of its own, and ``progress.log`` records its time. With a
+    Dask ``scheduler`` every worker does it (:func:`~perceptron_lab.run.executors.compile_on_dask`)."""
     from tqdm.auto import tqdm
 
     from perceptron_lab.run.units import warm_up
@@ -445,9 +446,16 @@ def _compile_step(plan: Plan, todo, ds, data_dir, log, every: float) -> None:
     with tqdm(total=len(first), desc="compiling the engine (first use; numba caches it)", unit="step",
               dynamic_ncols=True, mininterval=every,
               bar_format="{desc}: {percentage:3.0f}%|{bar}| {n}/{total} [{elapsed}]") as step:
-        for p in first.values():
-            warm_up(plan, p, load_data(plan.point(p), data_dir) if p.grid_values else ds)
-            step.update(1)
+        if scheduler is not None:
+            from perceptron_lab.run.executors import compile_on_dask
+
+            step.set_description_str("compiling the engine on every Dask worker (first use; numba caches it)")
+            compile_on_dask(plan, [(p, load_data(plan.point(p), data_dir) if p.grid_values else ds)
+                                   for p in first.values()], scheduler, step)
+        else:
+            for p in first.values():
+                warm_up(plan, p, load_data(plan.point(p), data_dir) if p.grid_values else ds)
+                step.update(1)
     log.compiled(time.perf_counter() - t0)
 
 

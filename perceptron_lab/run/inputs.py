@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 import numpy as np
+from scipy.sparse import issparse
 
 from perceptron_lab.config.load import ExperimentConfig
 from perceptron_lab.datasets.base import Dataset, validate_dataset
@@ -34,7 +35,8 @@ def _load_source_locked(cfg: ExperimentConfig, data_dir):
     name = cfg.dataset.name
     params = dict(cfg.dataset.params or {})
     key = (name, json.dumps(params, sort_keys=True, default=str), str(data_dir), cfg.dataset.path,
-           cfg.dataset.test_path, cfg.dataset.format, cfg.dataset.label, cfg.dataset.categorical, cfg.source)
+           cfg.dataset.test_path, cfg.dataset.format, cfg.dataset.label, cfg.dataset.categorical, cfg.source,
+           keeps_sparse(cfg))
     if key in _DATA_CACHE:
         return _DATA_CACHE[key]
     if cfg.dataset.path is not None:
@@ -71,7 +73,35 @@ def _load_user_file(cfg: ExperimentConfig) -> Dataset:
                                              else folder / d.test_path)
     fmt = d.format if d.format != "auto" else USER_EXTENSIONS.get(path.suffix.lower(), "auto")
     return load_user_data(path, fmt, label=d.label, categorical=d.categorical, test_path=test,
-                          config=cfg.source or "the config")
+                          config=cfg.source or "the config", sparse=fmt == "libsvm" and keeps_sparse(cfg))
+
+
+def _sparse_vstack(A, B):
+    """The rows of the CSR matrices A then B, as one CSR matrix (B with fewer columns is widened)."""
+    import scipy.sparse as sp
+
+    f = max(A.shape[1], B.shape[1])
+    A, B = (M if M.shape[1] == f else sp.csr_matrix((M.data, M.indices, M.indptr), shape=(M.shape[0], f))
+            for M in (A, B))
+    return sp.vstack([A, B], format="csr")
+
+
+def keeps_sparse(cfg: ExperimentConfig) -> bool:
+    """Whether a LIBSVM file of ``cfg`` is kept as CSR up to the engine: its algorithm and kernel
+    read CSR rows (:func:`~perceptron_lab.engine.linear.sparse_refusal`) and it has no
+    preprocessing (``dataset.preprocess: none``; the others are computed on dense arrays).
+    Otherwise it is made dense when read, as every other format is."""
+    from perceptron_lab.engine.kernels import Kernel
+    from perceptron_lab.engine.linear import sparse_refusal
+
+    a = cfg.algorithm
+    if cfg.dataset.path is None or cfg.dataset.preprocess != "none":
+        return False
+    try:
+        kernel = Kernel.from_config(cfg.kernel)
+    except ValueError:
+        return False
+    return sparse_refusal(a.name, kernel, getattr(a, "p", None) or 2.0, getattr(a, "form", None) or "auto") is None
 
 
 def keep_only_dataset(name: str) -> None:
@@ -92,7 +122,8 @@ def load_data(cfg: ExperimentConfig, data_dir=None) -> Dataset:
         if Xte is None:
             raise ConfigError(f"{cfg.source}: dataset.merge_splits: dataset {name} has no test split to merge; "
                               "remove the key")
-        Xtr, ytr = np.concatenate([Xtr, Xte]), np.concatenate([ytr, yte])
+        Xtr = _sparse_vstack(Xtr, Xte) if issparse(Xtr) else np.concatenate([Xtr, Xte])
+        ytr = np.concatenate([ytr, yte])
         Xte = yte = None
     if cfg.dataset.train_size is not None:
         if cfg.dataset.train_size > len(ytr):

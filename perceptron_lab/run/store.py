@@ -49,6 +49,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from scipy.sparse import issparse
 
 from perceptron_lab.constants import MIN_FREE_DISK_MB
 from perceptron_lab.errors import DamagedFileError, OutputError, PlabError, UserFileError
@@ -368,6 +369,15 @@ def data_fingerprint(ds) -> str:
     for a in (ds.X_train, ds.y_train, ds.X_test, ds.y_test):
         if a is None:
             h.update(b"none")
+            continue
+        if issparse(a):
+            # CSR in canonical form (sorted indices, no duplicates): the same matrix, the same bytes
+            from perceptron_lab.engine.kernels import as_csr
+
+            c = as_csr(a)
+            h.update(f"csr{c.dtype.str}{c.shape}".encode())
+            for part in (c.indptr.astype(np.int64), c.indices.astype(np.int64), np.ascontiguousarray(c.data)):
+                h.update(memoryview(part).cast("B"))
             continue
         a = np.ascontiguousarray(a)
         h.update(f"{a.dtype.str}{a.shape}".encode())
