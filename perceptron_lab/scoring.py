@@ -10,6 +10,7 @@ errors are identical to a point-by-point scan.
 
 from __future__ import annotations
 
+import threading
 from collections import namedtuple
 
 import numba as nb
@@ -61,6 +62,23 @@ def _bucket_order(keys, n_keys, out):
         v = keys[q]
         out[start[v]] = q
         start[v] += 1
+@nb.njit(cache=True)
+def _stable_order(keys, out):
+    """``out``: the positions of ``keys`` in increasing key order, equal keys in their order (an
+    insertion sort: the keys are a run's checkpoints, few and mostly in order already)."""
+    n = keys.shape[0]
+    for q in range(n):
+        out[q] = q
+    for q in range(1, n):
+        v = out[q]
+        kv = keys[v]
+        p = q
+        while p > 0 and keys[out[p - 1]] > kv:
+            out[p] = out[p - 1]
+            p -= 1
+        out[p] = v
+
+
 #: The rules' rows in the score arrays (the order of :data:`perceptron_lab.predict.RULES`).
 N_RULES = 8
 
@@ -81,25 +99,33 @@ def rule_skipped(rr, need_norm, need_random):
     return (not need_norm and (rr == 1 or rr == 3 or rr == 6)) or (not need_random and (rr == 5 or rr == 6))
 
 
-@nb.njit(cache=True, parallel=True)
 def random_indices(hstep, hoff, live, rslice):
     """The random rules' hypothesis per (checkpoint, label, test point): ``out[cp, c, x]`` is the
     number of label c's updates (hypotheses ``hoff[c] + 1 ...``, steps ``hstep``) among its first
     ``live[cp, c]`` made at steps <= ``rslice[cp, x]``, the point's time slice. Each checkpoint's
     slices are visited in increasing order and each label's steps walked once alongside them (a
     merge), instead of a binary search per entry: Freund & Schapire's runs ask for 300 checkpoints,
-    ten labels and 10,000 test points, 3e7 entries."""
+    ten labels and 10,000 test points, 3e7 entries. The slices are ordered by numpy (an entry does
+    not depend on the order of equal slices), so no sort is compiled."""
+    rslice = np.ascontiguousarray(rslice, dtype=np.int64)
+    order = np.ascontiguousarray(np.argsort(rslice, axis=1), dtype=np.int64)
+    return _random_indices(np.ascontiguousarray(hstep, dtype=np.int64), np.ascontiguousarray(hoff, dtype=np.int64),
+                           np.ascontiguousarray(live, dtype=np.int64), rslice, order)
+
+
+@nb.njit(cache=True, parallel=True)
+def _random_indices(hstep, hoff, live, rslice, order):
+    """:func:`random_indices`, given each checkpoint's points in increasing order of their slice."""
     ncp, nt = rslice.shape
     L = hoff.shape[0] - 1
     out = np.empty((ncp, L, nt), dtype=np.int32)
     for cp in nb.prange(ncp):
-        order = np.argsort(rslice[cp])
         for c in range(L):
             h0 = hoff[c]
             kmax = live[cp, c]
             k = 0
             for t in range(nt):
-                x = order[t]
+                x = order[cp, t]
                 r = rslice[cp, x]
                 while k < kmax and hstep[h0 + 1 + k] <= r:
                     k += 1
@@ -129,7 +155,6 @@ ScanOptions = namedtuple("ScanOptions", "binary direct need_norm need_random wan
 ScanOutputs = namedtuple("ScanOutputs", "right_multi right_bin scores")
 
 
-@nb.njit(cache=True, parallel=True)
 def score_block_t(KtT, y, hyps, cps, opts, outs):
     """For each test point (column of ``KtT``, true label ``y``): every rule's score per label at every
     checkpoint, then correctness. ``hyps``: :data:`HypothesisArrays`; ``cps``: :data:`Checkpoints`;
@@ -147,7 +172,50 @@ def score_block_t(KtT, y, hyps, cps, opts, outs):
     rules' outputs are then meaningless. ``rindex[cp, c, x]``: the random rules' hypothesis of
     label c for the point (:func:`random_indices`). ``points``: test points per task (:func:`points_per_task`);
     ``history``: how the random rules find their hypothesis (:func:`random_by_history`).
+
+    The tasks run on numba's thread count (:func:`numba.get_num_threads`) of the calling thread,
+    each thread a contiguous range of them, as a ``prange`` loop shares its iterations out; a
+    task's results do not depend on the thread that computes it. The threads are Python threads
+    running the jitted :func:`_scan_tasks` without the GIL: one serial function is compiled, not
+    also a parallel loop around it (numba's parallel passes compile the loop's body again, and
+    compiling is what a first run after installing spends most of its time on).
     """
+    B = int(opts.points)
+    n_tasks = (KtT.shape[1] + B - 1) // B
+    threads = min(n_tasks, nb.get_num_threads())
+    if threads <= 1:
+        _scan_tasks(0, n_tasks, KtT, y, hyps, cps, opts, outs)
+        return
+    bounds = [n_tasks * i // threads for i in range(threads + 1)]
+    pool = _thread_pool()
+    futures = [pool.submit(_scan_tasks, bounds[i], bounds[i + 1], KtT, y, hyps, cps, opts, outs)
+               for i in range(1, threads)]
+    _scan_tasks(bounds[0], bounds[1], KtT, y, hyps, cps, opts, outs)   # the first range on this thread
+    for f in futures:
+        f.result()
+
+
+_POOL = None
+_POOL_LOCK = threading.Lock()
+
+
+def _thread_pool():
+    """The process's threads for :func:`score_block_t`: one fewer than numba's most threads (the
+    calling thread scans a range too), started on first use."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _POOL = ThreadPoolExecutor(max_workers=max(1, nb.config.NUMBA_NUM_THREADS - 1),
+                                       thread_name_prefix="plab-scan")
+        return _POOL
+
+
+@nb.njit(cache=True, nogil=True)
+def _scan_tasks(t0, t1, KtT, y, hyps, cps, opts, outs):
+    """Tasks ``t0 .. t1 - 1`` of :func:`score_block_t`: task ``t`` scans the ``points`` test points
+    from ``t * points`` on, every label and hypothesis, and writes its rows of the outputs."""
     ucol, coef, uoff, hoff, theta, scale, norm, wfull = hyps
     live, partial, longest, rindex = cps
     binary, direct, need_norm, need_random, want_scores, points, history = opts
@@ -157,14 +225,13 @@ def score_block_t(KtT, y, hyps, cps, opts, outs):
     ncp = live.shape[0]
     R = N_RULES
     B = points
-    n_tasks = (nt + B - 1) // B
+    line = max(1, 64 // KtT.itemsize)  # block entries per cache line
     maxh = 0
     if need_random and history:
         for lab in range(L):
             maxh = max(maxh, hoff[lab + 1] - hoff[lab])
     maxh_n = maxh if need_norm else 0
-    line = max(1, 64 // KtT.itemsize)  # block entries per cache line
-    for task in nb.prange(n_tasks):
+    for task in range(t0, t1):
         x0 = task * B
         m = min(nt, x0 + B) - x0
         # every computed rule's entry is written at its checkpoint; the others are zero
@@ -190,6 +257,8 @@ def score_block_t(KtT, y, hyps, cps, opts, outs):
         rorder = np.zeros(ncp * m if sorted_random else 0, dtype=np.int64)
         rv = np.zeros(ncp * m if sorted_random else 0)
         rvn = np.zeros(ncp * m if sorted_random else 0)
+        lkey = np.empty(ncp, dtype=np.int64)
+        lorder = np.empty(ncp, dtype=np.int64)
         for c in range(L):
             h0 = hoff[c]
             nh = hoff[c + 1] - h0
@@ -201,7 +270,10 @@ def score_block_t(KtT, y, hyps, cps, opts, outs):
                         lo[rcp * m + j] = rindex[rcp, c, x0 + j]
                 _bucket_order(lo, nh, rorder)
             rp = 0
-            lorder = np.argsort(longest[:, c], kind="mergesort")
+            # the checkpoints in increasing order of their longest survivor (a stable order)
+            for lcp in range(ncp):
+                lkey[lcp] = longest[lcp, c]
+            _stable_order(lkey, lorder)
             lp = 0
             cp = 0
             for j in range(m):
