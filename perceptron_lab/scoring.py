@@ -173,42 +173,50 @@ def score_block_t(KtT, y, hyps, cps, opts, outs):
     label c for the point (:func:`random_indices`). ``points``: test points per task (:func:`points_per_task`);
     ``history``: how the random rules find their hypothesis (:func:`random_by_history`).
 
-    The tasks run on numba's thread count (:func:`numba.get_num_threads`) of the calling thread,
-    each thread a contiguous range of them, as a ``prange`` loop shares its iterations out; a
-    task's results do not depend on the thread that computes it. The threads are Python threads
-    running the jitted :func:`_scan_tasks` without the GIL: one serial function is compiled, not
-    also a parallel loop around it (numba's parallel passes compile the loop's body again, and
-    compiling is what a first run after installing spends most of its time on).
+    The tasks run on numba's thread count of the calling thread (:func:`on_threads`, each thread
+    a contiguous range of them); a task's results do not depend on the thread that computes it.
     """
     B = int(opts.points)
     n_tasks = (KtT.shape[1] + B - 1) // B
-    threads = min(n_tasks, nb.get_num_threads())
-    if threads <= 1:
-        _scan_tasks(0, n_tasks, KtT, y, hyps, cps, opts, outs)
-        return
-    bounds = [n_tasks * i // threads for i in range(threads + 1)]
-    pool = _thread_pool()
-    futures = [pool.submit(_scan_tasks, bounds[i], bounds[i + 1], KtT, y, hyps, cps, opts, outs)
-               for i in range(1, threads)]
-    _scan_tasks(bounds[0], bounds[1], KtT, y, hyps, cps, opts, outs)   # the first range on this thread
-    for f in futures:
-        f.result()
+    on_threads(_scan_tasks, n_tasks, KtT, y, hyps, cps, opts, outs)
 
 
 _POOL = None
 _POOL_LOCK = threading.Lock()
 
 
+def on_threads(fn, n, *args, threads: int | None = None) -> None:
+    """``fn(i0, i1, *args)`` for contiguous ranges ``i0 .. i1 - 1`` that cover ``0 .. n - 1``, one
+    range per thread on ``threads`` threads (default numba's thread count of the calling thread,
+    :func:`numba.get_num_threads`; at most ``n``), the first range on the calling thread. The
+    ranges are those a ``prange`` loop shares out. ``fn`` is a jitted function compiled with
+    ``nogil=True`` whose ranges write to disjoint outputs: a parallel loop without numba's parallel
+    passes, which compile the loop's body a second time (compiling is most of what a first run
+    after installing spends its time on)."""
+    threads = max(1, min(n, nb.get_num_threads() if threads is None else int(threads)))
+    if threads == 1:
+        fn(0, n, *args)
+        return
+    bounds = [n * i // threads for i in range(threads + 1)]
+    pool = _thread_pool()
+    futures = [pool.submit(fn, bounds[i], bounds[i + 1], *args) for i in range(1, threads)]
+    try:
+        fn(bounds[0], bounds[1], *args)
+    finally:
+        for f in futures:
+            f.result()
+
+
 def _thread_pool():
-    """The process's threads for :func:`score_block_t`: one fewer than numba's most threads (the
-    calling thread scans a range too), started on first use."""
+    """The process's threads for :func:`on_threads`: one fewer than numba's most threads (the
+    calling thread takes a range too), started on first use."""
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
             from concurrent.futures import ThreadPoolExecutor
 
             _POOL = ThreadPoolExecutor(max_workers=max(1, nb.config.NUMBA_NUM_THREADS - 1),
-                                       thread_name_prefix="plab-scan")
+                                       thread_name_prefix="plab-jit")
         return _POOL
 
 
