@@ -109,17 +109,21 @@ def random_indices(hstep, hoff, live, rslice):
     not depend on the order of equal slices), so no sort is compiled."""
     rslice = np.ascontiguousarray(rslice, dtype=np.int64)
     order = np.ascontiguousarray(np.argsort(rslice, axis=1), dtype=np.int64)
-    return _random_indices(np.ascontiguousarray(hstep, dtype=np.int64), np.ascontiguousarray(hoff, dtype=np.int64),
-                           np.ascontiguousarray(live, dtype=np.int64), rslice, order)
-
-
-@nb.njit(cache=True, parallel=True)
-def _random_indices(hstep, hoff, live, rslice, order):
-    """:func:`random_indices`, given each checkpoint's points in increasing order of their slice."""
     ncp, nt = rslice.shape
+    out = np.empty((ncp, hoff.shape[0] - 1, nt), dtype=np.int32)
+    on_threads(_random_indices, ncp, np.ascontiguousarray(hstep, dtype=np.int64),
+               np.ascontiguousarray(hoff, dtype=np.int64), np.ascontiguousarray(live, dtype=np.int64), rslice,
+               order, out)
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _random_indices(cp0, cp1, hstep, hoff, live, rslice, order, out):
+    """:func:`random_indices` of checkpoints ``cp0 .. cp1 - 1``, given each checkpoint's points in
+    increasing order of their slice."""
+    nt = rslice.shape[1]
     L = hoff.shape[0] - 1
-    out = np.empty((ncp, L, nt), dtype=np.int32)
-    for cp in nb.prange(ncp):
+    for cp in range(cp0, cp1):
         for c in range(L):
             h0 = hoff[c]
             kmax = live[cp, c]
@@ -130,7 +134,6 @@ def _random_indices(hstep, hoff, live, rslice, order):
                 while k < kmax and hstep[h0 + 1 + k] <= r:
                     k += 1
                 out[cp, c, x] = k
-    return out
 
 
 #: The hypotheses of a training log as :func:`score_block_t` reads them: update u's example is row
