@@ -183,6 +183,7 @@ def figure_rows(run_dir: Path, repeats: int = 5) -> list[dict]:
     from .figures import TARGET_S, _blank, _time
 
     run_dir = Path(run_dir)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     t0 = time.perf_counter()
     df, info, labels = plots.read_run(run_dir)
     read_s = time.perf_counter() - t0
@@ -200,7 +201,7 @@ def figure_rows(run_dir: Path, repeats: int = 5) -> list[dict]:
             first, med, cpu = _time(fn, repeats)
             rows.append({"figure": name, "first_s": first, "median_s": med, "cpu_median_s": cpu})
     for r in rows:
-        r.update(reference_s=ref, median_over_reference=r["median_s"] / ref,
+        r.update(load_avg=load, reference_s=ref, median_over_reference=r["median_s"] / ref,
                  median_over_target=r["median_s"] / TARGET_S,
                  cpu_median_over_target=(r.get("cpu_median_s") or float("nan")) / TARGET_S)
     return rows

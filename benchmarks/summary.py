@@ -192,7 +192,8 @@ def _case_section(case: Case, df: pd.DataFrame, targets: list[str]) -> list[str]
             worst = figs.loc[figs["median_s"].idxmax()]
             targets.append(f"Case 10: the slowest quickstart figure ({worst['figure']}) {worst['median_s']:.3f} s "
                            f"median wall, {worst['cpu_median_s']:.3f} s CPU; target <= 0.3 s: "
-                           f"{'met' if worst['median_s'] <= 0.3 else 'NOT met'}.")
+                           f"{'met' if worst['median_s'] <= 0.3 else 'NOT met'} on wall time, "
+                           f"{'met' if worst['cpu_median_s'] <= 0.3 else 'NOT met'} on CPU time.")
     elif case.name == "nystroem":
         lines += ["| tool | setting | fit s | test s | test error % | peer fit s / ours | status |",
                   "|---|---|---:|---:|---:|---:|---|"]
@@ -329,7 +330,7 @@ def write_summary(out: Path, mach: dict) -> str:
         if not path.exists():
             continue
         df = pd.read_csv(path)
-        if "status" not in df and case.name not in ("limit", "scaling"):
+        if "status" not in df and case.name not in ("limit", "scaling", "figures"):
             continue
         body += _case_section(case, df, targets)
         if case.name not in ("limit", "scaling", "coldstart", "figures", "nystroem"):
