@@ -49,7 +49,7 @@ from .memory import cold_array
 
 #: Gigabytes of columns a run keeps in the store beyond its own (the others' it has not used),
 #: unless ``PLAB_SHARED_COLUMNS_GB`` says otherwise (:func:`keep_gb`).
-KEEP_GB = 1.0
+KEEP_GB = 0.5
 #: The environment variable that sets :func:`keep_gb`.
 KEEP_ENV = "PLAB_SHARED_COLUMNS_GB"
 
