@@ -4,6 +4,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -87,7 +88,8 @@ def main(argv=None):
         elif case.name == "evaluation":
             rows = case_evaluation(case, sz, args.data_dir, gemm_n)
         elif case.name == "coldstart":
-            rows = coldstart.run(args.baseline, out / f"{case.file}.csv", out / "coldstart-runs").to_dict("records")
+            with tempfile.TemporaryDirectory() as runs:
+                rows = coldstart.run(args.baseline, out / f"{case.file}.csv", Path(runs)).to_dict("records")
         elif case.name == "figures":
             rows = _figures_case(out)
         elif case.name == "nystroem":
@@ -106,7 +108,6 @@ def main(argv=None):
 def _figures_case(out: Path) -> list[dict]:
     """Case 10: the quickstart run (a child ``plab run``), then its figures timed in this process."""
     import subprocess
-    import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([sys.executable, "-m", "perceptron_lab.cli", "run", "-q", "--out", tmp], check=True,
