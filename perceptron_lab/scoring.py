@@ -10,12 +10,12 @@ errors are identical to a point-by-point scan.
 
 from __future__ import annotations
 
-import threading
 from collections import namedtuple
 
 import numba as nb
 import numpy as np
 
+from .engine.base import on_threads, sign_of
 from .prefetch import prefetch_item
 
 #: Test points scanned together by one task (the inner vector loop's length), at most.
@@ -81,15 +81,6 @@ def _stable_order(keys, out):
 
 #: The rules' rows in the score arrays (the order of :data:`perceptron_lab.predict.RULES`).
 N_RULES = 8
-
-
-@nb.njit(cache=True, inline="always")
-def sign_of(v):
-    if v > 0.0:
-        return 1.0
-    if v < 0.0:
-        return -1.0
-    return 0.0
 
 
 @nb.njit(cache=True, inline="always")
@@ -182,45 +173,6 @@ def score_block_t(KtT, y, hyps, cps, opts, outs):
     B = int(opts.points)
     n_tasks = (KtT.shape[1] + B - 1) // B
     on_threads(_scan_tasks, n_tasks, KtT, y, hyps, cps, opts, outs)
-
-
-_POOL = None
-_POOL_LOCK = threading.Lock()
-
-
-def on_threads(fn, n, *args, threads: int | None = None) -> None:
-    """``fn(i0, i1, *args)`` for contiguous ranges ``i0 .. i1 - 1`` that cover ``0 .. n - 1``, one
-    range per thread on ``threads`` threads (default numba's thread count of the calling thread,
-    :func:`numba.get_num_threads`; at most ``n``), the first range on the calling thread. The
-    ranges are those a ``prange`` loop shares out. ``fn`` is a jitted function compiled with
-    ``nogil=True`` whose ranges write to disjoint outputs: a parallel loop without numba's parallel
-    passes, which compile the loop's body a second time (compiling is most of what a first run
-    after installing spends its time on)."""
-    threads = max(1, min(n, nb.get_num_threads() if threads is None else int(threads)))
-    if threads == 1:
-        fn(0, n, *args)
-        return
-    bounds = [n * i // threads for i in range(threads + 1)]
-    pool = _thread_pool()
-    futures = [pool.submit(fn, bounds[i], bounds[i + 1], *args) for i in range(1, threads)]
-    try:
-        fn(bounds[0], bounds[1], *args)
-    finally:
-        for f in futures:
-            f.result()
-
-
-def _thread_pool():
-    """The process's threads for :func:`on_threads`: one fewer than numba's most threads (the
-    calling thread takes a range too), started on first use."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            _POOL = ThreadPoolExecutor(max_workers=max(1, nb.config.NUMBA_NUM_THREADS - 1),
-                                       thread_name_prefix="plab-jit")
-        return _POOL
 
 
 @nb.njit(cache=True, nogil=True)

@@ -85,7 +85,7 @@ import numba as nb
 import numpy as np
 
 from ..kernels import Kernel, exact32_ok, gram, kernel_diag, sq_norms
-from ..scoring import sign_of
+from .base import sign_of
 from .base import EngineError, chunk_bounds, epochs_to_steps
 
 ALG_STOPTRON, ALG_RBP, ALG_FORGETRON, ALG_PROJECTRON, ALG_PROJECTRON_PP, ALG_NORMA = 0, 1, 2, 3, 4, 5

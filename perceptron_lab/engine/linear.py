@@ -44,8 +44,7 @@ import numba as nb
 import numpy as np
 
 from ..kernels import Kernel
-from ..scoring import on_threads
-from .base import EngineError, PerceptronParams, TrainLog, chunk_bounds, epochs_to_steps, update_buffers
+from .base import EngineError, PerceptronParams, TrainLog, chunk_bounds, epochs_to_steps, on_threads, update_buffers
 
 #: Steps per call of a jitted loop (progress is reported between calls).
 SEGMENT_STEPS = 8192
