@@ -14,6 +14,9 @@ from .common import (
     ALMA_ALPHA,
     ALMA_DIGIT,
     ALMA_RULES,
+    NYSTROEM_C,
+    NYSTROEM_COMPONENTS,
+    NYSTROEM_GAMMA,
     POLY_DEGREE,
     ROOT,
     SVC_C,
@@ -147,6 +150,22 @@ def case_kernel(case: Case, sz: Sizes, data_dir, svc_timeout: float = SVC_TIMEOU
             rows.append(_row(case, "sklearn SVC", "pixels/255, gamma='scale', coef0=1, C=1 (other kernel)",
                              res, None, None, n))
     return rows
+
+
+def case_nystroem(case: Case, sz: Sizes, data_dir) -> list[dict]:
+    """Case 11: full MNIST through our VotedPerceptron estimator (d = 4, one epoch) and through
+    scikit-learn's MNIST benchmark setting (Nystroem + LinearSVC), back to back; the row of the
+    peer carries the ratio of the fit times and both errors."""
+    base = {"n_train": sz.linear_train, "n_test": sz.test}
+    ours = _row(case, "ours VotedPerceptron", "poly d=4 raw pixels, float32, 1 epoch, vote",
+                run_worker(dict(base, task="ours_estimator"), data_dir), 1)
+    peer = _row(case, "sklearn Nystroem + LinearSVC",
+                f"gamma={NYSTROEM_GAMMA:g}, n_components={NYSTROEM_COMPONENTS}, C={NYSTROEM_C:g}, pixels/255",
+                run_worker(dict(base, task="nystroem"), data_dir), None)
+    if ours.get("status") == "ok" and peer.get("status") == "ok":
+        peer["fit_ratio_peer_over_ours"] = round(peer["fit_seconds"] / ours["fit_seconds"], 2)
+        peer["ours_error_pct"] = ours["test_error_pct"]
+    return [ours, peer]
 
 
 # ----------------------------------------------------------------------------- cases 5 and 6

@@ -21,6 +21,9 @@ SVC_C = 100.0               # see svc_same_kernel
 SVC_CACHE_MB = 1000         # libsvm kernel cache (scikit-learn's default is 200)
 SVC_PIXEL_MAX_N = 20000     # the second SVC setting (pixels / 255, gamma="scale") up to this n
 SVC_TIMEOUT = 1800.0        # seconds before an SVC child is stopped and reported as timed out
+NYSTROEM_GAMMA = 0.015      # case 12: scikit-learn's MNIST benchmark (Nystroem + LinearSVC)
+NYSTROEM_COMPONENTS = 1000
+NYSTROEM_C = 100.0
 TARGETS = {"linear": 1.0, "alma": 20.0, "kernel_speedup": 5.0, "kernel_points": 0.5, "limit": 0.35, "evaluation": 0.50, "budget_seconds": 15.0}
 
 
@@ -63,14 +66,20 @@ CASES = (
     Case(7, "evaluation", "evaluation_kw_mnist", "Evaluation against its limit: a Khardon & Wachman Table 3 MNIST unit"),
     Case(8, "budget", "budget_forgetron", "Budgeted training: the self-tuned Forgetron, MNIST d = 4, budget 1000, 1 epoch"),
     Case(9, "sparse", "sparse_text", "Sparse input: a generated text-like problem (CSR), linear perceptron, 1 epoch"),
+    Case(10, "coldstart", "coldstart", "The first run after installing (numba's cache empty) and the warm quickstart"),
+    Case(11, "figures", "figures_quickstart", "The quickstart's figures, next to a blank figure drawn in the same process"),
+    Case(12, "nystroem", "mnist_estimator_nystroem",
+         "MNIST: the VotedPerceptron estimator (d = 4, 1 epoch) vs Nystroem + LinearSVC"),
 )
+#: Cases run only when named (``--cases``): case 12 needs several minutes of a quiet machine.
+ON_REQUEST = ("nystroem",)
 CASE_BY_NAME = {c.name: c for c in CASES}
 
 
 def select_cases(text: str | None) -> list[Case]:
     """Cases named in ``text`` ("1,3" or "linear,alma"; None or "all": every case), in order."""
     if text is None or text.strip() in ("", "all"):
-        return list(CASES)
+        return [c for c in CASES if c.name not in ON_REQUEST]
     chosen = set()
     for word in (w.strip() for w in text.split(",") if w.strip()):
         if word.isdigit() and 1 <= int(word) <= len(CASES):

@@ -4,6 +4,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -12,12 +13,14 @@ import pandas as pd
 from perceptron_lab.run.runtime import configure as configure_process
 
 from . import __doc__ as PACKAGE_DOC
+from . import coldstart
 from .cases import (
     case_alma,
     case_budget,
     case_evaluation,
     case_kernel,
     case_linear,
+    case_nystroem,
     case_scaling,
     case_sparse,
     limit_run,
@@ -44,6 +47,8 @@ def main(argv=None):
     ap.add_argument("--scaling-epochs", type=float, default=None, help="case 6: epochs (default 30)")
     ap.add_argument("--svc-timeout", type=float, default=SVC_TIMEOUT,
                     help="case 4: stop an SVC fit after this many seconds and report it as timed out")
+    ap.add_argument("--baseline", default=None,
+                    help="case 10 (coldstart): also measure this git revision (e.g. main), in the same invocation")
     ap.add_argument("--out", default=str(ROOT / "results" / "bench"))
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -85,6 +90,13 @@ def main(argv=None):
             rows = case_evaluation(case, sz, args.data_dir, gemm_n)
         elif case.name == "sparse":
             rows = case_sparse(case, sz, args.data_dir)
+        elif case.name == "coldstart":
+            with tempfile.TemporaryDirectory() as runs:
+                rows = coldstart.run(args.baseline, out / f"{case.file}.csv", Path(runs)).to_dict("records")
+        elif case.name == "figures":
+            rows = _figures_case(out)
+        elif case.name == "nystroem":
+            rows = case_nystroem(case, sz, args.data_dir)
         elif case.name == "limit":
             limit_row = limit_run(args.data_dir, limit_train, limit_epochs, sz.test, gemm_n)
             rows = [limit_row]
@@ -94,6 +106,16 @@ def main(argv=None):
         pd.DataFrame(rows).to_csv(out / f"{case.file}.csv", index=False)
         print(f"bench: case {case.number} done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     print(write_summary(out, mach))
+
+
+def _figures_case(out: Path) -> list[dict]:
+    """Case 10: the quickstart run (a child ``plab run``), then its figures timed in this process."""
+    import subprocess
+
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([sys.executable, "-m", "perceptron_lab.cli", "run", "-q", "--out", tmp], check=True,
+                       stdout=subprocess.DEVNULL)
+        return coldstart.figure_rows(Path(tmp))
 
 
 if __name__ == "__main__":

@@ -133,6 +133,40 @@ def test_a_run_keeps_at_most_keep_gb_of_other_runs_columns(monkeypatch):
     assert all(before - own <= keep_rows for before, after, own in calls if after == before)
 
 
+def test_a_run_keeps_the_earliest_of_the_others_columns_within_the_setting(monkeypatch):
+    """PLAB_SHARED_COLUMNS_GB bounds the other runs' columns a run keeps: when the store makes
+    room, the others' columns within that amount stay (the earliest computed), the rest go, and
+    every run still records its log as alone."""
+    X, Y = pixels()
+    ref = alone(X, Y)
+    keep_rows = 50
+    monkeypatch.setenv(columns.KEEP_ENV, repr(keep_rows * len(X) * 4 / 1e9))
+    calls = record_calls(monkeypatch)
+    for a, b in zip(runs(X, Y), ref):
+        assert_same_log(a, b)
+    dropped = [(before, after, own) for before, after, own in calls if after < before]
+    assert dropped
+    # after a drop the store holds the run's columns and between 1 and keep_rows of the others'
+    assert all(0 < after - own <= keep_rows for before, after, own in dropped)
+
+
+@pytest.mark.parametrize("text", ["lots", "-1", "nan"])
+def test_a_bad_shared_columns_setting_is_a_config_error_that_names_the_fix(monkeypatch, text):
+    from perceptron_lab.errors import ConfigError
+
+    monkeypatch.setenv(columns.KEEP_ENV, text)
+    with pytest.raises(ConfigError) as err:
+        columns.keep_gb()
+    msg = str(err.value)
+    assert err.value.exit_code == 2 and "\n" not in msg
+    assert msg.startswith(f"{columns.KEEP_ENV} must be a number of gigabytes >= 0, got {text!r}")
+    fix = msg.split("set it to e.g. ")[1].split(",")[0]          # the suggested setting works
+    monkeypatch.setenv(*fix.split("="))
+    assert columns.keep_gb() == float(fix.split("=")[1])
+    monkeypatch.delenv(columns.KEEP_ENV)
+    assert columns.keep_gb() == columns.KEEP_GB
+
+
 def record_calls(monkeypatch):
     """(columns held before, after, the run's own) of every call making room in the store."""
     calls = []

@@ -4,6 +4,7 @@ primal loops (:mod:`.linear`) and ALMA (:mod:`.alma`) import these; this module 
 
 from __future__ import annotations
 
+import threading
 from collections import namedtuple
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -147,3 +148,42 @@ def sign_of(v):
     if v < 0.0:
         return -1.0
     return 0.0
+
+
+_POOL = None
+_POOL_LOCK = threading.Lock()
+
+
+def on_threads(fn, n, *args, threads: int | None = None) -> None:
+    """``fn(i0, i1, *args)`` for contiguous ranges ``i0 .. i1 - 1`` that cover ``0 .. n - 1``, one
+    range per thread on ``threads`` threads (default numba's thread count of the calling thread,
+    :func:`numba.get_num_threads`; at most ``n``), the first range on the calling thread. The
+    ranges are those a ``prange`` loop shares out. ``fn`` is a jitted function compiled with
+    ``nogil=True`` whose ranges write to disjoint outputs: a parallel loop without numba's parallel
+    passes, which compile the loop's body a second time (compiling is most of what a first run
+    after installing spends its time on)."""
+    threads = max(1, min(n, nb.get_num_threads() if threads is None else int(threads)))
+    if threads == 1:
+        fn(0, n, *args)
+        return
+    bounds = [n * i // threads for i in range(threads + 1)]
+    pool = _thread_pool()
+    futures = [pool.submit(fn, bounds[i], bounds[i + 1], *args) for i in range(1, threads)]
+    try:
+        fn(bounds[0], bounds[1], *args)
+    finally:
+        for f in futures:
+            f.result()
+
+
+def _thread_pool():
+    """The process's threads for :func:`on_threads`: one fewer than numba's most threads (the
+    calling thread takes a range too), started on first use."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _POOL = ThreadPoolExecutor(max_workers=max(1, nb.config.NUMBA_NUM_THREADS - 1),
+                                       thread_name_prefix="plab-jit")
+        return _POOL

@@ -17,9 +17,13 @@ by computing that column again alone: a difference turns sharing off for the res
 before any shared column has been used by the run.
 
 Memory: the store's columns count against the run's ``cache_limit_gb`` like its own cache, and
-besides its own columns a run keeps at most :data:`KEEP_GB` of others' in it: when a run needs room
-beyond its cache limit, or the others' columns it has not used pass that, they are dropped. A
-process thus holds at most its run's own columns plus :data:`KEEP_GB`.
+besides its own columns a run keeps at most :func:`keep_gb` gigabytes of others' in it (default
+:data:`KEEP_GB`; the environment variable ``PLAB_SHARED_COLUMNS_GB`` sets another amount): when a
+run needs room beyond its cache limit, or the others' columns it has not used pass that amount,
+the earliest of them within it are kept and the rest dropped. A process thus holds at most its
+run's own columns plus that amount. The amount trades memory for time: the more columns are
+kept, the fewer a later run computes itself (with 0, a run keeps none of the others' columns once
+it computes one of its own).
 
 Pages: the store's array (and the cache of a run that does not share) is an anonymous memory map
 of its own (:func:`perceptron_lab.engine.memory.cold_array`), without the transparent-huge-page advice
@@ -34,17 +38,39 @@ arrays allocated and freed again and again (measurements: benchmarks/NOTES.md).
 from __future__ import annotations
 
 import hashlib
+import math
+import os
 import threading
 
 import numpy as np
 
 from perceptron_lab.engine.memory import cold_array
+from perceptron_lab.errors import ConfigError
 
-#: Gigabytes of columns a run keeps in the store beyond its own (the others' it has not used).
-KEEP_GB = 3.0
+#: Gigabytes of columns a run keeps in the store beyond its own (the others' it has not used),
+#: unless ``PLAB_SHARED_COLUMNS_GB`` says otherwise (:func:`keep_gb`).
+KEEP_GB = 0.5
+#: The environment variable that sets :func:`keep_gb`.
+KEEP_ENV = "PLAB_SHARED_COLUMNS_GB"
 
 _STORE: dict = {}   # the process's one store: {"store": ColumnStore}
 _STATE = {"enabled": True}
+
+
+def keep_gb() -> float:
+    """Gigabytes of other runs' columns a run keeps in the store: ``PLAB_SHARED_COLUMNS_GB`` when
+    it is set (a number >= 0), else :data:`KEEP_GB`."""
+    text = os.environ.get(KEEP_ENV, "").strip()
+    if not text:
+        return float(KEEP_GB)
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(f"{KEEP_ENV} must be a number of gigabytes >= 0, got {text!r}: set it to e.g. "
+                          f"{KEEP_ENV}={KEEP_GB:g}, or unset it for that default")
+    return value
 
 
 def enabled() -> bool:
@@ -110,24 +136,35 @@ class ColumnStore:
     def make_room(self, k: int, slot_of: np.ndarray) -> bool:
         """Room for ``k`` more columns. When they would pass the capacity, or the columns the
         current run does not use (its rows are ``slot_of``'s non-negative entries) fill more than
-        :data:`KEEP_GB`, those are dropped and the run's rows renumbered in place. False if even
-        then there is no room."""
+        :func:`keep_gb`, the run's columns are kept with the earliest of the others that fit
+        within that amount and the capacity, the rest are dropped, and the rows renumbered in
+        place (in their order). False if even then there is no room."""
         mine = slot_of >= 0
         rows = slot_of[mine]
-        keep = int(KEEP_GB * 1e9 // (self.n * self.K.itemsize))
+        keep = int(keep_gb() * 1e9 // (self.n * self.K.itemsize))
         if self.used + k <= self.cap and self.used - rows.size <= keep:
             return True
-        order = np.argsort(rows, kind="stable")
-        new_rows = np.empty_like(rows)
-        for new, idx in enumerate(order):   # ascending: a row only ever moves down
-            old = rows[idx]
+        # the others' rows, earliest first, with the example each holds (not one of the run's)
+        held = np.flatnonzero(self.row_of >= 0)
+        ex_of_row = np.full(self.used, -1, dtype=np.int64)
+        ex_of_row[self.row_of[held]] = held
+        is_mine = np.zeros(self.used, dtype=bool)
+        is_mine[rows] = True
+        others = np.flatnonzero(~is_mine & (ex_of_row >= 0))
+        others = others[~mine[ex_of_row[others]]]
+        room = max(0, min(keep, self.cap - k - rows.size)) if enabled() else 0
+        kept = np.sort(np.concatenate([rows, others[:room]]))
+        new_of_old = np.full(self.used, -1, dtype=np.int64)
+        new_of_old[kept] = np.arange(kept.size)
+        for new, old in enumerate(kept.tolist()):   # ascending: a row only ever moves down
             if old != new:
                 self.K[new] = self.K[old]
-            new_rows[idx] = new
-        slot_of[mine] = new_rows
+        slot_of[mine] = new_of_old[rows]
         self.row_of[:] = -1
-        self.row_of[np.flatnonzero(mine)] = new_rows
-        self.used = int(rows.size)
+        self.row_of[np.flatnonzero(mine)] = slot_of[mine]
+        kept_others = others[:room]
+        self.row_of[ex_of_row[kept_others]] = new_of_old[kept_others]
+        self.used = int(kept.size)
         return self.used + k <= self.cap
 
 
@@ -135,6 +172,7 @@ def store_for(X: np.ndarray, kernel_params: tuple, normalized: bool, cap: int, d
               digest: str | None = None) -> ColumnStore:
     """The process's store for this training set and kernel (a new, empty one if it holds another
     set's columns). ``digest``: the :func:`digest` of ``X``, when known."""
+    keep_gb()   # a bad PLAB_SHARED_COLUMNS_GB stops the run before it trains
     key = data_key(X, kernel_params, normalized, digest)
     st = _STORE.get("store")
     if st is None or st.key != key or st.cap != cap or st.K.dtype != np.dtype(dtype):

@@ -45,7 +45,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from perceptron_lab.engine.kernels import Kernel, as_csr
-from perceptron_lab.engine.base import EngineError, PerceptronParams, TrainLog, chunk_bounds, epochs_to_steps, update_buffers
+from perceptron_lab.engine.base import EngineError, PerceptronParams, TrainLog, chunk_bounds, epochs_to_steps, on_threads, update_buffers
 
 #: Steps per call of a jitted loop (progress is reported between calls).
 SEGMENT_STEPS = 8192
@@ -108,14 +108,21 @@ PrimalRule = namedtuple("PrimalRule", "eta C tau_abs lam alpha_bound k0 k1 affin
 PrimalState = namedtuple("PrimalState", "W bias theta mcount cum_correct kx")
 
 
-@nb.njit(cache=True, parallel=True)
 def _perceptron_steps(seq, a, b, rule, state, out, n_out):
     """Steps ``a .. b-1`` of the sequence ``seq`` (:data:`Sequence`), every label, by ``rule``
     (:data:`PrimalRule`) from ``state`` (:data:`PrimalState`).
 
     The labels are split into ``G = out.step.shape[0]`` groups (label c in group c mod G) that run in
-    parallel, each over the whole sequence; group g writes its updates, in order, to row g of the
-    buffers of ``out`` (:data:`~perceptron_lab.engine.base.Updates`) and their number to ``n_out[g]``.
+    parallel (:func:`_perceptron_groups` on G threads), each over the whole sequence."""
+    G = out.step.shape[0]
+    on_threads(_perceptron_groups, G, seq, a, b, rule, state, out, n_out)
+
+
+@nb.njit(cache=True, nogil=True)
+def _perceptron_groups(g0, g1, seq, a, b, rule, state, out, n_out):
+    """Label groups ``g0 .. g1 - 1`` of :func:`_perceptron_steps`: group g writes its updates, in
+    order, to row g of the buffers of ``out`` (:data:`~perceptron_lab.engine.base.Updates`) and
+    their number to ``n_out[g]``.
 
     Label c's score of x is ``W[c].x`` (linear) or ``k0 bias[c] + k1 W[c].x`` (affine). The update
     condition and the bookkeeping are those of the chunked driver (``_run_chunk`` with
@@ -131,7 +138,7 @@ def _perceptron_steps(seq, a, b, rule, state, out, n_out):
     n = order.shape[0]
     L = Y.shape[1]
     G = o_step.shape[0]
-    for g in nb.prange(G):
+    for g in range(g0, g1):
         # the group's counters in thread-local copies (labels of different groups share cache lines)
         nl = (L - g + G - 1) // G
         cc = np.empty(nl, dtype=np.int64)

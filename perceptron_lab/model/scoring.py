@@ -15,7 +15,7 @@ from collections import namedtuple
 import numba as nb
 import numpy as np
 
-from perceptron_lab.engine.base import sign_of
+from perceptron_lab.engine.base import on_threads, sign_of
 from perceptron_lab.model.prefetch import prefetch_item
 
 #: Test points scanned together by one task (the inner vector loop's length), at most.
@@ -62,6 +62,23 @@ def _bucket_order(keys, n_keys, out):
         v = keys[q]
         out[start[v]] = q
         start[v] += 1
+@nb.njit(cache=True)
+def _stable_order(keys, out):
+    """``out``: the positions of ``keys`` in increasing key order, equal keys in their order (an
+    insertion sort: the keys are a run's checkpoints, few and mostly in order already)."""
+    n = keys.shape[0]
+    for q in range(n):
+        out[q] = q
+    for q in range(1, n):
+        v = out[q]
+        kv = keys[v]
+        p = q
+        while p > 0 and keys[out[p - 1]] > kv:
+            out[p] = out[p - 1]
+            p -= 1
+        out[p] = v
+
+
 #: The rules' rows in the score arrays (the order of :data:`perceptron_lab.model.predict.RULES`).
 N_RULES = 8
 
@@ -73,30 +90,41 @@ def rule_skipped(rr, need_norm, need_random):
     return (not need_norm and (rr == 1 or rr == 3 or rr == 6)) or (not need_random and (rr == 5 or rr == 6))
 
 
-@nb.njit(cache=True, parallel=True)
 def random_indices(hstep, hoff, live, rslice):
     """The random rules' hypothesis per (checkpoint, label, test point): ``out[cp, c, x]`` is the
     number of label c's updates (hypotheses ``hoff[c] + 1 ...``, steps ``hstep``) among its first
     ``live[cp, c]`` made at steps <= ``rslice[cp, x]``, the point's time slice. Each checkpoint's
     slices are visited in increasing order and each label's steps walked once alongside them (a
     merge), instead of a binary search per entry: Freund & Schapire's runs ask for 300 checkpoints,
-    ten labels and 10,000 test points, 3e7 entries."""
+    ten labels and 10,000 test points, 3e7 entries. The slices are ordered by numpy (an entry does
+    not depend on the order of equal slices), so no sort is compiled."""
+    rslice = np.ascontiguousarray(rslice, dtype=np.int64)
+    order = np.ascontiguousarray(np.argsort(rslice, axis=1), dtype=np.int64)
     ncp, nt = rslice.shape
+    out = np.empty((ncp, hoff.shape[0] - 1, nt), dtype=np.int32)
+    on_threads(_random_indices, ncp, np.ascontiguousarray(hstep, dtype=np.int64),
+               np.ascontiguousarray(hoff, dtype=np.int64), np.ascontiguousarray(live, dtype=np.int64), rslice,
+               order, out)
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _random_indices(cp0, cp1, hstep, hoff, live, rslice, order, out):
+    """:func:`random_indices` of checkpoints ``cp0 .. cp1 - 1``, given each checkpoint's points in
+    increasing order of their slice."""
+    nt = rslice.shape[1]
     L = hoff.shape[0] - 1
-    out = np.empty((ncp, L, nt), dtype=np.int32)
-    for cp in nb.prange(ncp):
-        order = np.argsort(rslice[cp])
+    for cp in range(cp0, cp1):
         for c in range(L):
             h0 = hoff[c]
             kmax = live[cp, c]
             k = 0
             for t in range(nt):
-                x = order[t]
+                x = order[cp, t]
                 r = rslice[cp, x]
                 while k < kmax and hstep[h0 + 1 + k] <= r:
                     k += 1
                 out[cp, c, x] = k
-    return out
 
 
 #: The hypotheses of a training log as :func:`score_block_t` reads them: update u's example is row
@@ -121,7 +149,6 @@ ScanOptions = namedtuple("ScanOptions", "binary direct need_norm need_random wan
 ScanOutputs = namedtuple("ScanOutputs", "right_multi right_bin scores")
 
 
-@nb.njit(cache=True, parallel=True)
 def score_block_t(KtT, y, hyps, cps, opts, outs):
     """For each test point (column of ``KtT``, true label ``y``): every rule's score per label at every
     checkpoint, then correctness. ``hyps``: :data:`HypothesisArrays`; ``cps``: :data:`Checkpoints`;
@@ -139,7 +166,19 @@ def score_block_t(KtT, y, hyps, cps, opts, outs):
     rules' outputs are then meaningless. ``rindex[cp, c, x]``: the random rules' hypothesis of
     label c for the point (:func:`random_indices`). ``points``: test points per task (:func:`points_per_task`);
     ``history``: how the random rules find their hypothesis (:func:`random_by_history`).
+
+    The tasks run on numba's thread count of the calling thread (:func:`on_threads`, each thread
+    a contiguous range of them); a task's results do not depend on the thread that computes it.
     """
+    B = int(opts.points)
+    n_tasks = (KtT.shape[1] + B - 1) // B
+    on_threads(_scan_tasks, n_tasks, KtT, y, hyps, cps, opts, outs)
+
+
+@nb.njit(cache=True, nogil=True)
+def _scan_tasks(t0, t1, KtT, y, hyps, cps, opts, outs):
+    """Tasks ``t0 .. t1 - 1`` of :func:`score_block_t`: task ``t`` scans the ``points`` test points
+    from ``t * points`` on, every label and hypothesis, and writes its rows of the outputs."""
     ucol, coef, uoff, hoff, theta, scale, norm, wfull = hyps
     live, partial, longest, rindex = cps
     binary, direct, need_norm, need_random, want_scores, points, history = opts
@@ -149,14 +188,13 @@ def score_block_t(KtT, y, hyps, cps, opts, outs):
     ncp = live.shape[0]
     R = N_RULES
     B = points
-    n_tasks = (nt + B - 1) // B
+    line = max(1, 64 // KtT.itemsize)  # block entries per cache line
     maxh = 0
     if need_random and history:
         for lab in range(L):
             maxh = max(maxh, hoff[lab + 1] - hoff[lab])
     maxh_n = maxh if need_norm else 0
-    line = max(1, 64 // KtT.itemsize)  # block entries per cache line
-    for task in nb.prange(n_tasks):
+    for task in range(t0, t1):
         x0 = task * B
         m = min(nt, x0 + B) - x0
         # every computed rule's entry is written at its checkpoint; the others are zero
@@ -182,6 +220,8 @@ def score_block_t(KtT, y, hyps, cps, opts, outs):
         rorder = np.zeros(ncp * m if sorted_random else 0, dtype=np.int64)
         rv = np.zeros(ncp * m if sorted_random else 0)
         rvn = np.zeros(ncp * m if sorted_random else 0)
+        lkey = np.empty(ncp, dtype=np.int64)
+        lorder = np.empty(ncp, dtype=np.int64)
         for c in range(L):
             h0 = hoff[c]
             nh = hoff[c + 1] - h0
@@ -193,7 +233,10 @@ def score_block_t(KtT, y, hyps, cps, opts, outs):
                         lo[rcp * m + j] = rindex[rcp, c, x0 + j]
                 _bucket_order(lo, nh, rorder)
             rp = 0
-            lorder = np.argsort(longest[:, c], kind="mergesort")
+            # the checkpoints in increasing order of their longest survivor (a stable order)
+            for lcp in range(ncp):
+                lkey[lcp] = longest[lcp, c]
+            _stable_order(lkey, lorder)
             lp = 0
             cp = 0
             for j in range(m):

@@ -1,0 +1,229 @@
+"""The first run after installing: numba's on-disk cache empty, every jitted function compiled.
+
+``python -m benchmarks.coldstart [--baseline REV] [--out results/bench/coldstart.csv]``
+
+Each task runs in a child process of its own with ``NUMBA_CACHE_DIR`` pointed at a new, empty
+folder: the quickstart (``plab run``, sonar, 208 examples, with its figures), then the quickstart
+again on the same cache (the warm run a user sees next), and the first ``fit`` and ``predict`` of
+each scikit-learn estimator on sonar. The child records every numba compilation (numba's
+``numba:compile`` event) with the CPU seconds spent in it, less those of the compilations it
+started (a jitted function's callees are compiled inside it): ``compile_cpu_s`` sums them.
+Wall seconds and the child's CPU seconds (user + system, from ``os.wait4``) are both reported:
+CPU is the steadier figure when other work shares the machine.
+
+``--baseline REV`` measures the same tasks on the code of a git revision too (its files taken with
+``git archive`` into a temporary folder, imported ahead of the installed package), in the same
+invocation, so that the rows before and after a change come from one machine and one load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: The estimators whose first fit is measured, with their settings (sonar, seeded).
+ESTIMATORS = {
+    "VotedPerceptron": {"random_state": 0},
+    "MarginPerceptron": {"tau": 0.1, "random_state": 0},
+    "ALMA": {"alpha": 0.9, "random_state": 0},
+    "BudgetPerceptron": {"random_state": 0},
+}
+#: The target of a first run, in wall seconds.
+TARGET_COLD_S = 10.0
+#: The target of the warm quickstart, in wall seconds (with its figures).
+TARGET_WARM_S = 2.0
+#: Compiled functions listed per row (the costliest).
+TOP = 4
+
+
+# ----------------------------------------------------------------------------- child side
+
+
+def _child(spec: dict) -> None:
+    """Run one task with every numba compilation recorded; write the result to ``spec["result"]``."""
+    if spec.get("src"):
+        # the code of another revision: ahead of the installed (possibly editable) package
+        sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
+        sys.path.insert(0, spec["src"])
+    import numba.core.event as ev
+
+    records: list = []
+    stack: list = []
+
+    class _Compiles(ev.Listener):
+        def on_start(self, event):
+            stack.append([event.data["dispatcher"], time.process_time(), 0.0])
+
+        def on_end(self, event):
+            d, t0, inner = stack.pop()
+            dt = time.process_time() - t0
+            if stack:
+                stack[-1][2] += dt
+            f = getattr(d, "py_func", None)
+            records.append((f"{f.__module__}.{f.__qualname__}" if f else str(d), dt - inner))
+
+    ev.register("numba:compile", _Compiles())
+    t0, c0 = time.perf_counter(), time.process_time()
+    task = spec["task"]
+    if task == "quickstart":
+        from perceptron_lab.cli.main import main
+
+        try:
+            main(["run", "-q", "--force", "--out", spec["out"]], standalone_mode=False)
+        except SystemExit as exc:
+            if exc.code not in (0, None):
+                raise
+    else:
+        import numpy as np
+
+        import perceptron_lab
+        from perceptron_lab.datasets import load_dataset
+
+        ds = load_dataset("sonar")
+        est = getattr(perceptron_lab, task)(**ESTIMATORS[task])
+        est.fit(ds.X_train, ds.y_train)
+        spec["fit_s"] = time.perf_counter() - t0
+        spec["accuracy"] = float(np.mean(est.predict(ds.X_train) == ds.y_train))
+    by: dict = {}
+    for name, s in records:
+        by[name] = by.get(name, 0.0) + s
+    top = sorted(by.items(), key=lambda kv: -kv[1])[:TOP]
+    Path(spec["result"]).write_text(json.dumps({
+        "inner_wall_s": time.perf_counter() - t0, "inner_cpu_s": time.process_time() - c0,
+        "compile_cpu_s": sum(s for _, s in records), "compilations": len(records),
+        "fit_s": spec.get("fit_s"), "accuracy": spec.get("accuracy"),
+        "top_compiles": "; ".join(f"{n.rsplit('.', 1)[-1]} {s:.2f}" for n, s in top)}))
+
+
+# ----------------------------------------------------------------------------- parent side
+
+
+def _spawn(spec: dict, cache: str) -> dict:
+    """One child: wall and CPU seconds (user + system, of this child alone) and peak memory."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = dict(spec, result=str(Path(tmp) / "result.json"))
+        t0 = time.perf_counter()
+        p = subprocess.Popen([sys.executable, "-m", "benchmarks.coldstart", "--child", json.dumps(spec)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        err = p.stderr.read().decode(errors="replace")
+        p.stderr.close()
+        res = Path(spec["result"])
+        code = os.waitstatus_to_exitcode(status)
+        row = json.loads(res.read_text()) if code == 0 and res.exists() else {}
+    row.update(wall_s=round(wall, 3), cpu_s=round(ru.ru_utime + ru.ru_stime, 3),
+               peak_rss_mb=round(ru.ru_maxrss / 1e3), status="ok" if code == 0 else f"failed: {err[-300:]}")
+    return row
+
+
+def measure(code: str, src: str | None, out_dir: Path) -> list[dict]:
+    """Every task on one version of the code (``src``: its folder, None: the installed package)."""
+    rows = []
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    with tempfile.TemporaryDirectory() as cache:
+        run = str(out_dir / f"quickstart-{code}")
+        for task, label in (("quickstart", "first run (cache empty)"), ("quickstart", "again (cache warm)")):
+            rows.append({"code": code, "task": "plab run (quickstart)", "numba_cache": label, "load_avg": load,
+                         **_spawn({"task": task, "out": run, "src": src}, cache)})
+    for name in ESTIMATORS:
+        with tempfile.TemporaryDirectory() as cache:
+            rows.append({"code": code, "task": f"{name}().fit + predict, sonar", "numba_cache": "first run (cache empty)",
+                         "load_avg": load, **_spawn({"task": name, "src": src}, cache)})
+    return rows
+
+
+def _checkout(rev: str, dest: Path) -> str:
+    """The files of git revision ``rev`` of this repository, unpacked under ``dest``."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def run(baseline: str | None, out: Path, runs_dir: Path) -> "object":
+    """The rows of every version measured (the baseline's first), as a DataFrame written to ``out``."""
+    import pandas as pd
+
+    rows = []
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    if baseline:
+        with tempfile.TemporaryDirectory() as tmp:
+            short = _checkout(baseline, Path(tmp))
+            rows += measure(f"before ({short})", tmp, runs_dir)
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True).stdout.strip() or "this checkout"
+    rows += measure(f"after ({head})", None, runs_dir)
+    df = pd.DataFrame(rows)
+    df["target_s"] = [TARGET_WARM_S if "warm" in c else TARGET_COLD_S for c in df["numba_cache"]]
+    df["wall_over_target"] = (df["wall_s"] / df["target_s"]).round(3)
+    df["cpu_over_target"] = (df["cpu_s"] / df["target_s"]).round(3)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out, index=False, float_format="%.3f")
+    return df
+
+
+def figure_rows(run_dir: Path, repeats: int = 5) -> list[dict]:
+    """Case 10: each of the quickstart's four figures drawn ``repeats`` times in this process
+    (:func:`perceptron_lab.run.figures.plot_run`'s functions, on the inputs it gives them), first and
+    median wall seconds and median CPU seconds, next to a blank figure written as PNG in the same
+    process; the ratio of the median to the target (:data:`benchmarks.figures.TARGET_S`)."""
+    from perceptron_lab.run import figures as plots
+
+    from .figures import TARGET_S, _blank, _time
+
+    run_dir = Path(run_dir)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    t0 = time.perf_counter()
+    df, info, labels = plots.read_run(run_dir)
+    read_s = time.perf_counter() - t0
+    ref_first, ref, ref_cpu = _time(_blank, repeats)
+    rows = [{"figure": "reference: blank figure to PNG", "first_s": ref_first, "median_s": ref, "cpu_median_s": ref_cpu},
+            {"figure": "read the run folder", "first_s": read_s, "median_s": read_s}]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        draws = (("learning_curves", lambda: plots.plot_learning_curves(df, info, labels, out / "a.png")),
+                 ("counts", lambda: plots.plot_counts(df, info, labels, out / "b.png")),
+                 ("parameter_curve", lambda: plots.plot_parameter_curve(df, info, run_dir, out / "c.png")),
+                 ("folds", lambda: plots.plot_folds(df, info, labels, out / "d.png")),
+                 ("plab plot: read + all four", lambda: plots.plot_run(run_dir, out)))
+        for name, fn in draws:
+            first, med, cpu = _time(fn, repeats)
+            rows.append({"figure": name, "first_s": first, "median_s": med, "cpu_median_s": cpu})
+    for r in rows:
+        r.update(load_avg=load, reference_s=ref, median_over_reference=r["median_s"] / ref,
+                 median_over_target=r["median_s"] / TARGET_S,
+                 cpu_median_over_target=(r.get("cpu_median_s") or float("nan")) / TARGET_S)
+    return rows
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--baseline", default=None, help="also measure this git revision (e.g. main), first")
+    ap.add_argument("--out", type=Path, default=ROOT / "results" / "bench" / "coldstart.csv")
+    ap.add_argument("--runs", type=Path, default=None,
+                    help="where the quickstart runs are written (default: a temporary folder)")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child is not None:
+        _child(json.loads(a.child))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        df = run(a.baseline, a.out, a.runs or Path(tmp))
+    cols = ["code", "task", "numba_cache", "wall_s", "cpu_s", "compile_cpu_s", "compilations", "status"]
+    print(df[cols].to_string(index=False))
+    print(f"written {a.out}")
+
+
+if __name__ == "__main__":
+    main()
