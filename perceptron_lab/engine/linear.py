@@ -99,7 +99,7 @@ Sequence = namedtuple("Sequence", "X Y order")
 
 #: The perceptron's parameters (:class:`~perceptron_lab.engine.base.PerceptronParams`, without
 #: ``theta_init``) and the kernel's affine form ``k0 + k1 x.y`` (``affine``: not the plain inner product).
-PrimalRule = namedtuple("PrimalRule", "eta C tau_abs lam alpha_bound k0 k1 affine")
+PrimalRule = namedtuple("PrimalRule", "eta C tau_abs lam alpha_bound k0 k1 affine lam_diag")
 
 #: What :func:`_perceptron_steps` carries from one segment to the next: weights ``W``, the affine
 #: form's ``bias``, thresholds ``theta``, update counts ``mcount``, correct predictions
@@ -123,7 +123,7 @@ def _perceptron_steps(seq, a, b, rule, state, out, n_out):
     the example's first update in the group (-1 before): the lambda term needs it only for
     examples that already caused an update of the label."""
     X, Y, order = seq
-    eta, C, tau_abs, lam, alpha_bound, k0, k1, affine = rule
+    eta, C, tau_abs, lam, alpha_bound, k0, k1, affine, lam_diag = rule
     W, bias, theta, mcount, cum_correct, kx = state
     o_step, o_ex, o_cls, o_coef, o_score, o_theta, o_cum, o_kxx = (
         out.step, out.ex, out.cls, out.coef, out.score, out.theta, out.cum, out.kxx)
@@ -152,7 +152,10 @@ def _perceptron_steps(seq, a, b, rule, state, out, n_out):
                     s = k0 * bs[q] + k1 * s
                 s_train = s
                 if lam != 0.0 and mcount[i, c] != 0:
-                    s_train += y * lam * kx[g, i]
+                    if lam_diag:
+                        s_train += y * lam * kx[g, i] * (eta * mcount[i, c])
+                    else:
+                        s_train += y * lam * kx[g, i]
                 if y * (s_train - th[q]) > tau_abs:
                     cc[q] += 1
                     continue
@@ -233,7 +236,7 @@ def train_perceptron_primal(X, Y, kernel: Kernel, params: PerceptronParams, orde
     affine = k0 != 0.0 or k1 != 1.0
     seq = Sequence(Xd, Y, order)
     rule = PrimalRule(float(params.eta), float(params.C), float(params.tau_abs), lam, int(params.alpha_bound),
-                      k0, k1, affine)
+                      k0, k1, affine, bool(params.lam_diagonal))
     state = PrimalState(W, bias, theta, mcount, cum_correct, kx)
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         _perceptron_steps(seq, a, b, rule, state, out, n_out)
