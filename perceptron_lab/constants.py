@@ -51,6 +51,12 @@ DEFAULT_NORMA_ETA = 0.1
 DEFAULT_NORMA_RHO = 1.0
 #: ``auto`` lets the engine choose: primal for the linear kernel, dual otherwise.
 FORMS = ("auto", "primal", "dual")
+#: How the lambda-trick's term enters a training example's score (``algorithm.lambda_term``):
+#: ``indicator`` adds ``lambda K(x, x)`` once x has caused an update (Khardon & Wachman 2007, eq. (1)
+#: as printed); ``diagonal`` adds ``lambda K(x, x)`` to the kernel's diagonal, so the term is
+#: ``eta alpha_x lambda K(x, x)`` and grows with the updates on x (the dual-form convention of
+#: Kowalczyk et al. 2001 and Li et al. 2002).
+LAMBDA_TERMS = ("indicator", "diagonal")
 
 #: ``algorithm.theta_init`` value meaning "the average <x_i, x_i> over the training examples".
 THETA_AVG_SQ_NORM = "avg_sq_norm"

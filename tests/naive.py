@@ -36,11 +36,14 @@ class NaivePerceptron:
     """
 
     def __init__(self, X, Y, kernel, eta=1.0, theta_init=0.0, C=0.0, tau_abs=0.0, lam=0.0,
-                 alpha_bound=None):
+                 alpha_bound=None, lam_diagonal=False):
         self.X, self.Y = np.asarray(X, float), np.asarray(Y)
         self.k = kernel  # (name, degree, scale, sigma)
         self.eta, self.theta_init, self.C = eta, theta_init, C
         self.tau_abs, self.lam, self.alpha_bound = tau_abs, lam, alpha_bound
+        # the lambda-trick: False, Khardon & Wachman's eq. (1), y lam K(x, x) once x has caused an
+        # update; True, lam K(x, x) on the kernel's diagonal, i.e. y eta alpha_x lam K(x, x)
+        self.lam_diagonal = lam_diagonal
 
     def K(self, i, j):
         return kernel_value(*self.k, self.X[i], self.X[j])
@@ -60,7 +63,11 @@ class NaivePerceptron:
                 y = self.Y[i, c]
                 s = self.score(cur, i)
                 if self.lam and mcount[i, c] != 0:
-                    s += y * self.lam * self.K(i, i)
+                    if self.lam_diagonal:
+                        # each of x's alpha_x updates added eta y K'(x, x) = eta y (K(x, x) + lam K(x, x))
+                        s += y * self.lam * self.K(i, i) * (self.eta * mcount[i, c])
+                    else:
+                        s += y * self.lam * self.K(i, i)
                 if s < cur["theta"] - self.tau_abs:
                     yhat = -1
                 elif s > cur["theta"] + self.tau_abs:

@@ -54,6 +54,8 @@ PERCEPTRON_SETTINGS = [
     dict(),
     dict(eta=0.5, theta_init=2.0, C=0.25),
     dict(tau_abs=8.0, lam=0.5),
+    dict(tau_abs=8.0, lam=0.5, lam_diagonal=True),
+    dict(eta=2.0, lam=0.5, lam_diagonal=True),
     dict(tau_abs=4.0, alpha_bound=2),
 ]
 

@@ -73,7 +73,8 @@ CORE = (
     + [f"configs/kw2007/{n}.yaml" for n in (
         "table2", "table3_uci", "table3_usps", "table3_mnist", "table4", "table5", "table6_artificial",
         "table6_uci", "table7_adult", "table7_usps", "table7_usps_poly4",
-        "table3_usps_split", "table3_mnist_split", "table5_raw_units", "table5_standardized")]
+        "table3_usps_split", "table3_mnist_split", "table5_raw_units", "table5_standardized",
+        "table3_uci_lambda_indicator", "table4_lambda_indicator", "table4_weight_per_example")]
     + [f"configs/gentile2001/{n}.yaml" for n in (
         "usps_sigma_cv", "usps_sigma_cv_perceptron", "table1_usps_alma", "table1_usps_perceptron",
         "table1_usps_alma_sigma3.5", "table1_usps_perceptron_sigma3.5",
@@ -96,7 +97,8 @@ RESULTS_DIRS = {
         "table2", "table3_uci", "table3_usps", "table3_mnist", "table4", "table5", "table6_artificial", "table6_uci",
         "table7_adult", "table7_usps", "table7_usps_poly4", "table7_mnist", "table7_mnist_poly4")},
     **{f"configs/kw2007/{n}.yaml": f"results/kw2007/variants/{n}" for n in (
-        "table3_usps_split", "table3_mnist_split", "table5_raw_units", "table5_standardized")},
+        "table3_usps_split", "table3_mnist_split", "table5_raw_units", "table5_standardized",
+        "table3_uci_lambda_indicator", "table4_lambda_indicator", "table4_weight_per_example")},
     **{f"configs/gentile2001/{c}.yaml": f"results/gentile2001/{d}" for c, d in (
         ("usps_sigma_cv", "usps_sigma_cv"), ("usps_sigma_cv_perceptron", "usps_sigma_cv_perceptron"),
         ("letter_sigma_cv", "letter_sigma_cv"),

@@ -114,7 +114,8 @@ class AlgorithmConfig:
     """The learner. Parameters of the algorithm not selected by ``name`` are None.
 
     Perceptron: ``eta``, ``theta_init`` (a number or ``'avg_sq_norm'``), ``C`` (a number or
-    ``'theta_init'``), ``tau``, ``lambda_``, ``alpha_bound`` (None: unbounded), ``form``.
+    ``'theta_init'``), ``tau``, ``lambda_``, ``lambda_term`` (``'indicator'`` or ``'diagonal'``, see
+    :data:`perceptron_lab.constants.LAMBDA_TERMS`), ``alpha_bound`` (None: unbounded), ``form``.
     ALMA (Gentile 2001): ``alpha``, ``B`` (None: 1/alpha; ``'sqrt8/alpha'``: sqrt(8)/alpha), ``C``, ``p``.
     Budgeted algorithms (:mod:`perceptron_lab.engine.budget`): ``budget`` (None: no limit); ``eta``
     (Projectron, NORMA); ``lambda_``, ``rho``, ``schedule`` (NORMA).
@@ -134,6 +135,7 @@ class AlgorithmConfig:
     budget: int | None = None
     rho: float | None = None
     schedule: str | None = None
+    lambda_term: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

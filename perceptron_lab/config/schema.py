@@ -163,6 +163,12 @@ SCHEMA: tuple[Param, ...] = (
                 "Threshold increment per mistake; 'theta_init' means the same value as theta_init."),
     _perceptron("algorithm.tau", _NONNEG, 0.0, "Margin parameter tau."),
     _perceptron("algorithm.lambda", _NONNEG, 0.0, "Regularisation lambda.", attr="lambda_"),
+    _perceptron("algorithm.lambda_term", _Choice(C.LAMBDA_TERMS), C.LAMBDA_TERMS[0],
+                "How the lambda-trick enters a training example's score y (SUM - theta): indicator adds "
+                "y lambda K(x, x) once x has caused an update (Khardon & Wachman 2007, eq. (1) as printed); "
+                "diagonal adds lambda K(x, x) to the kernel's diagonal, so the term is y eta alpha_x lambda "
+                "K(x, x), growing with the updates alpha_x on x (the dual-form convention of Kowalczyk et al. "
+                "2001 and Li et al. 2002). Used only with lambda > 0.", omit_default=True),
     _perceptron("algorithm.alpha_bound", _Union(_INT_GE1, _NULL, _Literal(C.ALPHA_BOUND_UNBOUNDED, math.inf,
                                                                           result=None, noun="'inf'")),
                 None, "Largest dual coefficient alpha_i; null or 'inf' means unbounded.",

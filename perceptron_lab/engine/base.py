@@ -64,6 +64,10 @@ class PerceptronParams:
     tau_abs: float = 0.0
     lam: float = 0.0
     alpha_bound: int = UNBOUNDED
+    #: The lambda-trick's term in a training example's score: False adds ``y lam K(x, x)`` once x
+    #: has caused an update (Khardon & Wachman 2007, eq. (1)); True adds ``y eta alpha_x lam K(x, x)``
+    #: (``lam K(x, x)`` on the kernel's diagonal, Kowalczyk et al. 2001; Li et al. 2002).
+    lam_diagonal: bool = False
 
     rule: ClassVar[str] = "perceptron"
 

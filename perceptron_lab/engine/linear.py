@@ -100,7 +100,7 @@ Sequence = namedtuple("Sequence", "X Y order")
 
 #: The perceptron's parameters (:class:`~perceptron_lab.engine.base.PerceptronParams`, without
 #: ``theta_init``) and the kernel's affine form ``k0 + k1 x.y`` (``affine``: not the plain inner product).
-PrimalRule = namedtuple("PrimalRule", "eta C tau_abs lam alpha_bound k0 k1 affine")
+PrimalRule = namedtuple("PrimalRule", "eta C tau_abs lam alpha_bound k0 k1 affine lam_diag")
 
 #: What :func:`_perceptron_steps` carries from one segment to the next: weights ``W``, the affine
 #: form's ``bias``, thresholds ``theta``, update counts ``mcount``, correct predictions
@@ -131,7 +131,7 @@ def _perceptron_groups(g0, g1, seq, a, b, rule, state, out, n_out):
     the example's first update in the group (-1 before): the lambda term needs it only for
     examples that already caused an update of the label."""
     X, Y, order = seq
-    eta, C, tau_abs, lam, alpha_bound, k0, k1, affine = rule
+    eta, C, tau_abs, lam, alpha_bound, k0, k1, affine, lam_diag = rule
     W, bias, theta, mcount, cum_correct, kx = state
     o_step, o_ex, o_cls, o_coef, o_score, o_theta, o_cum, o_kxx = (
         out.step, out.ex, out.cls, out.coef, out.score, out.theta, out.cum, out.kxx)
@@ -160,7 +160,10 @@ def _perceptron_groups(g0, g1, seq, a, b, rule, state, out, n_out):
                     s = k0 * bs[q] + k1 * s
                 s_train = s
                 if lam != 0.0 and mcount[i, c] != 0:
-                    s_train += y * lam * kx[g, i]
+                    if lam_diag:
+                        s_train += y * lam * kx[g, i] * (eta * mcount[i, c])
+                    else:
+                        s_train += y * lam * kx[g, i]
                 if y * (s_train - th[q]) > tau_abs:
                     cc[q] += 1
                     continue
@@ -233,7 +236,7 @@ def _perceptron_steps_csr(seq, a, b, rule, state, out, n_out):
     """:func:`_perceptron_steps` on CSR rows (``seq``: :data:`CsrSequence`): the same updates,
     counters and log, each step in O(nonzeros of the example x labels)."""
     indptr, indices, data, Y, order = seq
-    eta, C, tau_abs, lam, alpha_bound, k0, k1, affine = rule
+    eta, C, tau_abs, lam, alpha_bound, k0, k1, affine, lam_diag = rule
     W, bias, theta, mcount, cum_correct, kx = state
     o_step, o_ex, o_cls, o_coef, o_score, o_theta, o_cum, o_kxx = (
         out.step, out.ex, out.cls, out.coef, out.score, out.theta, out.cum, out.kxx)
@@ -262,7 +265,10 @@ def _perceptron_steps_csr(seq, a, b, rule, state, out, n_out):
                     s = k0 * bs[q] + k1 * s
                 s_train = s
                 if lam != 0.0 and mcount[i, c] != 0:
-                    s_train += y * lam * kx[g, i]
+                    if lam_diag:   # the trick on the kernel's diagonal: grows with x_i's updates
+                        s_train += y * lam * kx[g, i] * (eta * mcount[i, c])
+                    else:          # eq. (1) as printed: once x_i has caused an update
+                        s_train += y * lam * kx[g, i]
                 if y * (s_train - th[q]) > tau_abs:
                     cc[q] += 1
                     continue
@@ -436,7 +442,7 @@ def train_perceptron_primal(X, Y, kernel: Kernel, params: PerceptronParams, orde
     cp_ptr = 0
     affine = k0 != 0.0 or k1 != 1.0
     rule = PrimalRule(float(params.eta), float(params.C), float(params.tau_abs), lam, int(params.alpha_bound),
-                      k0, k1, affine)
+                      k0, k1, affine, bool(params.lam_diagonal))
     state = PrimalState(W, bias, theta, mcount, cum_correct, kx)
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         steps(seq, a, b, rule, state, out, n_out)

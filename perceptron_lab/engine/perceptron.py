@@ -7,7 +7,9 @@ One engine serves every perceptron variant of the papers; the variants are param
   ``eta * C`` on each update), learning rate ``eta``, margin ``tau`` (an update happens when
   ``y * (SUM - theta) <= tau``; ``tau`` is given in units of the average ``K(x, x)`` on the training
   set, which is the paper's ``theta_Init``), the lambda-trick (``SUM += I[alpha_i != 0] y_i lambda
-  K(x_i, x_i)`` during training) and the alpha-bound (no update on an example that has already
+  K(x_i, x_i)`` during training, eq. (1); or, with ``lam_diagonal``, ``SUM += eta alpha_i y_i lambda
+  K(x_i, x_i)``: ``lambda K(x_i, x_i)`` added to the kernel's diagonal, the dual-form convention of
+  the papers cited for the trick, Kowalczyk et al. 2001 and Li et al. 2002) and the alpha-bound (no update on an example that has already
   caused ``alpha_bound`` updates).
 
 Multiclass problems are one-vs-rest: column ``c`` of the label matrix ``Y`` holds +1/-1 for
@@ -78,8 +80,9 @@ Chunk = namedtuple("Chunk", "S0 ex step0 Xe Kcc use_kcc Dcc use_dcc exact_dots")
 TrainingSet = namedtuple("TrainingSet", "Y kdiag slot_of Kc sq rscale kparams")
 
 #: The update rule and its parameters, resolved once per run: ``code`` is RULE_PERCEPTRON (``eta`` ...
-#: ``alpha_bound``) or RULE_ALMA2 (``a_alpha``, ``a_B``, ``a_C``: Gentile's alpha, B and C).
-Rule = namedtuple("Rule", "code eta C tau_abs lam alpha_bound a_alpha a_B a_C")
+#: ``alpha_bound``, ``lam_diag``: the lambda term grows with the example's updates) or RULE_ALMA2
+#: (``a_alpha``, ``a_B``, ``a_C``: Gentile's alpha, B and C).
+Rule = namedtuple("Rule", "code eta C tau_abs lam alpha_bound a_alpha a_B a_C lam_diag")
 
 #: Per-label state that the chunks carry forward: thresholds ``theta``, update counts ``mcount[i, c]``,
 #: correct predictions ``cum_correct``, and for ALMA_2 the corrections ``ncorr``, the scales ``scale``
@@ -113,6 +116,7 @@ def _run_chunk(chunk, data, rule, state, out):
     Y, kdiag, slot_of, Kc, sq, rscale, kparams = data
     kcode, kdeg, kscale, ksigma, kdiv = kparams
     eta, C, tau_abs, lam, alpha_bound = rule.eta, rule.C, rule.tau_abs, rule.lam, rule.alpha_bound
+    lam_diag = rule.lam_diag
     a_alpha, a_B, a_C = rule.a_alpha, rule.a_B, rule.a_C
     theta, mcount, cum_correct, ncorr, scale, usq = state
     o_step, o_ex, o_cls, o_coef, o_score, o_theta, o_cum, o_scale, o_norm = (
@@ -152,7 +156,10 @@ def _run_chunk(chunk, data, rule, state, out):
             else:
                 s_train = s
                 if lam != 0.0 and mcount[i, c] != 0:
-                    s_train += y * lam * kdiag[i]
+                    if lam_diag:
+                        s_train += y * lam * kdiag[i] * (eta * mcount[i, c])
+                    else:
+                        s_train += y * lam * kdiag[i]
                 if y * (s_train - theta[c]) > tau_abs:
                     cum_correct[c] += 1
                     continue
@@ -298,9 +305,10 @@ def _resolve_rule(params, code) -> tuple[Rule, float]:
         if float(params.p) != 2.0:
             raise EngineError(f"this driver runs ALMA_p with p = 2 only, got p = {params.p:g}; "
                               "p > 2 runs in primal form (engine.alma.train_alma)")
-        return Rule(code, 1.0, 0.0, 0.0, 0.0, UNBOUNDED, float(params.alpha), float(params.B), float(params.C)), 0.0
-    return Rule(code, params.eta, params.C, params.tau_abs, params.lam, params.alpha_bound, 0.0, 0.0, 0.0), \
-        params.theta_init
+        return Rule(code, 1.0, 0.0, 0.0, 0.0, UNBOUNDED, float(params.alpha), float(params.B), float(params.C),
+                    False), 0.0
+    return Rule(code, params.eta, params.C, params.tau_abs, params.lam, params.alpha_bound, 0.0, 0.0, 0.0,
+                bool(params.lam_diagonal)), params.theta_init
 
 
 class _ChunkRun:
@@ -876,7 +884,7 @@ def resolve_params(acfg, kdiag_train: np.ndarray, value_factor=1.0) -> Perceptro
     alpha_bound = UNBOUNDED if ab is None or (isinstance(ab, float) and math.isinf(ab)) else int(ab)
     return PerceptronParams(eta=float(acfg.eta), theta_init=theta_init, C=C,
                             tau_abs=float(acfg.tau) * avg, lam=float(acfg.lambda_),
-                            alpha_bound=alpha_bound)
+                            alpha_bound=alpha_bound, lam_diagonal=acfg.lambda_term == "diagonal")
 
 
 def _in_kernel_units(value, value_factor, key: str) -> float:
