@@ -42,7 +42,7 @@ class _Step:
 def _compiled_on_worker():
     from perceptron_lab.engine import linear
 
-    return len(linear._perceptron_steps.signatures)
+    return len(linear._perceptron_groups.signatures)
 
 
 @pytest.fixture()
