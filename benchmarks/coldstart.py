@@ -74,7 +74,10 @@ def _child(spec: dict) -> None:
     t0, c0 = time.perf_counter(), time.process_time()
     task = spec["task"]
     if task == "quickstart":
-        from perceptron_lab.cli.main import main
+        try:
+            from perceptron_lab.cli.main import main
+        except ImportError:  # a baseline revision from before the layer packages
+            from perceptron_lab.cli import main
 
         try:
             main(["run", "-q", "--force", "--out", spec["out"]], standalone_mode=False)

@@ -113,7 +113,7 @@ def _figures_case(out: Path) -> list[dict]:
     import subprocess
 
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.executable, "-m", "perceptron_lab.cli", "run", "-q", "--out", tmp], check=True,
+        subprocess.run([sys.executable, "-m", "perceptron_lab.cli.main", "run", "-q", "--out", tmp], check=True,
                        stdout=subprocess.DEVNULL)
         return coldstart.figure_rows(Path(tmp))
 
