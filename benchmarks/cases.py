@@ -186,7 +186,7 @@ def run_fs1999_d4(data_dir, train_size=None, epochs=30, test_size=None):
             lines += [f"  test_size: {test_size}"] if test_size else []
         cfg.write_text("\n".join(lines) + "\n")
         out = Path(tmp) / "out"
-        cmd = [sys.executable, "-m", "perceptron_lab.cli.main.main", "run", str(cfg), "--out", str(out), "-q"]
+        cmd = [sys.executable, "-m", "perceptron_lab.cli.main", "run", str(cfg), "--out", str(out), "-q"]
         if data_dir:
             cmd += ["--data-dir", str(data_dir)]
         load = load_average()

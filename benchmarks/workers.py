@@ -186,7 +186,7 @@ def _digest(pred) -> str:
 
 def alma_config(alpha: float = ALMA_ALPHA, chunk_size: int | None = None, rules=ALMA_RULES):
     """The config a user would write for case 3 (linear kernel, ALMA_2, one epoch, rules last and avg)."""
-    from perceptron_lab.config.load.load import config_from_dict
+    from perceptron_lab.config.load import config_from_dict
 
     training = {"epochs": 1, "checkpoints": [1], "permutations": 1, "dtype": "float64"}
     if chunk_size is not None:
@@ -304,7 +304,7 @@ def _ours_eval_unit(spec: dict, d: Data) -> dict:
     by float64 GEMMs instead of the exact float32 ones (the same numbers, for the comparison)."""
     from perceptron_lab.model import predict
     from perceptron_lab.run import units
-    from perceptron_lab.config.load.load import load_config
+    from perceptron_lab.config.load import load_config
     from perceptron_lab.engine import train_from_config
     from perceptron_lab.engine.perceptron import label_matrix
 
