@@ -32,7 +32,7 @@ test-full: install ## All tests, including the slow full-data reproductions (mar
 check-configs: install ## Validate every config under configs/
 	$(BIN)/plab config check configs/*.yaml configs/*/*.yaml
 
-reproduce: install ## Regenerate the paper tables under results/ and the report (SET=full adds Khardon-Wachman Table 7 on MNIST; SET=budget runs the budget study)
+reproduce: install ## Regenerate the paper tables under results/ and the report (SET=full adds Khardon-Wachman Table 7 on MNIST; SET=budget runs the budget study and DOGMA's demo)
 	$(BIN)/python -m perceptron_lab.cli.reproduce --set $(or $(SET),core) --jobs $(or $(JOBS),1)
 
 bench: install ## Speed benchmarks against scikit-learn and River, written to results/bench/

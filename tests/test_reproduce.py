@@ -91,6 +91,28 @@ def test_main_writes_the_finished_log_before_the_report_and_keeps_figure_times(t
     assert seen["configs"]["new.yaml"]["ran"] == 2 and seen["configs"]["new.yaml"]["jobs"] == 2
 
 
+def test_the_budget_set_also_reruns_the_dogma_study_before_the_report(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import perceptron_lab.cli.reproduce as R
+
+    (tmp_path / "results").mkdir()
+    order = []
+    monkeypatch.setattr(R, "ROOT", tmp_path)
+    monkeypatch.setattr(R, "reproduction_config", lambda path: path)
+    monkeypatch.setattr(R, "verify_inputs", lambda cfg, data_dir, note=None: True)
+    monkeypatch.setattr(R, "run_experiment", lambda cfg, **kw: SimpleNamespace(
+        ran=1, skipped=0, run_info={"train_seconds_total": 1.0, "eval_seconds_total": 0.5}))
+    monkeypatch.setattr(R.budget_study, "write_study", lambda results, data_dir: order.append("budget") or [])
+    monkeypatch.setattr(R.dogma_study, "write", lambda results, log=print: order.append("dogma") or [])
+    monkeypatch.setattr(R, "write_report", lambda paths, out: order.append("report") or (tmp_path / "r.md", None))
+    monkeypatch.setattr(R, "collect", lambda paths: None)
+    monkeypatch.setattr(R, "summary_lines", lambda rep: [])
+    R.main([R.BUDGET[0]])
+    assert order == ["budget", "dogma", "report"]
+    assert "dogma_study" in json.loads((tmp_path / "results" / "reproduce.json").read_text())["figures"]
+
+
 def test_each_run_reports_its_own_peak_memory_not_an_earlier_runs():
     import os
 

@@ -599,9 +599,9 @@ def budget_page(root: Path, rep) -> str:
            "Freund & Schapire's survival weights). `mistakes` in the results are prediction mistakes, "
            "`support_vectors` the support set's size at the checkpoint. The defaults of every key are in the "
            "[configuration reference](configuration.md).", "",
-           "```bash", "make reproduce SET=budget JOBS=2                      # the study's runs, then results/budget/",
+           "```bash", "make reproduce SET=budget JOBS=2                      # the study's runs, results/budget/, DOGMA's demo",
            "python -m perceptron_lab.studies.budget --no-train     # redraw from the finished runs",
-           "python -m perceptron_lab.studies.dogma                 # DOGMA's budget demo over many draws",
+           "python -m perceptron_lab.studies.dogma                 # DOGMA's budget demo alone, over many draws",
            "```", ""]
     if not rep.study_items:
         return "\n".join(out + ["The study has not been run yet (`results/budget/` is empty)."]) + "\n"

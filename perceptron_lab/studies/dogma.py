@@ -233,7 +233,7 @@ def report_items(results_dir) -> list[tuple]:
                    f"**{ok}/{n} of the demo's cells lie within our range** (min to max over the draws); {not_run} "
                    f"cells (PA-I, OISVM) not run, not in plab's engine. Source: `{out}` (comparison.csv, draws.csv); "
                    "the demo's numbers: `perceptron_lab/studies/reference/dogma_demo.csv`. "
-                   "`python -m perceptron_lab.studies.dogma` reruns it."),
+                   "`make reproduce SET=budget` reruns it with the study (`python -m perceptron_lab.studies.dogma` alone)."),
              ("table", table(cmp)),
              ("p", "What the comparison shows:"),
              ("ul", [f"- {f}" for f in FINDINGS])]
