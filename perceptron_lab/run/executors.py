@@ -529,16 +529,31 @@ class WorkerPool:
         # that submits, and a worker dies with the thread that started it (PR_SET_PDEATHSIG follows
         # the starting thread), which may be a config's thread that ends long before the pool. Each
         # of these tasks waits for all the others, so that each one needs a worker of its own.
+        from concurrent.futures import TimeoutError as FutureTimeout
         from concurrent.futures.process import BrokenProcessPool
 
         try:
             for fut in [self._ex.submit(_worker_ready) for _ in range(jobs)]:
-                fut.result()
-        except BrokenProcessPool:
+                # a worker killed while it starts is not always reported by the executor (its
+                # sentinel may not be watched yet), and its peers wait for it at the barrier: look
+                # at the workers themselves while waiting
+                while True:
+                    try:
+                        fut.result(timeout=0.25)
+                        break
+                    except FutureTimeout:
+                        if self._a_worker_died():
+                            raise BrokenProcessPool("a worker exited") from None
+        except (BrokenProcessPool, threading.BrokenBarrierError):
             self.terminate()
             raise WorkerError("a worker process died while the pool of --jobs workers started (out of memory? "
                               "killed? see the system log); nothing was computed: run the same command again, "
                               "with fewer --jobs if memory ran out") from None
+
+    def _a_worker_died(self) -> bool:
+        """Whether a worker process of the pool has exited."""
+        procs = list((getattr(self._ex, "_processes", None) or {}).values())
+        return any(p.exitcode is not None for p in procs)
 
     def _route(self):
         """Hand the workers' step counts to the bar of the run they belong to."""
