@@ -627,14 +627,7 @@ def _load_libsvm(path: Path, test: Path | None, sparse: bool = False):
             raise _fail(f, "a feature value is NaN or infinite", "replace the non-finite values or drop those lines",
                         lines[int(bad[0])])
         dense.append(Xd)
-    (texts, lines), = labels[:1]
-    classes, y, index = _text_classes(path, texts, "the label column", lambda i: lines[i], libsvm=True)
-    yt = Xt = None
-    if test is not None:
-        t_texts, t_lines = labels[1]
-        yt = _test_texts(test, path, t_texts, index, lambda i: t_lines[i])
-        Xt = dense[1]
-    return dense[0], y, Xt, yt, classes
+    return _with_labels(path, test, labels, dense)
 
 
 def _sparse_libsvm(path, test, files, parts, labels):
@@ -651,6 +644,12 @@ def _sparse_libsvm(path, test, files, parts, labels):
             raise _fail(f, "a feature value is NaN or infinite", "replace the non-finite values or drop those lines",
                         lines[row])
         mats.append(Xc)
+    return _with_labels(path, test, labels, mats)
+
+
+def _with_labels(path, test, labels, mats):
+    """(X, y, X_test, y_test, classes) of a LIBSVM file and its test file, from their feature
+    matrices ``mats`` (dense or CSR) and the label texts read with them."""
     (texts, lines), = labels[:1]
     classes, y, index = _text_classes(path, texts, "the label column", lambda i: lines[i], libsvm=True)
     yt = Xt = None
