@@ -281,3 +281,20 @@ def test_training_takes_exact_dots_only_on_integer_features_with_the_same_log(mo
     monkeypatch.setattr(engine, "DOTS_EXACT_SQ_LIMIT", 2.0**52)
     run(rng.normal(size=(n, 20)))
     assert set(flags) == {False}
+
+
+def test_ordered_dots_sum_each_pair_in_feature_order_whatever_the_other_rows():
+    from perceptron_lab.engine.kernels import ordered_dots
+
+    rng = np.random.default_rng(4)
+    A = rng.normal(size=(40, 120))
+    A[A < 0.4] = 0.0  # zero entries are skipped: they add nothing
+    B = rng.normal(size=(30, 120))
+    G = ordered_dots(A, B)
+    loop = np.array([[sum(float(u) * float(v) for u, v in zip(a, b)) for b in B] for a in A])
+    np.testing.assert_array_equal(G, loop)
+    assert (G != A @ B.T).any()  # the BLAS product rounds some of them otherwise
+    np.testing.assert_array_equal(ordered_dots(A[7:9], B[[3, 11, 29]]), G[7:9][:, [3, 11, 29]])
+    # a kernel block from ordered dots: each value the same in a block of other rows
+    poly = gram(Kernel("poly", degree=3), A, B, ordered=True)
+    np.testing.assert_array_equal(gram(Kernel("poly", degree=3), A[5:6], B[2:4], ordered=True), poly[5:6, 2:4])

@@ -64,19 +64,26 @@ def test_shared_errors_equal_each_log_alone(monkeypatch, labels):
         assert secs >= 0
 
 
-def test_features_that_are_not_integers_are_evaluated_one_by_one(monkeypatch):
+def test_features_that_are_not_integers_share_one_block_whose_values_do_not_depend_on_the_union(monkeypatch):
     rng = np.random.default_rng(5)
     X, y = rng.normal(size=(300, 8)), rng.integers(0, 3, 300)
     Xt, yt = rng.normal(size=(200, 8)), rng.integers(0, 3, 200)
     logs = _logs(X, y, 3, rng)
+    # a log trained on the first 60 examples alone: its union with another log is smaller
+    small = train(X[:60], label_matrix(y[:60], 3), Kernel("linear"), PerceptronParams(), rng.permutation(60), 2,
+                  [1.0, 2.0])
     items = [(log, "survival", 0, None) for log in logs]
     calls = _count_blocks(monkeypatch)
     shared = predict.evaluate_shared(items, Kernel("linear"), X, Xt, yt, False)
-    assert len(calls) == len(logs)  # float kernel values could round differently in a larger block
-    for (log, *_), (err_m, err_b, _) in zip(items, shared):
-        alone = predict.evaluate(log, Kernel("linear"), X, Xt, yt, False, seed=0)
+    union = np.unique(np.concatenate([np.unique(predict.Hypotheses(log, "survival").uex) for log in logs]))
+    assert calls == [union.size]
+    for item, (err_m, err_b, _) in zip(items, shared):
+        pair = predict.evaluate_shared([item, (small, "survival", 0, None)], Kernel("linear"), X, Xt, yt, False)
+        np.testing.assert_array_equal(err_m, pair[0][0])
+        np.testing.assert_array_equal(err_b, pair[0][1])
+        # and the rules' errors are those of the log alone (here no score lies within rounding of 0)
+        alone = predict.evaluate(item[0], Kernel("linear"), X, Xt, yt, False, seed=0)
         np.testing.assert_array_equal(err_m, alone[0])
-        np.testing.assert_array_equal(err_b, alone[1])
 
 
 def _write_data(tmp_path):
@@ -118,13 +125,21 @@ def test_only_grids_over_the_algorithms_settings_with_the_linear_kernel_or_in_lo
     base = {"dataset": {"name": "sonar"}, "evaluation": {"mode": "kfold", "grid": {"algorithm.tau": [0, 1]}}}
     cfg = config_from_dict(base)
     assert run_plan.fold_shared(cfg)
-    # on the data: sonar's features are not integers (their units would be evaluated one by one)
-    assert not run_plan.fold_shared(cfg, run_inputs.load_data(cfg))
+    # with the linear kernel, on any dense features (their blocks are summed in feature order)
+    assert run_plan.fold_shared(cfg, run_inputs.load_data(cfg))
     path = _write_data(tmp_path)
     user = config_from_dict({**base, "dataset": {"path": str(path), "label": "target"}})
     assert run_plan.fold_shared(user, run_inputs.load_data(user))
     scaled = config_from_dict({**base, "dataset": {"path": str(path), "label": "target", "preprocess": "minmax"}})
-    assert not run_plan.fold_shared(scaled, run_inputs.load_data(scaled))
+    assert run_plan.fold_shared(scaled, run_inputs.load_data(scaled))
+    # training orders drawn from a grid over the training seed share their fold's test block too
+    seeds = config_from_dict({**base, "evaluation": {"mode": "kfold", "grid": {"algorithm.tau": [0, 1],
+                                                                                 "training.seed": [1, 2]}}})
+    assert run_plan.fold_shared(seeds, run_inputs.load_data(seeds))
+    # the dual perceptron in lockstep needs integer features without preprocessing
+    lock = {**base, "kernel": {"type": "poly", "degree": 2}, "training": {"epochs": 1}}
+    assert run_plan.fold_shared(config_from_dict(lock))
+    assert not run_plan.fold_shared(config_from_dict(lock), run_inputs.load_data(config_from_dict(lock)))
     # other kernels: the single passes of the dual perceptron (tests/test_lockstep.py) only
     for change in ({"kernel": {"type": "poly", "degree": 2}, "training": {"epochs": 2}},
                    {"kernel": {"type": "gaussian", "sigma": 2.0}},

@@ -763,6 +763,38 @@ def sparse_dots(A, B, out=None) -> np.ndarray:
     return out
 
 
+@nb.njit(cache=True, parallel=True)
+def _ordered_dots(A, BT, out):
+    """``out[i, j] = sum_k A[i, k] * BT[k, j]``, summed over k in increasing order from 0, one
+    multiplication and one addition per term (zero entries of A add nothing and are skipped)."""
+    n, d = A.shape
+    m = BT.shape[1]
+    for i in nb.prange(n):
+        row = out[i]
+        for j in range(m):
+            row[j] = 0.0
+        for k in range(d):
+            a = A[i, k]
+            if a != 0.0:
+                b = BT[k]
+                for j in range(m):
+                    row[j] += a * b[j]
+
+
+def ordered_dots(A: np.ndarray, B: np.ndarray, out=None) -> np.ndarray:
+    """``A @ B.T`` with every entry summed over the features in their order, as a plain loop
+    (and ``tests/naive.py``) sums it: the value of a pair of rows does not depend on the other
+    rows of A or B. A BLAS product's can (its blocking follows the matrix shapes), so blocks of
+    non-integer features computed against different sets of rows may differ in their last bits;
+    these never do. ``out``: a C-contiguous array of shape (len(A), len(B)) in A's dtype."""
+    A = np.ascontiguousarray(A)
+    BT = np.ascontiguousarray(np.asarray(B, dtype=A.dtype).T)
+    if out is None:
+        out = np.empty((A.shape[0], BT.shape[1]), dtype=A.dtype)
+    _ordered_dots(A, BT, out)
+    return out
+
+
 #: Rows converted to float64 at a time by :func:`sq_norms64`.
 SQ_NORMS_ROWS = 4096
 
@@ -870,13 +902,14 @@ def matmul_exact32(A: np.ndarray, B: np.ndarray, sq_a=None, sq_b=None, out=None,
 
 
 def gram(kernel: Kernel, A: np.ndarray, B: np.ndarray, sq_a=None, sq_b=None, out=None, exact32: bool = False,
-         B32=None) -> np.ndarray:
+         B32=None, ordered: bool = False) -> np.ndarray:
     """Kernel block K(A_i, B_j), shape (len(A), len(B)), in the dtype of A.
 
     ``sq_a``/``sq_b`` may pass precomputed squared norms (used by the Gaussian kernels); ``out``
     may name a C-contiguous array to write into (e.g. rows of a kernel cache), saving a copy.
     ``exact32`` (float64 A and B that pass :func:`exact32_ok`) computes the inner products by
-    :func:`matmul_exact32`: the same float64 values, at float32 GEMM speed.
+    :func:`matmul_exact32`: the same float64 values, at float32 GEMM speed. ``ordered`` (dense A
+    and B) computes them by :func:`ordered_dots`: each value independent of the other rows.
     """
     if kernel.code == PRECOMPUTED:
         raise ValueError("a precomputed kernel has no kernel function: take its values from the Gram matrix")
@@ -884,6 +917,8 @@ def gram(kernel: Kernel, A: np.ndarray, B: np.ndarray, sq_a=None, sq_b=None, out
         G = sparse_dots(A, B, out=out)
     elif exact32 and A.dtype == np.float64:
         G = matmul_exact32(A, B, sq_a, sq_b, out=out, B32=B32)
+    elif ordered:
+        G = ordered_dots(A, B, out=out)
     else:
         G = np.matmul(A, B.T, out=out)
     if kernel.code == LINEAR:

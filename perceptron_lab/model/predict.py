@@ -196,7 +196,7 @@ def distinct(ex):
     return sv, inv.reshape(-1).astype(np.int64)
 
 
-def kernel_blocks(kernel: Kernel, Xsv, Xte, dtype, block: int, normalized: bool = False):
+def kernel_blocks(kernel: Kernel, Xsv, Xte, dtype, block: int, normalized: bool = False, ordered: bool = False):
     """Yield ``(test rows, KtT)``: the kernel block transposed (support examples ``Xsv`` x test
     points ``Xte[rows]``, see :mod:`perceptron_lab.model.scoring`), a run of at most ``block`` test
     points at a time, every test point once.
@@ -206,7 +206,9 @@ def kernel_blocks(kernel: Kernel, Xsv, Xte, dtype, block: int, normalized: bool 
     points whose every inner product with a support vector is exact in float32 are scored straight
     from a float32 block (the same integers as in float64, with no conversion pass); the few
     others from a float64 block. The values of one (support example, test point) pair do not
-    depend on the other rows in the block then: :func:`evaluate_shared` relies on it.
+    depend on the other rows in the block then: :func:`evaluate_shared` relies on it. On other
+    dense features, ``ordered`` computes the inner products by
+    :func:`~perceptron_lab.engine.kernels.ordered_dots`, for the same reason.
     """
     nt = Xte.shape[0]
     if not Xsv.shape[0]:
@@ -237,7 +239,7 @@ def kernel_blocks(kernel: Kernel, Xsv, Xte, dtype, block: int, normalized: bool 
                 KtT = Xsv @ Xte[idx].T
             else:
                 KtT = (gram(kernel, Xsv, Xte[idx], sq_sv, sq_te[idx], exact32=True, B32=te32[idx]) if exact
-                       else gram(kernel, Xsv, Xte[idx]))
+                       else gram(kernel, Xsv, Xte[idx], ordered=ordered))
                 if normalized:
                     r_te = normalizing_factors(kernel_diag(kernel, Xte[idx])).astype(dtype)
                     KtT *= r_sv[:, None]
@@ -315,10 +317,14 @@ def evaluate_shared(items, kernel: Kernel, X_train, X_test, y_test, binary: bool
     rules)``. Returns ``[(errors_multi, errors_bin, seconds)]`` in the order of ``items``.
 
     Where every log scores every hypothesis (a rule of :data:`_PER_HYPOTHESIS_RULES` asked for, a
-    kernel expansion) with the linear kernel on integer features, the test points' kernel values
-    are computed once against the union of the logs' support examples, and each log's scan reads
-    its rows of that block. The values are exact integers either way (:func:`kernel_blocks`), so
-    the errors equal :func:`evaluate`'s for each log alone. The others are evaluated one by one.
+    kernel expansion) with a linear or polynomial kernel on dense features, the test points' kernel
+    values are computed once against the union of the logs' support examples, and each log's scan reads
+    its rows of that block. On integer features the values are exact integers either way
+    (:func:`kernel_blocks`), so the errors equal :func:`evaluate`'s for each log alone; on other
+    features the block's inner products are summed in feature order
+    (:func:`~perceptron_lab.engine.kernels.ordered_dots`), so that each value is the same whatever
+    the union (the logs' scores may differ from :func:`evaluate`'s BLAS products in their last
+    bits). The others are evaluated one by one.
     A shared block's seconds are divided among its logs in proportion to their support examples.
     ``block``: test points per kernel block (default :func:`block_points` of the union).
     """
@@ -341,8 +347,7 @@ def evaluate_shared(items, kernel: Kernel, X_train, X_test, y_test, binary: bool
             prepared[i] = ((cp_index,) + hyps, time.perf_counter() - t0)
             svs[i] = np.unique(prepared[i][0][1].uex)
         union = np.unique(np.concatenate(list(svs.values())))
-        if not (exact32_ok(Xtr[union]) and exact32_ok(Xte)):
-            shared = []
+        ordered = not (exact32_ok(Xtr[union]) and exact32_ok(Xte))
     else:
         shared = []
     for i, (log, vote_weight, seed, rules) in enumerate(items):
@@ -363,7 +368,7 @@ def evaluate_shared(items, kernel: Kernel, X_train, X_test, y_test, binary: bool
         # each update's row in the shared block
         ucols[i] = np.searchsorted(union, hyp.uex).astype(np.int64)
     kernel_s = 0.0
-    blocks = kernel_blocks(kernel, Xtr[union], Xte, dtype, shared_block)
+    blocks = kernel_blocks(kernel, Xtr[union], Xte, dtype, shared_block, ordered=ordered)
     while True:
         t0 = time.perf_counter()
         nxt = next(blocks, None)

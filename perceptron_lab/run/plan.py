@@ -120,21 +120,22 @@ def plan_units(cfg: ExperimentConfig, has_test_split: bool, grid: Grid | None = 
 def fold_shared(cfg: ExperimentConfig, ds: Dataset | None = None, grid: Grid | None = None) -> bool:
     """Whether a config's units are persisted and run one fold at a time across its grid points:
     cross-validation or a held-out test set, a grid of more than one point over settings of the
-    algorithm alone (not its name), and (given the dataset ``ds``) integer features without
-    preprocessing; with the linear kernel, or the perceptron in dual form with a polynomial kernel
-    of degree 2 or more in at most one pass (:func:`fold_lockstep`). Those units of a fold train on
-    the same examples and are tested on the same points with the same kernel, so their evaluation
-    computes the kernel block once, against the union of their support examples, exactly
-    (:func:`~perceptron_lab.model.predict.evaluate_shared`): on Khardon & Wachman's MNIST rows, 49 grid
-    points of a fold have about 1.2 million support examples in all but 38 thousand distinct ones.
-    Other features would be evaluated one unit at a time anyway, and keep one part per grid point."""
+    algorithm alone (not its name) and the training seed; with the linear kernel, or (given the
+    dataset ``ds``, integer features without preprocessing) the perceptron in dual form with a
+    polynomial kernel of degree 2 or more in at most one pass (:func:`fold_lockstep`). Those units
+    of a fold train on the same examples and are tested on the same points with the same kernel,
+    so their evaluation computes the kernel block once, against the union of their support
+    examples (:func:`~perceptron_lab.model.predict.evaluate_shared`), each value the same as in a
+    block of its own: on Khardon & Wachman's MNIST rows, 49 grid points of a fold have about 1.2
+    million support examples in all but 38 thousand distinct ones."""
     ev = cfg.evaluation
     keys = list(ev.grid)
-    ok = (bool(keys) and all(k.startswith("algorithm.") for k in keys) and "algorithm.name" not in keys
+    ok = (bool(keys) and all(k.startswith("algorithm.") or k == "training.seed" for k in keys)
+          and "algorithm.name" not in keys
           and len(grid_points(cfg) if grid is None else grid.points) > 1 and ev.fold_train_size is None
           and (cfg.kernel.type == "linear" or fold_lockstep(cfg))
           and cfg.algorithm.name not in BUDGET_ALGORITHMS)
-    if not ok or ds is None:
+    if not ok or ds is None or cfg.kernel.type == "linear":
         return ok
     return cfg.dataset.preprocess == "none" and all(
         exact32_ok(np.asarray(X, dtype=np.float64)) for X in (ds.X_train, ds.X_test) if X is not None)
