@@ -608,3 +608,27 @@ def test_a_cell_over_draws_is_mean_sd_and_central_95_percent():
     assert r["within"] is False  # |69 - 66.5| > 2
     one = _cell_over_draws(4, "a", "N=0", "Last", "tau", 95.0, math.nan, draws[:1])
     assert one["ours_mean"] == 60.0 and (one["sampling_lo"], one["sampling_hi"]) == (59.5, 60.5)
+
+
+def test_a_table7_cell_over_training_orders_names_them_as_its_sampling():
+    from perceptron_lab.papers.kw2007.tables import _cell_over_draws
+
+    draws = [(88.0 + 0.5 * k, math.nan, math.nan, 1, "tau=0", ("training.seed", float(2007 + k))) for k in range(4)]
+    r = _cell_over_draws(7, "usps", "usps, linear", "Last", "Nothing", 87.4, math.nan, draws)
+    assert r["ours_mean"] == 88.75 and r["n_runs"] == 4
+    assert r["sampling_basis"] == "orders" and r["detail"].startswith("4 training orders (seed 2007-2010)")
+    # percentiles 2.5 and 97.5 of 88.0 .. 89.5: positions 0.075 and 2.925
+    assert (r["sampling_lo"], r["sampling_hi"]) == pytest.approx((88.0375, 89.4625))
+
+
+def test_table7_usps_and_adult_run_ten_training_orders_each_with_its_own_search():
+    from pathlib import Path
+
+    from perceptron_lab.run.evaluation import Grid
+
+    root = Path(__file__).resolve().parents[1]
+    for name in ("table7_usps", "table7_usps_poly4", "table7_adult"):
+        cfg = load_config(root / "configs" / "kw2007" / f"{name}.yaml")
+        grid = Grid.from_config(cfg)
+        assert grid.setting_keys == ["training.seed"], name
+        assert [s[0] for s in grid.settings()] == list(range(2007, 2017)), name

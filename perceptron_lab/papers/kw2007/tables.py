@@ -97,10 +97,13 @@ COMPARISON_COLUMNS = (CORE_COLUMNS + ["dataset", "paper_ci", "paper_sd", "ours_c
                       + TWO_SAMPLE_COLUMNS)
 
 #: Grid settings whose values are independent draws of one experiment: of the data set (the
-#: artificial generator's seed) or of the cross-validation folds and so the training orders (the
-#: fold seed). The paper reports one draw per cell, so a cell is our mean ± sd over draws of the
-#: value each draw gives, and the central 95% of those values is what sampling alone could give.
-REPLICATE_KEYS = ("dataset.params.seed", "evaluation.fold_seed")
+#: artificial generator's seed), of the cross-validation folds and so the training orders (the
+#: fold seed), or of the training order alone on a fixed split (the training seed, Table 7). The
+#: paper reports one draw per cell, so a cell is our mean ± sd over draws of the value each draw
+#: gives, and the central 95% of those values is what sampling alone could give.
+REPLICATE_KEYS = ("dataset.params.seed", "evaluation.fold_seed", "training.seed")
+#: What a replicate key re-samples, as the comparison's ``sampling_basis`` names it.
+REPLICATE_BASIS = {"dataset.params.seed": "draws", "evaluation.fold_seed": "draws", "training.seed": "orders"}
 
 
 def table_number(cfg) -> int | None:
@@ -383,12 +386,15 @@ def _cell_over_draws(table, ds, block, alg, col, paper, paper_ci, draws) -> dict
         return _cmp_row(table, ds, block, alg, col, paper, paper_ci, math.nan, n=0)
     lo, hi = np.percentile(vals, [2.5, 97.5]) if vals.size > 1 else (vals[0], vals[0])
     seeds = sorted(int(float(d[5][1])) for d in draws if d[5] is not None)
-    what = draws[0][5][0].rsplit(".", 1)[-1] if draws[0][5] is not None else "seed"
-    detail = (f"{vals.size} draws ({what} {seeds[0]}-{seeds[-1]}): {vals.min():.1f} to {vals.max():.1f}"
-              if seeds else f"{vals.size} draws")
+    key = draws[0][5][0] if draws[0][5] is not None else ""
+    what = key.rsplit(".", 1)[-1] if key else "seed"
+    basis = REPLICATE_BASIS.get(key, "draws")
+    noun = "training orders" if basis == "orders" else "draws"
+    detail = (f"{vals.size} {noun} ({what} {seeds[0]}-{seeds[-1]}): {vals.min():.1f} to {vals.max():.1f}"
+              if seeds else f"{vals.size} {noun}")
     sd = float(vals.std(ddof=1)) if vals.size > 1 else math.nan
     return _cmp_row(table, ds, block, alg, col, paper, paper_ci, float(vals.mean()), sd, math.nan, int(vals.size),
-                    detail=detail, sampling=(float(lo), float(hi), "draws"))
+                    detail=detail, sampling=(float(lo), float(hi), basis))
 
 
 def _replicate(values: dict):
