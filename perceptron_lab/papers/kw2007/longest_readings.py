@@ -46,6 +46,10 @@ The readings (line numbers refer to ``khardon-wachman-2007-noise-tolerant-percep
     every training iteration", line 144): a run cannot span two passes. Departs from Figure 2,
     which sets ``tally <- 0`` once, before the passes (line 143). On MNIST (one pass) it is (a).
 
+Line 107 defines the longest survivor as "the one who made the largest number of correct
+predictions during training": without an alpha-bound a hypothesis is replaced at its first
+mistake, so its correct predictions are one run and that definition is reading (a).
+
 Each reading returns, per label, the hypothesis index ``k`` (``k`` updates of that label) and the
 threshold to use; the weight vector of hypothesis ``k`` is ``sum_{j <= k} coef_j x_j`` over the
 label's updates (linear kernel, in the features the engine trained on), and the multiclass
@@ -89,7 +93,11 @@ NOTHING = {"algorithm.tau": 0, "algorithm.lambda": 0}
 READINGS = ("a_figure2", "b_shared", "c_final_theta", "d_theta_init", "e_ties_later", "f_closed_runs",
             "g_tally_per_epoch")
 #: ``labels_unlike_a``: labels whose hypothesis or threshold differs from reading (a)'s.
-COLUMNS = ["dataset", "reading", "accuracy_pct", "paper_pct", "diff", "test_errors", "n_test", "labels_unlike_a"]
+#: ``minus_last`` / ``paper_minus_last``: the reading's accuracy minus the same run's last
+#: hypothesis (the engine's ``last`` rule), and the paper's Longest minus its Last (Table 7,
+#: "Nothing"): the gap between the rules, apart from any offset both rules share.
+COLUMNS = ["dataset", "reading", "accuracy_pct", "paper_pct", "diff", "test_errors", "n_test", "labels_unlike_a",
+           "minus_last", "paper_minus_last"]
 
 
 class ReadingError(PlabError):
@@ -219,8 +227,9 @@ def train_config(cfg, data_dir=None):
 
 
 def score_readings(cfg, log, Xtr, Xte, yte, kernel, dtype, rule_seed) -> dict:
-    """(test errors, chosen hypotheses) of every reading (dicts by reading); reading (a) checked
-    against the engine's ``longest`` rule (same hypotheses, same test errors)."""
+    """(test errors, chosen hypotheses) of every reading (dicts by reading; the errors also of
+    the engine's ``last`` rule, key ``"last"``); reading (a) checked against the engine's
+    ``longest`` rule (same hypotheses, same test errors)."""
     if log.total_steps != log.checkpoint_steps[-1]:
         raise ReadingError(f"{cfg.source}: the log's last checkpoint is not its end of training")
     if cfg.algorithm.alpha_bound not in (float("inf"), None, UNBOUNDED):
@@ -234,23 +243,24 @@ def score_readings(cfg, log, Xtr, Xte, yte, kernel, dtype, rule_seed) -> dict:
         raise ReadingError(f"{cfg.source}: Figure 2's pocket picks hypotheses {mine}, the engine's longest rule "
                            f"{engine_longest[0].tolist()}")
     err_m, _ = evaluate(log, kernel, Xtr, Xte, yte, log.n_labels == 1, vote_weight=cfg.prediction.vote_weight,
-                        seed=rule_seed, dtype=dtype, rules=["longest"])
+                        seed=rule_seed, dtype=dtype, rules=["last", "longest"])
     engine_errors = int(err_m[-1, RULE_INDEX["longest"]])
     errors = {r: test_errors(log, Xtr, Xte, yte, choices[r]) for r in READINGS}
     if errors["a_figure2"] != engine_errors:
         raise ReadingError(f"{cfg.source}: Figure 2's pocket makes {errors['a_figure2']} test errors, the engine's "
                            f"longest rule {engine_errors}")
+    errors["last"] = int(err_m[-1, RULE_INDEX["last"]])
     return errors, choices
 
 
-def paper_value(dataset: str) -> float:
-    """The paper's Table 7 accuracy (%) of the longest survivor without parameters ("Nothing")
-    on ``dataset``, from the reference CSV."""
+def paper_value(dataset: str, algorithm: str = "Longest") -> float:
+    """The paper's Table 7 accuracy (%) of ``algorithm`` (the row: Last, Longest, Voted) without
+    parameters ("Nothing") on ``dataset``, from the reference CSV."""
     ref = pd.read_csv(REFERENCE)
-    row = ref[(ref.dataset == dataset) & (ref.kernel == "linear") & (ref.algorithm == "Longest")
+    row = ref[(ref.dataset == dataset) & (ref.kernel == "linear") & (ref.algorithm == algorithm)
               & (ref.variant_column == "Nothing")]
     if len(row) != 1:
-        raise ReadingError(f"{REFERENCE}: expected one Longest / Nothing row for {dataset}, found {len(row)}")
+        raise ReadingError(f"{REFERENCE}: expected one {algorithm} / Nothing row for {dataset}, found {len(row)}")
     return float(row.value.iloc[0])
 
 
@@ -268,10 +278,13 @@ def run(data_dir=None, datasets=tuple(DATASETS)) -> pd.DataFrame:
         log, Xtr, Xte, yte, kernel, dtype, rule_seed = train_config(cfg, data_dir)
         errors, choices = score_readings(cfg, log, Xtr, Xte, yte, kernel, dtype, rule_seed)
         paper = paper_value(name)
+        paper_gap = round(paper - paper_value(name, "Last"), 2)
+        last = 100.0 * (1.0 - errors["last"] / len(yte))
         for r in READINGS:
             acc = round(100.0 * (1.0 - errors[r] / len(yte)), 2)
             unlike = sum(a != b for a, b in zip(choices[r], choices["a_figure2"]))
-            rows.append([name, r, acc, paper, round(acc - paper, 2), errors[r], len(yte), unlike])
+            rows.append([name, r, acc, paper, round(acc - paper, 2), errors[r], len(yte), unlike,
+                         round(acc - last, 2), paper_gap])
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
