@@ -25,3 +25,19 @@ def test_every_path_a_kw_cause_note_cites_exists():
         assert (ROOT / path).is_file(), f"{table}: the note cites {ref}, which does not exist"
         if test:
             assert re.search(rf"^def {test}\(", (ROOT / path).read_text(), re.M), f"{table}: no {ref}"
+
+
+def test_every_unexplained_kw_note_names_an_experiment_that_exists():
+    module = re.compile(r"python -m ([\w.]+)")
+    result = re.compile(r"(results/[\w./-]+\w)")
+    for r in _kw_rules():
+        note = " ".join(r.note.split())
+        if r.cause != "unexplained":
+            continue
+        cited = CITED.findall(note) + module.findall(note) + result.findall(note)
+        assert cited, f"{r.table} {r.block or ''} {r.row or ''}: an unexplained note names no experiment"
+        for name in module.findall(note):
+            path = ROOT / (name.replace(".", "/") + ".py")
+            assert path.is_file(), f"{r.table}: the note runs {name}, which does not exist"
+        for ref in result.findall(note):
+            assert (ROOT / ref).exists(), f"{r.table}: the note cites {ref}, which does not exist"
