@@ -239,7 +239,8 @@ def test_jobs_2_is_byte_identical_to_jobs_1_and_resume_after_deleting_a_part(tmp
     assert (a / "results.csv").read_bytes() == (b / "results.csv").read_bytes()
     assert (a / "nested.csv").read_bytes() == (b / "nested.csv").read_bytes()
     parts = sorted((b / "parts").glob("*.csv"))
-    assert [p.name for p in parts] == ["g000.csv", "g001.csv", "g002.csv", "g003.csv"]  # one per grid point
+    # one part per outer and inner fold, holding that fold's runs of the 4 grid points
+    assert [p.name for p in parts] == sorted(f"f+{k:02d}{inner}.csv" for k in range(3) for inner in ("", "_i00", "_i01"))
     df = pd.read_csv(a / "results.csv", dtype=str, keep_default_na=False)
     assert list(df.columns) == run_plan.NESTED_COLUMNS
     assert set(df["search"]) == {"", "nothing", "tau", "tau->alpha"}
@@ -255,7 +256,7 @@ def test_jobs_2_is_byte_identical_to_jobs_1_and_resume_after_deleting_a_part(tmp
     parts[1].unlink()
     (b / "results.csv").unlink()
     r3 = invoke("run", cfg, "--out", b, "-q", "--jobs", "2")
-    assert "9 run(s) computed, 27 reused" in r3.output  # 3 outer x (1 + 2 inner) units per grid point
+    assert "4 run(s) computed, 32 reused" in r3.output  # one fold's 4 grid points
     assert (b / "results.csv").read_bytes() == (a / "results.csv").read_bytes()
 
 
