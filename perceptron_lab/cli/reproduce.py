@@ -18,13 +18,13 @@ Three sets of configs:
 
 * ``core`` (the default): Freund & Schapire Tables 1-3 (d = 1..6, full MNIST, 10
   permutations); Khardon & Wachman Tables 2, 3 (UCI, USPS, MNIST), 4, 5 (Adult), 6 and 7 (Adult,
-  USPS linear and degree 4); Gentile
+  USPS linear and degree 4, each over 10 training orders); Gentile
   Tables 1-2 (USPS: the kernel-width searches, the chosen widths and the paper's sigma = 3.5),
   3-4 (MNIST, d = 4, 5, 6), 5 (Letter) and 6 (artificial data) -- the results committed under
   ``results/``;
 * ``full`` adds Khardon & Wachman's Table 7 on MNIST (parameter optimization by 10-fold
-  cross-validation on the 60000 training examples, linear and degree-4 kernels), which takes hours
-  on two cores;
+  cross-validation on the 60000 training examples, linear and degree-4 kernels, one training
+  order each), which takes hours on two cores;
 * ``budget``: the budget study beyond the papers (``configs/budget/``, then
   :func:`perceptron_lab.studies.budget.write_study`: ``results/budget/``), and DOGMA's budget demo
   over many draws (:func:`perceptron_lab.studies.dogma.write`: ``results/budget/dogma_demo/``).
