@@ -73,6 +73,7 @@ def test_main_writes_the_finished_log_before_the_report_and_keeps_figure_times(t
     monkeypatch.setattr(R, "ROOT", tmp_path)
     monkeypatch.setattr(R, "reproduction_config", lambda path: path)
     monkeypatch.setattr(R, "verify_inputs", lambda cfg, data_dir, note=None: True)
+    monkeypatch.setattr(R, "outdated", lambda cfgs: [])
     monkeypatch.setattr(R, "run_experiment", lambda cfg, **kw: SimpleNamespace(
         ran=2, skipped=0, run_info={"train_seconds_total": 1.0, "eval_seconds_total": 0.5}))
     seen = {}
@@ -101,6 +102,7 @@ def test_the_budget_set_also_reruns_the_dogma_study_before_the_report(tmp_path, 
     monkeypatch.setattr(R, "ROOT", tmp_path)
     monkeypatch.setattr(R, "reproduction_config", lambda path: path)
     monkeypatch.setattr(R, "verify_inputs", lambda cfg, data_dir, note=None: True)
+    monkeypatch.setattr(R, "outdated", lambda cfgs: [])
     monkeypatch.setattr(R, "run_experiment", lambda cfg, **kw: SimpleNamespace(
         ran=1, skipped=0, run_info={"train_seconds_total": 1.0, "eval_seconds_total": 0.5}))
     monkeypatch.setattr(R.budget_study, "write_study", lambda results, data_dir: order.append("budget") or [])
@@ -183,6 +185,7 @@ def _side_by_side(tmp_path, monkeypatch, fake_run, configs, jobs=2, papers=()):
     monkeypatch.setattr(R, "ROOT", tmp_path)
     monkeypatch.setattr(R, "reproduction_config", lambda path: SimpleNamespace(path=path, run_dir=str(tmp_path / configs[path])))
     monkeypatch.setattr(R, "verify_inputs", lambda cfg, data_dir, note=None: True)
+    monkeypatch.setattr(R, "outdated", lambda cfgs: [])
     monkeypatch.setattr(R, "run_experiment", fake_run)
     monkeypatch.setattr(R, "write_report", lambda paths, out: (tmp_path / "r.md", tmp_path / "r.html"))
     monkeypatch.setattr(R, "collect", lambda paths: None)
@@ -363,3 +366,18 @@ def test_a_worker_frees_the_last_configs_columns_and_other_data_when_a_part_of_a
     assert list(I._DATA_CACHE) == [("mnist", "{}")] and len(released) == 2
     E._worker_run(c, None, "t", part)
     assert list(I._DATA_CACHE) == [("mnist", "{}")] and len(released) == 3
+
+
+def test_a_folder_an_earlier_version_of_its_config_wrote_is_recomputed(tmp_path):
+    from perceptron_lab.cli.reproduce import outdated
+    from perceptron_lab.config.load import config_from_dict
+    from perceptron_lab.run.plan import results_hash
+
+    cfgs = {}
+    for name, tau in (("same", 0.5), ("changed", 0.5), ("new", 0.5)):
+        cfgs[name] = config_from_dict({"dataset": {"name": "sonar"}, "algorithm": {"tau": tau},
+                                       "output": {"dir": str(tmp_path / name)}})
+        (tmp_path / name).mkdir()
+    (tmp_path / "same" / "run.json").write_text(json.dumps({"config_hash": results_hash(cfgs["same"])}))
+    (tmp_path / "changed" / "run.json").write_text(json.dumps({"config_hash": "0123456789ab"}))
+    assert outdated(cfgs) == ["changed"]

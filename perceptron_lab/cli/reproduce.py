@@ -127,6 +127,23 @@ def results_dir(path: str) -> str:
     return RESULTS_DIRS[key]
 
 
+def outdated(cfgs: dict) -> list[str]:
+    """The configs (of ``cfgs``: path -> reproduction config) whose ``output.dir`` holds the
+    results of another config, as its ``run.json`` records it: an earlier version of the config,
+    whose results the reproduction replaces."""
+    from perceptron_lab.run.plan import results_hash
+
+    out = []
+    for path, cfg in cfgs.items():
+        try:
+            info = json.loads((Path(cfg.output.dir) / "run.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(info, dict) and info.get("config_hash") not in (None, results_hash(cfg)):
+            out.append(path)
+    return out
+
+
 def reproduction_config(path: str):
     """Config ``path`` as the reproduction runs it: ``output.dir`` set to :func:`results_dir`."""
     return with_overrides(load_config(path), {"output.dir": results_dir(path)})
@@ -159,6 +176,10 @@ def main(argv=None):
     cfgs = {path: reproduction_config(path) for path in configs}
     for cfg in cfgs.values():
         verify_inputs(cfg, args.data_dir, note=lambda msg: None)   # each run says its notes itself
+    # a folder whose results an earlier version of its config wrote is regenerated from scratch
+    replace = outdated(cfgs)
+    for path in replace:
+        print(f"{results_dir(path)}: written by an earlier version of {path}; recomputing it", flush=True)
     side_by_side = args.jobs > 1 and len(configs) > 1
     # each paper's figures, for the papers whose configs ran; those that read no results (Gentile's
     # Figures 3-5 train runs of their own) are drawn in the pool beside the configs
@@ -175,14 +196,15 @@ def main(argv=None):
             write_log(log_path, args, None, time.perf_counter() - t0, times, figure_times, pool=pool)
 
     if side_by_side:
-        drawn = run_side_by_side(cfgs, args, earlier, times, t0, lambda res: save_log(res, pool=True), early)
+        drawn = run_side_by_side(cfgs, args, earlier, times, t0, lambda res: save_log(res, pool=True), early,
+                                 replace)
     else:
         for i, path in enumerate(configs, 1):
             cfg = cfgs[path]
             print(f"[{i}/{len(configs)}] {path}{time_left(configs[i - 1:], previous, time.perf_counter() - t0)}",
                   flush=True)
             t1 = time.perf_counter()
-            res = run_experiment(cfg, data_dir=args.data_dir, progress=True, jobs=args.jobs)
+            res = run_experiment(cfg, data_dir=args.data_dir, progress=True, jobs=args.jobs, force=path in replace)
             record(times, path, res.ran, res.skipped, time.perf_counter() - t1, args.jobs, res.run_info)
             save_log(res)
     total = time.perf_counter() - t0
@@ -301,7 +323,8 @@ def draw_figures(paper_name: str, results_dir: str, data_dir) -> tuple:
     return [str(p) for p in paths], time.perf_counter() - t0
 
 
-def run_side_by_side(cfgs: dict, args, earlier: dict, times: dict, t0: float, save_log, figures=()) -> dict:
+def run_side_by_side(cfgs: dict, args, earlier: dict, times: dict, t0: float, save_log, figures=(),
+                     replace=()) -> dict:
     """Run the configs ``cfgs`` (path -> config) with one pool of ``args.jobs`` worker processes for them all: up to
     ``jobs + 1`` configs are planned, computed and written at once (one thread each), their parts
     queued for the workers in the order the configs started, so that no worker waits while a
@@ -310,7 +333,8 @@ def run_side_by_side(cfgs: dict, args, earlier: dict, times: dict, t0: float, sa
     reproduction: the workers are stopped, finished parts stay written for a rerun to resume.
 
     ``figures``: papers whose figures read no results (:func:`draw_figures`), queued first, in a
-    worker beside the configs; returns {paper: (paths, seconds)}."""
+    worker beside the configs; returns {paper: (paths, seconds)}. ``replace``: the configs whose
+    folders are recomputed from scratch (:func:`outdated`)."""
     import queue
     import threading
 
@@ -344,7 +368,8 @@ def run_side_by_side(cfgs: dict, args, earlier: dict, times: dict, t0: float, sa
                 continue
             t1 = time.perf_counter()
             try:
-                res = run_experiment(cfgs[path], data_dir=args.data_dir, progress=False, jobs=args.jobs, pool=pool)
+                res = run_experiment(cfgs[path], data_dir=args.data_dir, progress=False, jobs=args.jobs, pool=pool,
+                                     force=path in replace)
                 done_q.put((path, res, time.perf_counter() - t1, None))
             except BaseException as exc:  # noqa: BLE001 - handed to the main thread, which stops
                 done_q.put((path, None, time.perf_counter() - t1, exc))
