@@ -1,10 +1,13 @@
 """Slow, obvious reference implementations that the fast engines must match exactly.
 
-Written straight from the papers' pseudo-code, with no caching, chunking or prefix sums:
+Written straight from the papers' pseudo-code, with no chunking or prefix sums:
 Freund & Schapire (1999) Figure 1 and §5, Khardon & Wachman (2007) Figure 2, Gentile (2001)
 Figure 1 (ALMA_p) and §4. Every hypothesis is stored explicitly (as a list of (example,
 coefficient) pairs, a coefficient vector or a weight vector) and evaluated from scratch. Training
-to a checkpoint is simply training for that many steps.
+to a checkpoint is simply training for that many steps. The only shortcut is memoization of pure
+values: a kernel value K(x_i, x_j) or K(x_j, x) and the norm of a stored hypothesis are computed once,
+by the same expression in the same order, and looked up after that, so every number is the one the
+literal recomputation would give.
 """
 
 from __future__ import annotations
@@ -46,7 +49,12 @@ class NaivePerceptron:
         self.lam_diagonal = lam_diagonal
 
     def K(self, i, j):
-        return kernel_value(*self.k, self.X[i], self.X[j])
+        # memoized: kernel_value is a pure function of the two rows
+        cache = self.__dict__.setdefault("_gram", {})
+        key = (int(i), int(j))
+        if key not in cache:
+            cache[key] = kernel_value(*self.k, self.X[i], self.X[j])
+        return cache[key]
 
     def score(self, hyp, i):
         return sum(coef * self.K(j, i) for j, coef in hyp["sv"])
@@ -88,10 +96,22 @@ class NaivePerceptron:
         return self
 
     def norm(self, hyp):
-        return math.sqrt(max(0.0, sum(a * b * self.K(i, j) for i, a in hyp["sv"] for j, b in hyp["sv"])))
+        # a hypothesis' support list never changes once stored, so its norm is computed once
+        if "norm" not in hyp:
+            hyp["norm"] = math.sqrt(max(0.0, sum(a * b * self.K(i, j) for i, a in hyp["sv"] for j, b in hyp["sv"])))
+        return hyp["norm"]
+
+    def test_kernel(self, j, x):
+        """K(x_j, x) for training example j and test point x (memoized per test point)."""
+        rows = self.__dict__.setdefault("_ktest_rows", {})
+        row = rows.setdefault(np.asarray(x, float).tobytes(), {})
+        j = int(j)
+        if j not in row:
+            row[j] = kernel_value(*self.k, self.X[j], x)
+        return row[j]
 
     def test_score(self, hyp, x):
-        return sum(coef * kernel_value(*self.k, self.X[j], x) for j, coef in hyp["sv"]) - hyp["theta"]
+        return sum(coef * self.test_kernel(j, x) for j, coef in hyp["sv"]) - hyp["theta"]
 
     def rule_scores(self, x, r, vote_weight="survival"):
         """Scores of every rule for test point x; r is the random time slice."""
@@ -269,7 +289,12 @@ class NaiveBudget:
         self.eta, self.lam, self.rho, self.schedule, self.seed = eta, lam, rho, schedule, seed
 
     def K(self, i, j):
-        return kernel_value(*self.k, self.X[i], self.X[j])
+        # memoized: kernel_value is a pure function of the two rows
+        cache = self.__dict__.setdefault("_gram", {})
+        key = (int(i), int(j))
+        if key not in cache:
+            cache[key] = kernel_value(*self.k, self.X[i], self.X[j])
+        return cache[key]
 
     def f(self, sv, i):
         return sum(a * self.K(j, i) for j, a in sv)

@@ -114,7 +114,9 @@ def _config(path, **training):
         "prediction": {"rules": ["last", "longest", "vote"], "vote_weight": "correct"},
         "evaluation": {"mode": "nested", "folds": 3, "inner_folds": 2,
                        "grid": {"algorithm.tau": [0, 0.25, 1], "algorithm.lambda": [0, 0.5]},
-                       "search": [["algorithm.tau"], ["algorithm.tau", "algorithm.lambda"]]}})
+                       "search": [["algorithm.tau"], ["algorithm.tau", "algorithm.lambda"]]},
+        # the runs compare their result files; figures are drawn from those files after the run
+        "output": {"figures": False}})
 
 
 def test_a_fold_of_a_lockstep_grid_writes_the_results_of_one_part_per_grid_point(tmp_path, monkeypatch):

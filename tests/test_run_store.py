@@ -21,6 +21,8 @@ from perceptron_lab.cli.main import main
 from perceptron_lab.datasets.registry import EMBEDDED_DIR
 from perceptron_lab.run.store import RunFolder
 
+# figures off: every case compares results.csv, parts and messages; figures are drawn after results.csv
+# (their own user-file protection is tests/test_user_files.py)
 CONFIG = """
 name: store
 dataset: {{name: sonar}}
@@ -31,7 +33,7 @@ evaluation:
   mode: kfold
   folds: 3
   grid: {{algorithm.tau: [0, 0.5, 1]}}
-output: {{float_format: "{ff}"}}
+output: {{float_format: "{ff}", figures: false}}
 """
 
 

@@ -107,7 +107,9 @@ def test_one_part_per_fold_writes_the_results_of_one_part_per_grid_point(tmp_pat
                             "algorithm": {"eta": 0.1, "theta_init": "avg_sq_norm", "C": "theta_init"},
                             "training": {"epochs": 2, "checkpoints": [1]},
                             "prediction": {"rules": ["last", "longest", "vote"], "vote_weight": "correct"},
-                            "evaluation": evaluation})
+                            "evaluation": evaluation,
+                            # the runs compare their result files; figures are drawn from those files
+                            "output": {"figures": False}})
     assert run_plan.fold_shared(cfg)
     shared = run_experiment(cfg, out_dir=tmp_path / "shared", progress=False)
     parts = sorted(p.stem for p in (tmp_path / "shared" / "parts").glob("*.csv"))
