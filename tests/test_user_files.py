@@ -265,3 +265,18 @@ def test_every_committed_figure_plab_redraws_carries_plabs_mark():
                and not p.is_relative_to(results / "figures_gallery") and not p.is_relative_to(results / "bench")
                and p.name != "landing.png"]
     assert redrawn and [p for p in redrawn if not plab_wrote(p)] == []
+
+
+@pytest.mark.parametrize("name, old, new", [
+    ("grid.csv", "grid_point,algorithm.tau,algorithm.lambda\n0,0,0\n",
+     "grid_point,training.seed,algorithm.tau,algorithm.lambda\n0,1,0,0\n"),
+    ("nested.csv", "search,rule,normalized,epoch,accuracy_pct,sd_pct,ci_pct,n_folds,choices\n",
+     "training.seed,search,rule,normalized,epoch,accuracy_pct,sd_pct,ci_pct,n_folds,choices\n"),
+])
+def test_plabs_tables_of_an_earlier_grid_are_replaceable(tmp_path, name, old, new):
+    (tmp_path / name).write_text(old)
+    assert plab_wrote(tmp_path / name, new.encode())
+    check_replaceable(tmp_path / name, new.encode())
+    # a CSV of someone else's under the same name still is not
+    (tmp_path / name).write_text("id,value\n1,2\n")
+    assert not plab_wrote(tmp_path / name, new.encode())
