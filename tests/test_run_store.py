@@ -26,6 +26,7 @@ from perceptron_lab.run.store import RunFolder
 CONFIG = """
 name: store
 dataset: {{name: sonar}}
+kernel: {{type: poly, degree: 2}}
 algorithm: {{eta: 0.1, theta_init: avg_sq_norm, C: theta_init}}
 training: {{epochs: {epochs}}}
 prediction: {{rules: [last, vote], vote_weight: correct}}
@@ -248,6 +249,7 @@ def test_parts_computed_by_other_code_are_not_reused(tmp_path, monkeypatch):
 RANDOM_CFG = """
 name: det
 dataset: {{name: sonar}}
+kernel: {{type: poly, degree: 2}}
 training: {{epochs: 2, {training}}}
 prediction: {{rules: [last, random, random_norm, vote]}}
 evaluation: {{mode: kfold, folds: 3}}
