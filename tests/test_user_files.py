@@ -19,6 +19,7 @@ from perceptron_lab.run.store import atomic_write_text, check_replaceable, plab_
 CONFIG = """
 name: mine
 dataset: {name: sonar}
+kernel: {type: poly, degree: 2}
 training: {epochs: 1}
 evaluation:
   mode: kfold
