@@ -109,7 +109,9 @@ def test_unreachable_scheduler_is_one_line():
     assert time.perf_counter() - t0 < 10
 
 
-GRID = CONFIG.replace("evaluation:\n", "evaluation:\n  grid: {algorithm.tau: [" + ", ".join(
+# a degree-2 kernel keeps one part per grid point (40 parts: the scheduler dies mid-run)
+GRID = CONFIG.replace("  name: sonar\n", "  name: sonar\nkernel:\n  type: poly\n  degree: 2\n").replace(
+    "evaluation:\n", "evaluation:\n  grid: {algorithm.tau: [" + ", ".join(
     str(0.05 * k) for k in range(40)) + "]}\n").replace("epochs: 3", "epochs: 30").replace(
     "checkpoints: [0.5, 1, 3]", "checkpoints: [1, 30]")
 

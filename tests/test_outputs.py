@@ -146,6 +146,7 @@ def test_a_reproduction_that_computes_nothing_keeps_its_log(tmp_path, monkeypatc
     monkeypatch.setattr(R, "ROOT", tmp_path)
     monkeypatch.setattr(R, "reproduction_config", lambda path: path)
     monkeypatch.setattr(R, "verify_inputs", lambda cfg, data_dir, note=None: True)
+    monkeypatch.setattr(R, "outdated", lambda cfgs: [])
     monkeypatch.setattr(R, "write_report", lambda paths, out: (tmp_path / "r.md", tmp_path / "r.html"))
     monkeypatch.setattr(R, "collect", lambda paths: None)
     monkeypatch.setattr(R, "summary_lines", lambda rep: [])

@@ -63,9 +63,10 @@ def test_kfold_search_summary_and_search_csv(tmp_path):
 def test_progress_log_has_a_line_per_part(tmp_path):
     out, _ = run(tmp_path, "kfold")
     lines = (out / "progress.log").read_text().splitlines()
-    assert lines[0].endswith("start: 2 part(s) to compute")
-    assert [x.split()[1:3] for x in lines[1:]] == [["part", "1/2"], ["part", "2/2"]]
-    assert all("units=3" in x and "train=" in x and "eval=" in x for x in lines[1:])
+    # one part per fold, each holding the fold's 2 grid points
+    assert lines[0].endswith("start: 3 part(s) to compute")
+    assert [x.split()[1:3] for x in lines[1:]] == [["part", "1/3"], ["part", "2/3"], ["part", "3/3"]]
+    assert all("units=2" in x and "train=" in x and "eval=" in x for x in lines[1:])
 
 
 def test_nested_summary_prints_the_choices_and_inner_cv_error(tmp_path):
