@@ -281,3 +281,11 @@ def test_plabs_tables_of_an_earlier_grid_are_replaceable(tmp_path, name, old, ne
     # a CSV of someone else's under the same name still is not
     (tmp_path / name).write_text("id,value\n1,2\n")
     assert not plab_wrote(tmp_path / name, new.encode())
+
+
+def test_only_tables_led_by_the_grids_settings_are_recognized_by_their_last_columns(tmp_path):
+    # results.csv's first columns never depend on the grid: a long-format CSV of someone else's
+    # that ends as plab's does is still theirs
+    new = b"dataset,kernel,degree,algorithm,params,grid_point,fold,permutation,epoch,rule,metric,value\n"
+    (tmp_path / "results.csv").write_text("sample,metric,value\n1,a,2\n")
+    assert not plab_wrote(tmp_path / "results.csv", new)

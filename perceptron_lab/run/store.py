@@ -17,8 +17,10 @@ DVC reuse an output only when its inputs' checksums match):
 
 **A user's files are never deleted or overwritten.** plab replaces or removes a file only when it
 can prove it wrote it, by its name *and* its header (:func:`plab_wrote`): a part starts with
-``# plab-part``; a CSV output's header line begins or ends with the same two column names as the
-one plab writes now (``grid.csv``: begins with ``grid_point``, as plab's does); a Markdown output's title line matches plab's; an HTML page's ``<title>`` ends with
+``# plab-part``; a CSV output's header line begins with the same two column names as the one plab
+writes now (``grid.csv``: begins with ``grid_point``; ``search.csv`` and ``nested.csv``, led by
+the grid's settings: or ends with the same two); a Markdown output's title line matches plab's;
+an HTML page's ``<title>`` ends with
 ``perceptron_lab report``; ``run.json`` is a JSON object with plab's ``name`` and ``config_hash``,
 ``timings.json`` one of unit records, ``reproduce.json`` one with plab's ``configs``;
 a PNG carries plab's ``Software`` text (figures drawn before it did: matplotlib's, under a figure
@@ -131,6 +133,10 @@ def _json_object(data: bytes):
     return obj if isinstance(obj, dict) else None
 
 
+#: Outputs whose header begins with the setting keys of the config's grid, and ends with fixed columns.
+GRID_LED_TABLES = ("search.csv", "nested.csv")
+
+
 def plab_wrote(path: Path, new: bytes | None = None) -> bool:
     """Whether the file at ``path`` is one plab wrote, by its name and its header (see the module's
     docstring); ``new`` is what plab is about to write there (its header line is compared)."""
@@ -152,11 +158,14 @@ def plab_wrote(path: Path, new: bytes | None = None) -> bool:
         if new is None or len(old_cols) < 2:
             return False
         new_cols = _first_line(new).split(b",")
+        if old_cols[:2] == new_cols[:2]:
+            return True
         # the grid's keys lead grid.csv after its first column, and the setting keys lead
         # search.csv and nested.csv, so a config whose grid changed begins them otherwise: their
         # fixed first column (grid.csv) or fixed last two columns name them then
-        return (old_cols[:2] == new_cols[:2] or old_cols[-2:] == new_cols[-2:]
-                or (name == "grid.csv" and old_cols[0] == new_cols[0] == b"grid_point"))
+        if name == "grid.csv":
+            return old_cols[0] == new_cols[0] == b"grid_point"
+        return name in GRID_LED_TABLES and old_cols[-2:] == new_cols[-2:]
     if suffix == ".md":
         old = _first_line(head)
         if new is None or not old.startswith(b"# "):
