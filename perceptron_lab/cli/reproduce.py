@@ -132,14 +132,12 @@ def outdated(cfgs: dict) -> list[str]:
     results of another config, as its ``run.json`` records it: an earlier version of the config,
     whose results the reproduction replaces."""
     from perceptron_lab.run.plan import results_hash
+    from perceptron_lab.run.store import RunFolder
 
     out = []
     for path, cfg in cfgs.items():
-        try:
-            info = json.loads((Path(cfg.output.dir) / "run.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(info, dict) and info.get("config_hash") not in (None, results_hash(cfg)):
+        info = RunFolder(cfg.output.dir).read_info()
+        if info is not None and info.get("config_hash") not in (None, results_hash(cfg)):
             out.append(path)
     return out
 
