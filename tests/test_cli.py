@@ -83,6 +83,19 @@ def test_rerun_resumes_and_force_recomputes(tmp_path):
     assert (out / "results.csv").read_bytes() == first
 
 
+def test_force_recomputes_a_run_whose_parts_hold_whole_folds(tmp_path):
+    # a grid on the linear kernel plans one part per fold (f+00.csv ...), shared by the grid points
+    cfg = write(tmp_path, SMALL + "  grid:\n    algorithm.tau: [0, 0.125]\n")
+    out = tmp_path / "o"
+    assert invoke("run", cfg, "output.figures=false", "--out", out, "-q").exit_code == 0
+    first = (out / "results.csv").read_bytes()
+    assert sorted(p.name for p in (out / "parts").glob("*.csv")) == ["f+00.csv", "f+01.csv", "f+02.csv"]
+    r = invoke("run", cfg, "output.figures=false", "--out", out, "-q", "--force")
+    assert r.exit_code == 0, r.output
+    assert "6 run(s) computed, 0 reused" in r.output
+    assert (out / "results.csv").read_bytes() == first
+
+
 def test_different_config_into_same_folder_is_refused(tmp_path):
     out = tmp_path / "o"
     assert invoke("run", write(tmp_path, SMALL), "--out", out, "-q").exit_code == 0

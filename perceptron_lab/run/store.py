@@ -104,8 +104,10 @@ def atomic_write_bytes(path: Path, data: bytes):
 
 
 PART_HEADER = b"# plab-part "
-#: The names of plab's part files (``g003``, ``g000_f+02_p001``, ``g000_f-01_i03_p000``).
-PART_NAME_RE = re.compile(r"^g\d+(_f[+-]\d+(_i\d+)?_p\d+)?\.csv$")
+#: The names of plab's part files: a grid point's (``g003``), a unit's (``g000_f+02_p001``,
+#: ``g000_f-01_i03_p000``) and a fold's shared by every grid point (``f+02``, ``f-01_i03``;
+#: :func:`perceptron_lab.run.plan.plan_parts`).
+PART_NAME_RE = re.compile(r"^(g\d+(_f[+-]\d+(_i\d+)?_p\d+)?|f[+-]\d+(_i\d+)?)\.csv$")
 #: Figures plab drew before it marked its PNGs: matplotlib's mark is accepted under these names.
 _LEGACY_FIGURE_RE = re.compile(r"^(learning_curves|counts|parameter_curve|folds|[a-z0-9]+_figure[\w-]*|"
                                r"error_vs_budget_[\w-]+|seconds_vs_budget|mistakes_vs_examples)\.png$")
