@@ -268,3 +268,38 @@ def test_importing_the_figure_modules_does_not_import_matplotlib():
             "print('matplotlib' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def _two_panel_figure(where: str):
+    fig = plots._figure(6.0, 3.0)
+    axes = fig.subplots(1, 2)
+    for i, ax in enumerate(axes):
+        ax.plot([1, 10, 100], [30.0, 20.0 - i, 25.0 + i], label=f"rule {i}", **plots.style(i))
+        ax.plot([1, 10, 100], [35.0, 22.0, 21.0 + i], label=f"other rule {i}", **plots.style(i + 2))
+        ax.set_xscale("log")
+        ax.set_xlabel("epochs (log scale)")
+        ax.set_ylabel("test error (%)")
+    plots.suptitle(fig, "a title long enough to be wrapped to the width of the figure, " * 3)
+    plots.legend_outside(fig, where=where)
+    return fig
+
+
+@pytest.mark.parametrize("where", ["right", "below"])
+def test_save_figure_lays_out_once_and_writes_the_png_matplotlib_would(tmp_path, where):
+    import io
+
+    from perceptron_lab.run.store import png_metadata
+
+    ours = _two_panel_figure(where)
+    plots.save_figure(ours, tmp_path / "a.png")
+    assert ours.get_layout_engine() is None   # so savefig drew it once, not twice
+    theirs = _two_panel_figure(where)
+    assert theirs.get_layout_engine() is not None
+    buf = io.BytesIO()
+    theirs.savefig(buf, format="png", dpi=plots.DPI, pil_kwargs={"compress_level": plots.PNG_COMPRESS_LEVEL},
+                   metadata=png_metadata())
+    assert (tmp_path / "a.png").read_bytes() == buf.getvalue()
+    # drawn at another dpi, the layout stays matplotlib's to run
+    other = _two_panel_figure(where)
+    plots.save_figure(other, tmp_path / "b.png", dpi=plots.DPI * 2)
+    assert other.get_layout_engine() is not None

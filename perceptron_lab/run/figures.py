@@ -271,16 +271,36 @@ def save_figure(fig, out, **kwargs) -> None:
     kwargs.setdefault("dpi", DPI)
     # zlib's fastest level: a few per cent larger files, several times less time than the default
     kwargs.setdefault("pil_kwargs", {"compress_level": PNG_COMPRESS_LEVEL})
+    _lay_out_once(fig, kwargs["dpi"])
     buf = io.BytesIO()
     kwargs.setdefault("metadata", png_metadata())
     fig.savefig(buf, format="png", **kwargs)
     atomic_write_bytes(out, buf.getvalue())
 
 
+def _lay_out_once(fig, dpi) -> None:
+    """Run ``fig``'s constrained layout now and detach it, when the figure is drawn at its own dpi.
+
+    With a layout engine attached, ``savefig`` first draws the whole figure without rendering it,
+    only to run the layout, then draws it again for the PNG. Running the layout directly gives the
+    same positions (the engine runs once, from the same state, in both cases; the PNG is the same
+    byte for byte) and saves that first draw."""
+    import matplotlib as mpl
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
+    engine = fig.get_layout_engine()
+    if not isinstance(engine, ConstrainedLayoutEngine) or dpi != fig.dpi:
+        return
+    engine.execute(fig)
+    # None (not "none", which keeps a placeholder engine and so the extra draw) detaches it
+    with mpl.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+        fig.set_layout_engine(None)
+
+
 def _figure(w: float, h: float):
     """A bare Figure on the Agg canvas (no pyplot state, no dependence on the session's backend),
-    laid out by constrained layout at drawing time: titles, labels and outside legends get their
-    room, and no separate layout pass is needed."""
+    laid out by constrained layout when it is saved (:func:`save_figure`): titles, labels and
+    outside legends get their room."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
