@@ -112,3 +112,30 @@ def test_quick_budget_case_reports_its_limit(tmp_path, data_dir):
     assert r.max_support <= 1000 and r.support_examples_last <= 10 * 1000 and r.mistakes > 0
     assert r.limit_seconds == pytest.approx(r.n_train * 1000 * 2 * r.n_features / (r.gemm_gflops * 1e9), rel=0.01, abs=1e-3)
     assert "Case 8: budgeted training" in (out / "summary.md").read_text()
+
+
+def test_reproduction_line_checks_the_target_only_for_one_whole_invocation(tmp_path):
+    import json
+
+    from benchmarks.summary import reproduction_lines
+    from perceptron_lab.cli.reproduce import SETS
+
+    log = tmp_path / "reproduce.json"
+    assert "not measured" in reproduction_lines(log)[0]
+    whole = {c: {"wall_seconds": 60.0, "ran": 1, "reused": 0} for c in SETS["core"]}
+    base = {"finished": "2026-01-01T00:00:00+00:00", "set": "core", "jobs": 2, "machine": {"cpus": 2}}
+    log.write_text(json.dumps(dict(base, wall_seconds=50 * 60.0, configs=whole)))
+    (line,) = reproduction_lines(log)
+    assert "50.0 min" in line and "target <= 55 min: met" in line
+    log.write_text(json.dumps(dict(base, wall_seconds=56 * 60.0, configs=whole)))
+    assert "NOT met" in reproduction_lines(log)[0]
+    # one config taken from an earlier invocation: the wall time is not the whole reproduction's
+    first = SETS["core"][0]
+    part = dict(whole, **{first: dict(whole[first], from_earlier_invocation=True)})
+    log.write_text(json.dumps(dict(base, wall_seconds=10 * 60.0, configs=part)))
+    (line,) = reproduction_lines(log)
+    assert "not measured in one invocation" in line and "1 of" in line and "not checked" in line
+    # a config that resumed from parts written before
+    part = dict(whole, **{first: dict(whole[first], reused=3)})
+    log.write_text(json.dumps(dict(base, wall_seconds=10 * 60.0, configs=part)))
+    assert "not checked" in reproduction_lines(log)[0]
