@@ -302,7 +302,22 @@ evaluation: {{mode: kfold, folds: 3, grid: {{algorithm.tau: [0, {tau}]}}}}
     own = [run_experiment(c, out_dir=tmp_path / f"own-{c.name}", progress=False).out_dir / "results.csv"
            for c in cfgs]
     errors = []
-    with WorkerPool(2) as pool:
+    import tempfile
+
+    from perceptron_lab.run.plan import Plan
+
+    plans_dir = tmp_path / "tmp"
+    plans_dir.mkdir()
+    tasks = []
+    with pytest.MonkeyPatch.context() as mp, WorkerPool(2) as pool:
+        mp.setattr(tempfile, "tempdir", str(plans_dir))
+        real_submit = pool._ex.submit
+
+        def submit(fn, *args):
+            tasks.append(args)
+            return real_submit(fn, *args)
+
+        mp.setattr(pool._ex, "submit", submit)
         for c in cfgs:
             def go(c=c):
                 try:
@@ -313,6 +328,10 @@ evaluation: {{mode: kfold, folds: 3, grid: {{algorithm.tau: [0, {tau}]}}}}
             t.start()
             t.join()                              # the thread ends; the pool's workers must not
     assert errors == []
+    # a part's task names the file the plan was pickled to, once per config, not the plan itself
+    assert tasks and not any(isinstance(a, Plan) for args in tasks for a in args)
+    assert len({args[0] for args in tasks if isinstance(args[0], str) and "plab-plan-" in args[0]}) == 2
+    assert list(plans_dir.iterdir()) == []        # and the files are gone once the configs finish
     for c, ref in zip(cfgs, own):
         assert (tmp_path / f"pool-{c.name}" / "results.csv").read_bytes() == ref.read_bytes()
 
@@ -347,6 +366,7 @@ def test_a_worker_frees_the_last_configs_columns_and_other_data_when_a_part_of_a
             pass
 
     monkeypatch.setattr(E, "_WORKER", {"queue": Q()})
+    monkeypatch.setattr(E, "_worker_plan", lambda path, tag: path)   # the plan itself, not its file
     monkeypatch.setattr(U, "run_part", lambda cfg, part, data_dir, unit_done=None: ("", []))
     released = []
     monkeypatch.setattr(columns, "release", lambda: released.append(1))
@@ -381,3 +401,23 @@ def test_a_folder_an_earlier_version_of_its_config_wrote_is_recomputed(tmp_path)
     (tmp_path / "same" / "run.json").write_text(json.dumps({"config_hash": results_hash(cfgs["same"])}))
     (tmp_path / "changed" / "run.json").write_text(json.dumps({"config_hash": "0123456789ab"}))
     assert outdated(cfgs) == ["changed"]
+
+
+def test_a_worker_reads_a_plan_from_its_file_once_and_keeps_the_latest_few(tmp_path, monkeypatch):
+    import pickle
+
+    import perceptron_lab.run.executors as E
+
+    monkeypatch.setattr(E, "_WORKER", {})
+    paths = {}
+    for i in range(E.PLANS_KEPT + 1):
+        paths[f"t{i}"] = tmp_path / f"p{i}.pickle"
+        paths[f"t{i}"].write_bytes(pickle.dumps({"plan": i}))
+    assert E._worker_plan(str(paths["t0"]), "t0") == {"plan": 0}
+    paths["t0"].unlink()                                  # read once: the file is not needed again
+    assert E._worker_plan(str(paths["t0"]), "t0") == {"plan": 0}
+    for i in range(1, E.PLANS_KEPT + 1):
+        assert E._worker_plan(str(paths[f"t{i}"]), f"t{i}") == {"plan": i}
+    assert "t0" not in E._WORKER["plans"] and len(E._WORKER["plans"]) == E.PLANS_KEPT
+    with pytest.raises(FileNotFoundError):               # dropped, so read again: its file is gone
+        E._worker_plan(str(paths["t0"]), "t0")

@@ -17,6 +17,7 @@ many processes (``--nworkers``) as cores.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -257,10 +258,11 @@ def compile_on_dask(plan, firsts, scheduler, step=None, timeout: float = DASK_CO
             workers = sorted(client.scheduler_info()["workers"])
             token = uuid.uuid4().hex[:8]
             futures = []
+            shared_plan = client.scatter(plan, broadcast=True, hash=False) if firsts and workers else None
             for i, (part, ds) in enumerate(firsts):
                 tiny = _warm_up_slice(plan, part, ds)
                 for w in workers:
-                    futures.append(client.submit(_dask_warm_up, plan, part, tiny, workers=[w], allow_other_workers=False,
+                    futures.append(client.submit(_dask_warm_up, shared_plan, part, tiny, workers=[w], allow_other_workers=False,
                                                  pure=False, key=f"plab-compile-{i}-{w}-{token}"))
             if step is not None:
                 step.reset(total=len(futures))
@@ -380,7 +382,9 @@ def _run_dask(plan, todo, data_dir, scheduler, finished, bar, timeout):
     try:
         client.subscribe_topic(topic, lambda event: events.put(tuple(event[1])))
         token = uuid.uuid4().hex[:8]
-        futures = [client.submit(_dask_task, plan, p, data_dir, topic, key=f"plab-{p.key}-{token}", pure=False)
+        # the plan goes to the cluster once; each part's task refers to it (its pickle grows with the grid)
+        shared_plan = client.scatter(plan, broadcast=True, hash=False)
+        futures = [client.submit(_dask_task, shared_plan, p, data_dir, topic, key=f"plab-{p.key}-{token}", pure=False)
                    for p in todo]
         pending = list(futures)
         lost_since = None
@@ -477,13 +481,39 @@ def _worker_ready():
     return os.getpid()
 
 
-def _worker_run(plan, data_dir, tag, part):
-    """One part in a worker: (key, CSV text, unit timings, training steps). The steps also go to
-    the parent's queue as ``(tag, steps)`` after each unit; the peak memory the timings report is
-    this part's (a worker may run parts of several configs in turn)."""
+#: Plans a worker keeps loaded (the latest used): the configs whose parts it may be running in
+#: turn (``make reproduce`` runs up to ``jobs + 1`` side by side).
+PLANS_KEPT = 4
+
+
+def _worker_plan(path: str, tag: str):
+    """The plan of run ``tag``, read from ``path`` (:meth:`WorkerPool.run` pickles it there once)
+    on this worker's first part of the run, then kept: a part's task carries the file's name, not
+    the plan, whose pickle grows with the grid (10 MB for a grid of 7,280 points)."""
+    import pickle
+    from collections import OrderedDict
+
+    plans = _WORKER.setdefault("plans", OrderedDict())
+    plan = plans.get(tag)
+    if plan is None:
+        with open(path, "rb") as fh:
+            plan = pickle.load(fh)
+        plans[tag] = plan
+        while len(plans) > PLANS_KEPT:
+            plans.popitem(last=False)
+    plans.move_to_end(tag)
+    return plan
+
+
+def _worker_run(plan_path, data_dir, tag, part):
+    """One part in a worker: (key, CSV text, unit timings, training steps). The plan is read from
+    ``plan_path`` (:func:`_worker_plan`). The steps also go to the parent's queue as ``(tag,
+    steps)`` after each unit; the peak memory the timings report is this part's (a worker may run
+    parts of several configs in turn)."""
     from perceptron_lab.run.runtime import reset_peak_rss
     from perceptron_lab.run.units import run_part
 
+    plan = _worker_plan(plan_path, tag)
     q = _WORKER["queue"]
     steps = 0
 
@@ -502,6 +532,23 @@ def _worker_run(plan, data_dir, tag, part):
     reset_peak_rss()
     text, tms = run_part(plan, part, data_dir, unit_done=unit_done)
     return part.key, text, tms, steps
+
+
+def _pickle_plan(plan) -> str:
+    """``plan`` pickled once into a new private temporary file, for the workers to read
+    (:func:`_worker_plan`); returns its path. The caller removes it."""
+    import pickle
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="plab-plan-", suffix=".pickle")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(plan, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
+    return path
 
 
 class WorkerPool:
@@ -581,8 +628,11 @@ class WorkerPool:
         total = 0
         with self._lock:
             self._bars[tag] = [bar, 0]
-        pending = {self._ex.submit(_worker_run, plan, data_dir, tag, p) for p in todo}
+        pending: set = set()
+        plan_path = None
         try:
+            plan_path = _pickle_plan(plan)
+            pending = {self._ex.submit(_worker_run, plan_path, data_dir, tag, p) for p in todo}
             # as_completed watches every future once; waiting on the whole set after each part
             # would cost time quadratic in the number of parts
             for fut in as_completed(pending):   # watches its own copy of the set
@@ -602,6 +652,9 @@ class WorkerPool:
         finally:
             with self._lock:
                 _, shown = self._bars.pop(tag)
+            if plan_path is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(plan_path)
         if bar is not None and total > shown:   # counts still in the queue: the bar ends complete
             bar.update(total - shown)
 
