@@ -489,7 +489,8 @@ PLANS_KEPT = 4
 def _worker_plan(path: str, tag: str):
     """The plan of run ``tag``, read from ``path`` (:meth:`WorkerPool.run` pickles it there once)
     on this worker's first part of the run, then kept: a part's task carries the file's name, not
-    the plan, whose pickle grows with the grid (10 MB for a grid of 7,280 points)."""
+    the plan, whose pickle grows with the grid while a part of a large grid may compute in far less
+    time than pickling it takes."""
     import pickle
     from collections import OrderedDict
 
