@@ -182,3 +182,16 @@ def test_load_jit_runs_a_cached_jitted_function():
             "print(before, len(_small_integers.signatures))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     assert out.stdout.split() == ["0", "1"]
+
+
+def test_run_json_records_the_cpu_numba_compiles_for(monkeypatch):
+    from numba.core import config
+
+    import perceptron_lab.run.runtime as R
+
+    monkeypatch.setattr(config, "CPU_NAME", "haswell")
+    assert R.settings()["numba_cpu_name"] == "haswell"
+    monkeypatch.setattr(config, "CPU_NAME", None)
+    import llvmlite.binding as llvm
+
+    assert R.settings()["numba_cpu_name"] == llvm.get_host_cpu_name()

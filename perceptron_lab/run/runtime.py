@@ -90,14 +90,31 @@ def huge_pages() -> bool | None:
     return bool(getter()) if getter is not None else None
 
 
+def numba_cpu_name() -> str | None:
+    """The CPU numba compiles for: ``NUMBA_CPU_NAME`` when set, else this machine's (LLVM's name).
+    Runs whose numbers are not exact by construction can differ between targets (the order of
+    vectorized sums), so run.json records it."""
+    from numba.core import config
+
+    if config.CPU_NAME:
+        return str(config.CPU_NAME)
+    try:
+        import llvmlite.binding as llvm
+
+        return llvm.get_host_cpu_name()
+    except Exception:   # noqa: BLE001 -- a record, not a setting: unknown rather than a failed run
+        return None
+
+
 def settings() -> dict:
-    """This process's settings, for run.json: numpy's huge-page advice, and the OpenBLAS spin and
-    OpenMP wait policy in effect here (None: the library's default)."""
+    """This process's settings, for run.json: numpy's huge-page advice, the OpenBLAS spin and
+    OpenMP wait policy in effect here (None: the library's default), and the CPU numba compiles
+    for (:func:`numba_cpu_name`)."""
     def env(name):
         return None if name in _late else os.environ.get(name)
 
     return {"numpy_huge_pages": huge_pages(), "openblas_thread_timeout": env(SPIN_ENV),
-            "omp_wait_policy": env(WAIT_ENV)}
+            "omp_wait_policy": env(WAIT_ENV), "numba_cpu_name": numba_cpu_name()}
 
 
 #: :func:`tune_gc`'s collection thresholds (the interpreter's default: 700, 10, 10).
