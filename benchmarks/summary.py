@@ -339,17 +339,16 @@ def reproduction_lines(log: Path) -> list[str]:
     """The full reproduction's wall time against its target, from ``results/reproduce.json`` (the
     log ``python -m perceptron_lab.cli.reproduce`` writes): measured only when its latest
     invocation computed every config, else said to be unmeasured."""
-    import json
-
-    if not log.is_file():
-        return ["Full reproduction: not measured (no results/reproduce.json)."]
-    d = json.loads(log.read_text(encoding="utf-8"))
     from perceptron_lab.cli.reproduce import SETS
+    from perceptron_lab.report.tables import read_log, recorded_seconds
 
+    d = read_log(log)
+    if not d:
+        return ["Full reproduction: not measured (no results/reproduce.json)."]
     logged = d.get("configs") or {}
+    scratch = recorded_seconds(logged)   # computed from scratch: every unit ran, none reused
     configs = SETS[d.get("set") or "core"]
-    earlier = [c for c in configs
-               if c not in logged or logged[c].get("from_earlier_invocation") or logged[c].get("reused")]
+    earlier = [c for c in configs if c not in scratch or logged[c].get("from_earlier_invocation")]
     minutes = float(d.get("wall_seconds") or 0.0) / 60.0
     what = f"`make reproduce JOBS={d.get('jobs')}` (set {d.get('set') or 'core'})"
     if earlier or not configs or not d.get("finished"):
