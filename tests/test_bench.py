@@ -139,3 +139,39 @@ def test_reproduction_line_checks_the_target_only_for_one_whole_invocation(tmp_p
     part = dict(whole, **{first: dict(whole[first], reused=3)})
     log.write_text(json.dumps(dict(base, wall_seconds=10 * 60.0, configs=part)))
     assert "not checked" in reproduction_lines(log)[0]
+
+
+def test_warm_quickstart_row_is_the_median_run_and_a_failure_is_not_hidden():
+    """Case 10's warm quickstart reports the run of median wall time with every run's wall time;
+    one failed run makes the row a failure instead of being left out of the median."""
+    from benchmarks import coldstart
+
+    runs = [{"wall_s": w, "cpu_s": 10 * w, "status": "ok"} for w in (2.4, 1.9, 3.1, 2.0, 2.2)]
+    row = coldstart._median_row(runs)
+    assert (row["wall_s"], row["cpu_s"]) == (2.2, 22.0)
+    assert row["wall_runs_s"] == "2.40 1.90 3.10 2.00 2.20"
+    failed = runs[:2] + [{"wall_s": 0.4, "cpu_s": 0.3, "status": "failed: boom"}]
+    assert coldstart._median_row(failed)["status"] == "failed: boom"
+
+
+def test_coldstart_children_keep_python_bytecode_like_a_user(tmp_path, monkeypatch):
+    """The children do not inherit PYTHONDONTWRITEBYTECODE: a warm run reads the bytecode the
+    first run wrote, as on a user's machine."""
+    import subprocess
+
+    from benchmarks import coldstart
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def popen(args, env=None, **kw):
+        seen.update(env)
+        raise Stop
+
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    with pytest.raises(Stop):
+        coldstart._spawn({"task": "BudgetPerceptron"}, str(tmp_path))
+    assert "PYTHONDONTWRITEBYTECODE" not in seen and seen["NUMBA_CACHE_DIR"] == str(tmp_path)
