@@ -303,3 +303,31 @@ def test_a_wide_sparse_problem_trains_and_predicts_without_densifying():
         assert pred.shape == (n,)
         # the weight vector of one label (32 MB) and a few of its size, not n x f floats
         assert peak < 8 * f * 8, (type(est).__name__, peak)
+
+
+def test_sparse_check_needs_no_scipy_sparse_and_agrees_with_scipy(tmp_path):
+    """``perceptron_lab.sparse.issparse`` is scipy's answer for every kind of input, and a dense
+    run's code path (the run module, a dense dataset read, a run of the quickstart's engine) does
+    not import scipy.sparse just to ask."""
+    import subprocess
+    import sys
+
+    from perceptron_lab.sparse import issparse
+
+    dense = np.arange(6.0).reshape(2, 3)
+    for x in (sp.csr_matrix(dense), sp.csc_array(dense), sp.coo_matrix(dense)):
+        assert issparse(x) and sp.issparse(x)
+    for x in (dense, dense.tolist(), None, np.float64(1.0)):
+        assert not issparse(x) and not sp.issparse(x)
+    code = ("import sys\n"
+            "from perceptron_lab.config.load import load_config, with_overrides\n"
+            "from perceptron_lab.run.experiment import run_experiment\n"
+            "cfg = with_overrides(load_config('package:quickstart.yaml'), {'training.epochs': 1, "
+            "'training.checkpoints': [1], 'evaluation.folds': 2, 'output.figures': False})\n"
+            "r = run_experiment(cfg, out_dir=sys.argv[1], progress=False)\n"
+            "assert r.ran == 4, r.ran\n"
+            "print(sorted(m for m in sys.modules if m.startswith('scipy.sparse')))\n")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.sparse import issparse
 
+from perceptron_lab.sparse import issparse
 from perceptron_lab.errors import DatasetError
 
 

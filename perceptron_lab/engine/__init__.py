@@ -6,9 +6,8 @@ Every engine returns a :class:`~perceptron_lab.engine.perceptron.TrainLog`, from
 
 from __future__ import annotations
 
-from scipy.sparse import issparse
-
 from perceptron_lab.errors import PlabError
+from perceptron_lab.sparse import issparse
 from perceptron_lab.engine.kernels import kernel_diag
 from perceptron_lab.constants import BUDGET_ALGORITHMS
 from perceptron_lab.engine.alma import AlmaParams, params_from_config, train_alma

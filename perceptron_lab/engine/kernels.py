@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numba as nb
 import numpy as np
-import scipy.sparse as sp
 
+from perceptron_lab.sparse import issparse
 from perceptron_lab.errors import NumericError
 
 LINEAR, POLY, GAUSSIAN, POLY_GAUSSIAN = 0, 1, 2, 3
@@ -109,7 +109,7 @@ class Kernel:
         if X.shape[0] == 0:
             return self
         dt = np.dtype(dtype)
-        X = as_csr(X) if sp.issparse(X) else np.asarray(X)
+        X = as_csr(X) if issparse(X) else np.asarray(X)
         if not np.isfinite(_values(X)).all():
             if self.code == PRECOMPUTED:
                 raise NumericError(f"precomputed kernel: the Gram matrix has values that are not finite in "
@@ -184,7 +184,7 @@ class Kernel:
         log_max = math.log10(fmax)
         headroom = 2.0 * math.log10(max(X.shape[0], 2))  # sums over up to n updates, then over n steps
         with np.errstate(over="ignore", invalid="ignore"):
-            norms = sq_norms64(X) if sp.issparse(X) else np.einsum("ij,ij->i", X, X, dtype=np.float64)
+            norms = sq_norms64(X) if issparse(X) else np.einsum("ij,ij->i", X, X, dtype=np.float64)
         sq, sq_min = float(np.max(norms)), float(np.min(norms))
         what = f"{self.describe()} kernel in {dt.name}"
         more = "training.dtype: float64, or " if dt != np.float64 else ""
@@ -310,7 +310,7 @@ class Kernel:
         the exponent is 0, and None stays None)."""
         if X is None or self.feature_exp == 0:
             return X
-        if sp.issparse(X):
+        if issparse(X):
             # the stored values alone: the zeros stay zeros, and no dense copy is made
             Xs = as_csr(X, np.float64, copy=True)
             Xs.data = np.ldexp(Xs.data, self.feature_exp)
@@ -410,7 +410,7 @@ def _log2_range(X, diagonal: bool = False):
     """(log2 of the smallest nonzero, log2 of the largest) squared row norm of ``X`` (``diagonal``:
     absolute diagonal value of a square Gram matrix), computed without underflow or overflow;
     -inf as the smallest when some nonzero row's norm underflows even so; None when all are 0."""
-    if sp.issparse(X):
+    if issparse(X):
         return _log2_range_csr(as_csr(X))
     X = np.asarray(X)
     if diagonal:
@@ -441,7 +441,7 @@ def _sample_d2(X, sample: int = 2000) -> np.ndarray:
     """Squared distances between up to ``sample`` rows of ``X`` drawn with a fixed seed, in float64."""
     n = X.shape[0]
     rows = np.random.default_rng(0).choice(n, size=min(n, sample), replace=False)
-    if sp.issparse(X):
+    if issparse(X):
         A = as_csr(X)[rows].astype(np.float64)
         sq = sq_norms(A)
         return np.maximum(sq[:, None] + sq[None, :] - 2.0 * (A @ A.T).toarray(), 0.0)
@@ -651,7 +651,7 @@ def _transform_block_serial(G, code, degree, scale, sigma, base_div, sq_a, sq_b)
 
 def sq_norms(X: np.ndarray) -> np.ndarray:
     """Row-wise squared Euclidean norms, in the dtype of X (a sparse X: from its stored values)."""
-    if sp.issparse(X):
+    if issparse(X):
         Xc = as_csr(X)
         return _csr_sq_norms(Xc.indptr, Xc.data).astype(Xc.dtype, copy=False)
     return np.einsum("ij,ij->i", X, X)
@@ -669,7 +669,9 @@ def as_csr(X, dtype=None, copy: bool = False):
     """``X`` (a scipy.sparse matrix or array) as a canonical CSR matrix: duplicates summed, indices
     sorted, in ``dtype`` (default: its own float type, float64 for integers). Copies only what a
     conversion needs (``copy``: always a new matrix, sharing nothing with ``X``)."""
-    Xc = X.tocsr(copy=copy) if sp.issparse(X) else sp.csr_matrix(X)
+    import scipy.sparse as sp
+
+    Xc = X.tocsr(copy=copy) if issparse(X) else sp.csr_matrix(X)
     if not isinstance(Xc, sp.csr_matrix):
         Xc = sp.csr_matrix(Xc)  # a csr_array: the matrix API (X @ Y.T, X[rows]) the engine uses
     if dtype is None:
@@ -684,7 +686,7 @@ def as_csr(X, dtype=None, copy: bool = False):
 
 def _values(X):
     """The values that may be nonzero: a sparse matrix's stored values, or ``X`` itself."""
-    return as_csr(X).data if sp.issparse(X) else X
+    return as_csr(X).data if issparse(X) else X
 
 
 @nb.njit(cache=True)
@@ -741,12 +743,12 @@ def sparse_dots(A, B, out=None) -> np.ndarray:
     sparse (CSR). The stored values alone are multiplied; the result has one entry per pair of
     rows, the size of a kernel block, whatever the number of features. ``out``: a C-contiguous
     array of that shape to write into."""
-    if sp.issparse(A):
+    if issparse(A):
         A = as_csr(A)
-    if sp.issparse(B):
+    if issparse(B):
         B = as_csr(B)
     dt = A.dtype if A.dtype in (np.float32, np.float64) else np.float64
-    if sp.issparse(A) and sp.issparse(B):
+    if issparse(A) and issparse(B):
         if out is None:
             out = np.empty((A.shape[0], B.shape[0]), dtype=dt)
         Bc = B.astype(out.dtype).tocsc()  # for each feature, the rows of B that hold it
@@ -754,7 +756,7 @@ def sparse_dots(A, B, out=None) -> np.ndarray:
                       Bc.indptr.astype(np.int64), Bc.indices.astype(np.int64), Bc.data, out)
         return out
     P = A @ B.T
-    if sp.issparse(P):
+    if issparse(P):
         P = P.toarray()
     P = np.asarray(P)
     if out is None:
@@ -803,7 +805,7 @@ def sq_norms64(X: np.ndarray) -> np.ndarray:
     """``sq_norms(X as float64)``, the same values, converting a block of rows at a time: no
     float64 copy of a whole float32 training set (eight bytes per entry, 60000 x 784 for MNIST),
     whose fresh pages cost more to map than the sums cost to compute."""
-    if sp.issparse(X):
+    if issparse(X):
         return sq_norms(as_csr(X, np.float64))
     X = np.asarray(X)
     if X.dtype == np.float64 or X.ndim != 2:
@@ -824,7 +826,7 @@ def exact32_ok(X: np.ndarray) -> bool:
     """Whether float32 inner products can stand in for float64 ones on ``X``: every value an integer
     of magnitude below 2^24 (e.g. MNIST's raw pixels, 0/1 indicators), so that each pair with
     ``|x|·|y| < 2^24`` has the same inner product in both types (:func:`matmul_exact32`)."""
-    if sp.issparse(X):
+    if issparse(X):
         return False  # the float32 GEMM path is for dense blocks
     X = np.asarray(X)
     return X.dtype == np.float64 and integer_features(X)
@@ -833,7 +835,7 @@ def exact32_ok(X: np.ndarray) -> bool:
 def integer_features(X: np.ndarray) -> bool:
     """Whether ``X`` (float32 or float64, not empty) holds integers of magnitude below 2^24 alone:
     their inner products computed in float64 are those :func:`matmul_exact32` gives."""
-    if sp.issparse(X):
+    if issparse(X):
         X = as_csr(X).data   # the stored values (the others are zeros)
     X = np.asarray(X)
     if X.dtype not in (np.float32, np.float64) or not X.size:
@@ -913,7 +915,7 @@ def gram(kernel: Kernel, A: np.ndarray, B: np.ndarray, sq_a=None, sq_b=None, out
     """
     if kernel.code == PRECOMPUTED:
         raise ValueError("a precomputed kernel has no kernel function: take its values from the Gram matrix")
-    if sp.issparse(A) or sp.issparse(B):
+    if issparse(A) or issparse(B):
         G = sparse_dots(A, B, out=out)
     elif exact32 and A.dtype == np.float64:
         G = matmul_exact32(A, B, sq_a, sq_b, out=out, B32=B32)

@@ -42,8 +42,8 @@ from collections import namedtuple
 
 import numba as nb
 import numpy as np
-import scipy.sparse as sp
 
+from perceptron_lab.sparse import issparse
 from perceptron_lab.engine.kernels import Kernel, as_csr
 from perceptron_lab.engine.base import EngineError, PerceptronParams, TrainLog, chunk_bounds, epochs_to_steps, on_threads, update_buffers
 
@@ -415,7 +415,7 @@ def train_perceptron_primal(X, Y, kernel: Kernel, params: PerceptronParams, orde
     total, cp_steps = _check_sequence(X, Y, order, epochs, checkpoints)
     Y = np.ascontiguousarray(Y, dtype=np.int8)
     order = np.ascontiguousarray(order, dtype=np.int64)
-    if sp.issparse(X):
+    if issparse(X):
         # CSR rows (memory and time per step follow the nonzeros); W stays dense
         seq, nf = _csr_sequence(X, Y, order, dtype)
         steps = _perceptron_steps_csr
@@ -471,7 +471,7 @@ def train_perceptron_primal(X, Y, kernel: Kernel, params: PerceptronParams, orde
         upd_coef=cat["coef"], upd_score=cat["score"], upd_kxx=cat["kxx"], upd_theta=cat["theta"],
         upd_cum_correct=cat["cum"], cum_correct_cp=cum_cp, seconds=time.perf_counter() - t0,
         info={"form": "primal", "dtype": np.dtype(dtype).name, "chunks": int(bounds.size - 1),
-              "loop": "linear", **({"sparse": True} if sp.issparse(X) else {})},
+              "loop": "linear", **({"sparse": True} if issparse(X) else {})},
     )
 
 
@@ -556,7 +556,7 @@ def train_alma2_primal(X, Y, params, order, epochs: float, checkpoints, progress
     total, cp_steps = _check_sequence(X, Y, order, epochs, checkpoints)
     Y = np.ascontiguousarray(Y, dtype=np.int8)
     order = np.ascontiguousarray(order, dtype=np.int64)
-    if sp.issparse(X):
+    if issparse(X):
         seq, nf = _csr_sequence(X, Y, order, np.float64)
         steps = _alma2_steps_csr
     else:
@@ -593,7 +593,7 @@ def train_alma2_primal(X, Y, params, order, epochs: float, checkpoints, progress
         upd_score=cat["score"], upd_kxx=np.ones(nu), upd_theta=np.zeros(nu),
         upd_cum_correct=cat["cum"], cum_correct_cp=cum_cp, seconds=time.perf_counter() - t0,
         info={"form": "primal", "dtype": "float64", "chunks": int(bounds.size - 1), "loop": "linear",
-              **({"sparse": True} if sp.issparse(X) else {}), "algorithm": "alma", "p": 2.0, "alpha": alpha, "B": B, "C": C},
+              **({"sparse": True} if issparse(X) else {}), "algorithm": "alma", "p": 2.0, "alpha": alpha, "B": B, "C": C},
         upd_scale=cat["scale"], upd_norm=cat["norm"], kernel_normalized=True,
     )
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from scipy.sparse import issparse
 
+from perceptron_lab.sparse import issparse
 from perceptron_lab.engine.kernels import integer_features, sq_norms64
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -39,8 +39,8 @@ from collections import namedtuple
 
 import numba as nb
 import numpy as np
-from scipy.sparse import issparse
 
+from perceptron_lab.sparse import issparse
 from perceptron_lab.model.counts import counts_at_checkpoints, few_keys  # noqa: F401  (counts_at_checkpoints re-exported: it lived here)
 from perceptron_lab.engine.perceptron import TrainLog, normalizing_factors
 from perceptron_lab.model.hypotheses import VOTE_WEIGHTS, Hypotheses  # noqa: F401  (re-exported)

@@ -9,8 +9,8 @@ import threading
 from pathlib import Path
 
 import numpy as np
-from scipy.sparse import issparse
 
+from perceptron_lab.sparse import issparse
 from perceptron_lab.config.load import ExperimentConfig
 from perceptron_lab.datasets.base import Dataset, validate_dataset
 from perceptron_lab.errors import ConfigError, NumericError, PlabError

@@ -51,8 +51,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from scipy.sparse import issparse
 
+from perceptron_lab.sparse import issparse
 from perceptron_lab.constants import MIN_FREE_DISK_MB
 from perceptron_lab.errors import DamagedFileError, OutputError, PlabError, UserFileError
 
