@@ -6,6 +6,7 @@ that name the algorithm a key does not belong to."""
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from clitools import one_error, plab
@@ -256,3 +257,56 @@ def test_an_epochs_override_names_the_checkpoints_it_drops_and_none_when_none(he
         "to choose the checkpoints yourself)"]
     r = CliRunner().invoke(main, ["run", "cp.yaml", "training.epochs=3", "training.checkpoints=[1]", "-q", "--out", "o2"])
     assert r.exit_code == 0 and "warning" not in r.stderr
+
+
+def _pandas_csv(rows, columns):
+    import io
+
+    import pandas as pd
+
+    buf = io.StringIO()
+    pd.DataFrame(rows, columns=columns).to_csv(buf, index=False, lineterminator="\n")
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("rows", [
+    [],
+    [["sonar", "linear", 1, "perceptron", "eta=0.1;tau=0", 0, 3, 0, "1", "none", "", "all", "mistakes", "83"]],
+    [["a,b", 'say "hi"', -7, "two\nlines", "", 2**70, 0, 1, "0.5", "vote", "false", "3", "test_error_pct", "1e-05"],
+     ["x", "\r", 0, " lead", "trail ", 5, 6, 7, "", "", "", "", "", ""]],
+    # other value types take pandas' own path: numpy integers, floats, None, booleans
+    [["d", "k", np.int64(2), "a", "p", 0, 0, 0, 1.5, None, True, "all", "m", float("nan")]],
+])
+def test_part_csv_text_is_what_pandas_writes(rows):
+    """A part's CSV text (``rows_to_csv``) is byte for byte pandas' ``to_csv`` of the same rows,
+    whether the rows take the csv module's path (str and int values) or pandas' own."""
+    from perceptron_lab.run.plan import RESULT_COLUMNS
+    from perceptron_lab.run.units import rows_to_csv
+
+    assert rows_to_csv(rows, RESULT_COLUMNS) == _pandas_csv(rows, RESULT_COLUMNS)
+
+
+def test_part_csv_text_of_real_units_is_what_pandas_writes(tmp_path, monkeypatch):
+    """The rows of real parts (k-fold, binary and multiclass; nested; one rule each way) are
+    written as pandas writes them."""
+    from perceptron_lab.config.load import load_config, with_overrides
+    from perceptron_lab.run import units
+    from perceptron_lab.run.experiment import run_experiment
+
+    written = []
+    real = units.rows_to_csv
+
+    def check(rows, columns=units.RESULT_COLUMNS):
+        text = real(rows, columns)
+        written.append(text == _pandas_csv(rows, columns))
+        return text
+
+    monkeypatch.setattr(units, "rows_to_csv", check)
+    for name, extra in [("package:quickstart.yaml", {"training.epochs": 2, "training.checkpoints": [1]}),
+                        ("package:quickstart.yaml", {"evaluation.mode": "nested", "evaluation.outer": "kfold",
+                                                     "evaluation.inner_folds": 2, "evaluation.folds": 2,
+                                                     "evaluation.search": [["algorithm.tau"]],
+                                                     "training.epochs": 1, "training.checkpoints": [1]})]:
+        cfg = with_overrides(load_config(name), {**extra, "output.figures": False})
+        run_experiment(cfg, out_dir=tmp_path / str(len(written)), progress=False)
+    assert written and all(written)

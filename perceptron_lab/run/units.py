@@ -5,6 +5,7 @@ units a part persists, one after another or (a fold's part across grid points) t
 
 from __future__ import annotations
 
+import csv
 import io
 import time
 
@@ -361,8 +362,19 @@ def warm_up(plan: Plan, part: Part, ds: Dataset) -> None:
 
 
 def rows_to_csv(rows, columns=RESULT_COLUMNS) -> str:
+    """The CSV text of ``rows`` under ``columns``, as ``pandas.DataFrame.to_csv`` writes it.
+
+    Rows whose values are all ``str`` or ``int`` (a unit's rows: the values come formatted) are
+    written with the csv module, which for such values writes the same bytes as pandas (each
+    value's ``str``, quoted only where it holds a comma, a quote or a line break) without
+    building a DataFrame for every part; any other value goes through pandas itself."""
     buf = io.StringIO()
-    pd.DataFrame(rows, columns=columns).to_csv(buf, index=False, lineterminator="\n")
+    if all(type(v) is str or type(v) is int for row in rows for v in row):
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(columns)
+        w.writerows(rows)
+    else:
+        pd.DataFrame(rows, columns=columns).to_csv(buf, index=False, lineterminator="\n")
     return buf.getvalue()
 
 
