@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from perceptron_lab.sparse import issparse
 from perceptron_lab.errors import DatasetError
+from perceptron_lab.sparse import issparse
 
 
 @dataclass

@@ -7,7 +7,6 @@ Every engine returns a :class:`~perceptron_lab.engine.perceptron.TrainLog`, from
 from __future__ import annotations
 
 from perceptron_lab.errors import PlabError
-from perceptron_lab.sparse import issparse
 from perceptron_lab.engine.kernels import kernel_diag
 from perceptron_lab.constants import BUDGET_ALGORITHMS
 from perceptron_lab.engine.alma import AlmaParams, params_from_config, train_alma
@@ -16,6 +15,7 @@ from perceptron_lab.engine.budget import BudgetLog, BudgetParams, train_budget
 from perceptron_lab.engine.budget import params_from_config as budget_params
 from perceptron_lab.engine.linear import sparse_refusal
 from perceptron_lab.engine.perceptron import PerceptronParams, TrainLog, label_matrix, resolve_params, train
+from perceptron_lab.sparse import issparse
 
 
 def perceptron_params(acfgs, Xtr, kernel) -> list[PerceptronParams]:

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from perceptron_lab.sparse import issparse
 from perceptron_lab.errors import NumericError
+from perceptron_lab.sparse import issparse
 
 LINEAR, POLY, GAUSSIAN, POLY_GAUSSIAN = 0, 1, 2, 3
 PARALLEL_MIN_ELEMENTS = 4_000_000  # kernel blocks smaller than this are transformed on one thread

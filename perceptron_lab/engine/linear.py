@@ -43,9 +43,9 @@ from collections import namedtuple
 import numba as nb
 import numpy as np
 
-from perceptron_lab.sparse import issparse
 from perceptron_lab.engine.kernels import Kernel, as_csr
 from perceptron_lab.engine.base import EngineError, PerceptronParams, TrainLog, chunk_bounds, epochs_to_steps, on_threads, update_buffers
+from perceptron_lab.sparse import issparse
 
 #: Steps per call of a jitted loop (progress is reported between calls).
 SEGMENT_STEPS = 8192

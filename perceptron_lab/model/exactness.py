@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from perceptron_lab.sparse import issparse
 from perceptron_lab.engine.kernels import integer_features, sq_norms64
+from perceptron_lab.sparse import issparse
 
 ROOT = Path(__file__).resolve().parents[2]
 SPREAD_SUMMARY = ROOT / "results" / "spread" / "summary.csv"

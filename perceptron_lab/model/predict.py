@@ -40,7 +40,6 @@ from collections import namedtuple
 import numba as nb
 import numpy as np
 
-from perceptron_lab.sparse import issparse
 from perceptron_lab.model.counts import counts_at_checkpoints, few_keys  # noqa: F401  (counts_at_checkpoints re-exported: it lived here)
 from perceptron_lab.engine.perceptron import TrainLog, normalizing_factors
 from perceptron_lab.model.hypotheses import VOTE_WEIGHTS, Hypotheses  # noqa: F401  (re-exported)
@@ -48,6 +47,7 @@ from perceptron_lab.engine.kernels import LINEAR, POLY, Kernel, as_csr, exact32_
 from perceptron_lab.model.numerics import block_magnitude, check_finite_training, check_test_block, overflow_error
 from perceptron_lab.model.scoring import (Checkpoints, HypothesisArrays, ScanOptions, ScanOutputs, points_per_task,
                       random_by_history, random_indices, score_block_t)
+from perceptron_lab.sparse import issparse
 
 RULES = ("last", "last_norm", "avg", "avg_norm", "vote", "random", "random_norm", "longest")
 RULE_INDEX = {r: i for i, r in enumerate(RULES)}

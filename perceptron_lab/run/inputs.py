@@ -10,11 +10,11 @@ from pathlib import Path
 
 import numpy as np
 
-from perceptron_lab.sparse import issparse
 from perceptron_lab.config.load import ExperimentConfig
 from perceptron_lab.datasets.base import Dataset, validate_dataset
 from perceptron_lab.errors import ConfigError, NumericError, PlabError
 from perceptron_lab.run.evaluation import training_folds
+from perceptron_lab.sparse import issparse
 
 #: Datasets kept in memory per process (a grid over dataset parameters loads one per point).
 DATA_CACHE_SIZE = 8

@@ -52,9 +52,9 @@ from pathlib import Path
 
 import numpy as np
 
-from perceptron_lab.sparse import issparse
 from perceptron_lab.constants import MIN_FREE_DISK_MB
 from perceptron_lab.errors import DamagedFileError, OutputError, PlabError, UserFileError
+from perceptron_lab.sparse import issparse
 
 #: Suffix of plab's temporary files; nothing else is ever removed by a cleanup.
 TMP_SUFFIX = ".plab.tmp"
