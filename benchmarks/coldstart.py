@@ -16,12 +16,14 @@ their environment): the first run pays for compiling the modules, the warm runs 
 
 ``--baseline REV`` measures the same tasks on the code of a git revision too (its files taken with
 ``git archive`` into a temporary folder, imported ahead of the installed package), in the same
-invocation, so that the rows before and after a change come from one machine and one load.
+invocation, so that the rows before and after a change come from one machine and one load. The
+two versions take turns, task by task and warm run by warm run (:func:`measure`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -147,23 +149,36 @@ def _median_row(rows: list[dict]) -> dict:
     return dict(ok[len(ok) // 2], wall_runs_s=" ".join(f"{r['wall_s']:.2f}" for r in rows))
 
 
-def measure(code: str, src: str | None, out_dir: Path) -> list[dict]:
-    """Every task on one version of the code (``src``: its folder, None: the installed package)."""
-    rows = []
+def measure(versions: list[tuple[str, str | None]], out_dir: Path) -> list[dict]:
+    """Every task on each version of the code (``(code, src)``: its label and folder, None for
+    the installed package), the versions taking turns task by task and, for the warm quickstart,
+    run by run: the machine's speed drifts over the minutes a measurement takes, and taking turns
+    spreads that drift over every version instead of charging it to the one measured last.
+    Rows come grouped by version, in the order of ``versions``."""
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    with tempfile.TemporaryDirectory() as cache:
-        run = str(out_dir / f"quickstart-{code}")
-        rows.append({"code": code, "task": "plab run (quickstart)", "numba_cache": "first run (cache empty)",
-                     "load_avg": load, **_spawn({"task": "quickstart", "out": run, "src": src}, cache)})
-        again = [_spawn({"task": "quickstart", "out": run, "src": src}, cache) for _ in range(WARM_REPEATS)]
-        rows.append({"code": code, "task": "plab run (quickstart)",
-                     "numba_cache": f"again (cache warm), median of {WARM_REPEATS}", "load_avg": load,
-                     **_median_row(again)})
+    rows: dict = {code: [] for code, _ in versions}
+    with contextlib.ExitStack() as stack:
+        caches = {code: stack.enter_context(tempfile.TemporaryDirectory()) for code, _ in versions}
+        out = {code: str(out_dir / f"quickstart-{code}") for code, _ in versions}
+        for code, src in versions:
+            rows[code].append({"code": code, "task": "plab run (quickstart)", "numba_cache": "first run (cache empty)",
+                               "load_avg": load, **_spawn({"task": "quickstart", "out": out[code], "src": src},
+                                                          caches[code])})
+        again: dict = {code: [] for code, _ in versions}
+        for _ in range(WARM_REPEATS):
+            for code, src in versions:
+                again[code].append(_spawn({"task": "quickstart", "out": out[code], "src": src}, caches[code]))
+        for code, _ in versions:
+            rows[code].append({"code": code, "task": "plab run (quickstart)",
+                               "numba_cache": f"again (cache warm), median of {WARM_REPEATS}, versions in turn",
+                               "load_avg": load, **_median_row(again[code])})
     for name in ESTIMATORS:
-        with tempfile.TemporaryDirectory() as cache:
-            rows.append({"code": code, "task": f"{name}().fit + predict, sonar", "numba_cache": "first run (cache empty)",
-                         "load_avg": load, **_spawn({"task": name, "src": src}, cache)})
-    return rows
+        for code, src in versions:
+            with tempfile.TemporaryDirectory() as cache:
+                rows[code].append({"code": code, "task": f"{name}().fit + predict, sonar",
+                                   "numba_cache": "first run (cache empty)", "load_avg": load,
+                                   **_spawn({"task": name, "src": src}, cache)})
+    return [r for code, _ in versions for r in rows[code]]
 
 
 def _checkout(rev: str, dest: Path) -> str:
@@ -178,15 +193,14 @@ def run(baseline: str | None, out: Path, runs_dir: Path) -> "object":
     """The rows of every version measured (the baseline's first), as a DataFrame written to ``out``."""
     import pandas as pd
 
-    rows = []
     runs_dir.mkdir(parents=True, exist_ok=True)
-    if baseline:
-        with tempfile.TemporaryDirectory() as tmp:
-            short = _checkout(baseline, Path(tmp))
-            rows += measure(f"before ({short})", tmp, runs_dir)
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                           text=True).stdout.strip() or "this checkout"
-    rows += measure(f"after ({head})", None, runs_dir)
+    with tempfile.TemporaryDirectory() as tmp:
+        versions = [(f"after ({head})", None)]
+        if baseline:
+            versions.insert(0, (f"before ({_checkout(baseline, Path(tmp))})", tmp))
+        rows = measure(versions, runs_dir)
     df = pd.DataFrame(rows)
     df["target_s"] = [TARGET_WARM_S if "warm" in c else TARGET_COLD_S for c in df["numba_cache"]]
     df["wall_over_target"] = (df["wall_s"] / df["target_s"]).round(3)

@@ -175,3 +175,31 @@ def test_coldstart_children_keep_python_bytecode_like_a_user(tmp_path, monkeypat
     with pytest.raises(Stop):
         coldstart._spawn({"task": "BudgetPerceptron"}, str(tmp_path))
     assert "PYTHONDONTWRITEBYTECODE" not in seen and seen["NUMBA_CACHE_DIR"] == str(tmp_path)
+
+
+def test_versions_take_turns_run_by_run_and_rows_come_grouped(tmp_path, monkeypatch):
+    """Case 10 with a baseline: the versions alternate, task by task and warm run by warm run, so
+    that a drift of the machine's speed is spread over both; the rows are grouped by version."""
+    from benchmarks import coldstart
+
+    calls = []
+
+    def spawn(spec, cache):
+        calls.append((spec.get("src"), spec["task"], cache))
+        return {"wall_s": float(len(calls)), "cpu_s": 1.0, "status": "ok"}
+
+    monkeypatch.setattr(coldstart, "_spawn", spawn)
+    rows = coldstart.measure([("before", "/old"), ("after", None)], tmp_path)
+    srcs = [c[0] for c in calls]
+    n_warm = coldstart.WARM_REPEATS
+    assert srcs[:2] == ["/old", None]                        # the two first runs, cache empty
+    assert srcs[2:2 + 2 * n_warm] == ["/old", None] * n_warm   # warm runs in turn
+    assert srcs[2 + 2 * n_warm:] == ["/old", None] * len(coldstart.ESTIMATORS)
+    # each version's warm runs share the cache its first run filled; no two versions share one
+    cache = {src: {c[2] for c in calls[:2 + 2 * n_warm] if c[0] == src} for src in ("/old", None)}
+    assert all(len(v) == 1 for v in cache.values()) and cache["/old"] != cache[None]
+    assert [r["code"] for r in rows] == ["before"] * (2 + len(coldstart.ESTIMATORS)) + \
+        ["after"] * (2 + len(coldstart.ESTIMATORS))
+    warm = [r for r in rows if "warm" in r["numba_cache"]]
+    # the median of the "before" runs' wall times (3, 5, ..., the odd calls from the third on)
+    assert warm[0]["wall_s"] == sorted(float(3 + 2 * i) for i in range(n_warm))[n_warm // 2]
