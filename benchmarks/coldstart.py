@@ -47,6 +47,10 @@ TARGET_COLD_S = 10.0
 TARGET_WARM_S = 2.0
 #: Compiled functions listed per row (the costliest).
 TOP = 4
+#: The reference run, measured in turn with the warm quickstart: importing the libraries a run
+#: imports, which no version of plab changes, so that a row's wall time can be read against the
+#: machine's speed at that moment (``wall_over_reference``).
+REFERENCE_IMPORTS = ("numpy", "pandas", "numba", "matplotlib.figure", "matplotlib.backends.backend_agg")
 #: Runs of the warm quickstart; its row reports their median (one run's wall time moves by tenths
 #: of a second with what else the machine does).
 WARM_REPEATS = 5
@@ -81,7 +85,10 @@ def _child(spec: dict) -> None:
     ev.register("numba:compile", _Compiles())
     t0, c0 = time.perf_counter(), time.process_time()
     task = spec["task"]
-    if task == "quickstart":
+    if task == "reference":
+        for name in REFERENCE_IMPORTS:
+            __import__(name)
+    elif task == "quickstart":
         try:
             from perceptron_lab.cli.main import main
         except ImportError:  # a baseline revision from before the layer packages
@@ -165,20 +172,33 @@ def measure(versions: list[tuple[str, str | None]], out_dir: Path) -> list[dict]
                                "load_avg": load, **_spawn({"task": "quickstart", "out": out[code], "src": src},
                                                           caches[code])})
         again: dict = {code: [] for code, _ in versions}
+        reference = []
         for _ in range(WARM_REPEATS):
             for code, src in versions:
                 again[code].append(_spawn({"task": "quickstart", "out": out[code], "src": src}, caches[code]))
+            reference.append(_spawn({"task": "reference"}, caches[versions[-1][0]]))
+        ref = _median_row(reference)
         for code, _ in versions:
+            row = _median_row(again[code])
             rows[code].append({"code": code, "task": "plab run (quickstart)",
                                "numba_cache": f"again (cache warm), median of {WARM_REPEATS}, versions in turn",
-                               "load_avg": load, **_median_row(again[code])})
+                               "load_avg": load, **row, **_over_reference(row, ref)})
+    reference_row = {"code": "reference", "task": f"import {', '.join(REFERENCE_IMPORTS)}",
+                     "numba_cache": f"in turn with the warm runs, median of {WARM_REPEATS}", "load_avg": load, **ref}
     for name in ESTIMATORS:
         for code, src in versions:
             with tempfile.TemporaryDirectory() as cache:
                 rows[code].append({"code": code, "task": f"{name}().fit + predict, sonar",
                                    "numba_cache": "first run (cache empty)", "load_avg": load,
                                    **_spawn({"task": name, "src": src}, cache)})
-    return [r for code, _ in versions for r in rows[code]]
+    return [r for code, _ in versions for r in rows[code]] + [reference_row]
+
+
+def _over_reference(row: dict, ref: dict) -> dict:
+    """``wall_over_reference``: a row's wall seconds over the reference run's, both medians."""
+    if row["status"] != "ok" or ref["status"] != "ok" or not ref["wall_s"]:
+        return {}
+    return {"wall_over_reference": round(row["wall_s"] / ref["wall_s"], 3)}
 
 
 def _checkout(rev: str, dest: Path) -> str:
@@ -202,7 +222,8 @@ def run(baseline: str | None, out: Path, runs_dir: Path) -> "object":
             versions.insert(0, (f"before ({_checkout(baseline, Path(tmp))})", tmp))
         rows = measure(versions, runs_dir)
     df = pd.DataFrame(rows)
-    df["target_s"] = [TARGET_WARM_S if "warm" in c else TARGET_COLD_S for c in df["numba_cache"]]
+    df["target_s"] = [None if code == "reference" else TARGET_WARM_S if "warm" in c else TARGET_COLD_S
+                      for code, c in zip(df["code"], df["numba_cache"])]
     df["wall_over_target"] = (df["wall_s"] / df["target_s"]).round(3)
     df["cpu_over_target"] = (df["cpu_s"] / df["target_s"]).round(3)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -190,16 +190,20 @@ def test_versions_take_turns_run_by_run_and_rows_come_grouped(tmp_path, monkeypa
 
     monkeypatch.setattr(coldstart, "_spawn", spawn)
     rows = coldstart.measure([("before", "/old"), ("after", None)], tmp_path)
-    srcs = [c[0] for c in calls]
+    srcs = [c[0] if c[1] != "reference" else "ref" for c in calls]
     n_warm = coldstart.WARM_REPEATS
     assert srcs[:2] == ["/old", None]                        # the two first runs, cache empty
-    assert srcs[2:2 + 2 * n_warm] == ["/old", None] * n_warm   # warm runs in turn
-    assert srcs[2 + 2 * n_warm:] == ["/old", None] * len(coldstart.ESTIMATORS)
+    assert srcs[2:2 + 3 * n_warm] == ["/old", None, "ref"] * n_warm   # warm runs in turn, then the reference
+    assert srcs[2 + 3 * n_warm:] == ["/old", None] * len(coldstart.ESTIMATORS)
     # each version's warm runs share the cache its first run filled; no two versions share one
-    cache = {src: {c[2] for c in calls[:2 + 2 * n_warm] if c[0] == src} for src in ("/old", None)}
+    quick = [c for c in calls if c[1] == "quickstart"]
+    cache = {src: {c[2] for c in quick if c[0] == src} for src in ("/old", None)}
     assert all(len(v) == 1 for v in cache.values()) and cache["/old"] != cache[None]
     assert [r["code"] for r in rows] == ["before"] * (2 + len(coldstart.ESTIMATORS)) + \
-        ["after"] * (2 + len(coldstart.ESTIMATORS))
-    warm = [r for r in rows if "warm" in r["numba_cache"]]
-    # the median of the "before" runs' wall times (3, 5, ..., the odd calls from the third on)
-    assert warm[0]["wall_s"] == sorted(float(3 + 2 * i) for i in range(n_warm))[n_warm // 2]
+        ["after"] * (2 + len(coldstart.ESTIMATORS)) + ["reference"]
+    warm = [r for r in rows if r["code"] != "reference" and "warm" in r["numba_cache"]]
+    # the median of the "before" runs' wall times (calls 3, 6, 9, ...), over the reference's (5, 8, ...)
+    assert warm[0]["wall_s"] == sorted(float(3 + 3 * i) for i in range(n_warm))[n_warm // 2]
+    ref = rows[-1]["wall_s"]
+    assert ref == sorted(float(5 + 3 * i) for i in range(n_warm))[n_warm // 2]
+    assert warm[0]["wall_over_reference"] == round(warm[0]["wall_s"] / ref, 3)
