@@ -72,7 +72,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.sparse import issparse
 
 from perceptron_lab.config.load import load_config, with_overrides
 from perceptron_lab.engine import label_matrix, train_from_config
@@ -83,6 +82,7 @@ from perceptron_lab.model.predict import RULE_INDEX, evaluate
 from perceptron_lab.run.inputs import load_data, preprocess
 from perceptron_lab.run.plan import Unit, eval_epochs
 from perceptron_lab.run.units import unit_data, unit_kernel, unit_order
+from perceptron_lab.sparse import issparse
 
 HERE = Path(__file__).resolve().parent
 CONFIGS = HERE.parents[1] / "configs" / "kw2007"
