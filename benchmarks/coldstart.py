@@ -166,6 +166,7 @@ def measure(versions: list[tuple[str, str | None]], out_dir: Path) -> list[dict]
     rows: dict = {code: [] for code, _ in versions}
     with contextlib.ExitStack() as stack:
         caches = {code: stack.enter_context(tempfile.TemporaryDirectory()) for code, _ in versions}
+        ref_cache = stack.enter_context(tempfile.TemporaryDirectory())   # it compiles nothing
         out = {code: str(out_dir / f"quickstart-{code}") for code, _ in versions}
         for code, src in versions:
             rows[code].append({"code": code, "task": "plab run (quickstart)", "numba_cache": "first run (cache empty)",
@@ -176,7 +177,7 @@ def measure(versions: list[tuple[str, str | None]], out_dir: Path) -> list[dict]
         for _ in range(WARM_REPEATS):
             for code, src in versions:
                 again[code].append(_spawn({"task": "quickstart", "out": out[code], "src": src}, caches[code]))
-            reference.append(_spawn({"task": "reference"}, caches[versions[-1][0]]))
+            reference.append(_spawn({"task": "reference"}, ref_cache))
         ref = _median_row(reference)
         for code, _ in versions:
             row = _median_row(again[code])
