@@ -64,6 +64,29 @@ def test_t_interval_is_0754_sd_for_ten_folds_as_in_footnote_5():
     assert math.isnan(ev.t_interval([70.0])[2])
 
 
+def test_t_quantile_is_scipy_stats_t_ppf_without_importing_scipy_stats():
+    """The quantile is the value ``scipy.stats.t.ppf`` gives, bit for bit, and computing it (a
+    search's confidence intervals) leaves ``scipy.stats`` unimported."""
+    import subprocess
+    import sys
+
+    from scipy.stats import t
+
+    for dof in (1, 2, 4, 9, 29, 99, 1000):
+        for q in (0.5, 0.9, 0.95, 0.975, 0.995, 0.9995):
+            assert ev.t_quantile(q, dof) == float(t.ppf(q, dof)), (q, dof)
+    code = ("import sys\n"
+            "from perceptron_lab.run.evaluation import t_interval\n"
+            "print(round(t_interval([70.0, 72.0, 75.0, 71.0])[2], 6))\n"
+            "print(sorted(m for m in sys.modules if m.startswith('scipy.stats')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    half, mods = out.stdout.strip().splitlines()
+    y = np.array([70.0, 72.0, 75.0, 71.0])
+    assert float(half) == round(float(t.ppf(0.975, 3)) * np.std(y) / math.sqrt(3), 6)
+    assert mods == "[]"
+
+
 # ----------------------------------------------------------------------------- grid and plans
 
 
