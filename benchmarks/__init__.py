@@ -30,6 +30,10 @@ Cases (``--cases`` takes names or numbers, comma-separated; default: all):
    2,000 x 10,000 at 1%) as scipy.sparse CSR matrices: our ``VotedPerceptron`` (rules ``last``
    and ``avg``) vs scikit-learn's ``Perceptron`` with the settings of case 1, neither densifying
    the data; the ``predictions`` column fingerprints each side's test predictions.
+13. ``memory``  the peak memory of the headline run, ``plab run configs/mnist_d4.yaml`` with every
+   default, against :data:`benchmarks.memory.TARGET_GB`, and with the setting that trades time for
+   memory (:mod:`benchmarks.memory`; ``--baseline REV`` adds that revision's run). Run only when
+   named, like case 12: each run takes minutes.
 
 Every measured side runs in its own child process (``--worker``), so that its peak resident
 memory is its own: ``peak_rss_mb`` is the child's peak (interpreter, the loaded MNIST arrays and

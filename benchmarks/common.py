@@ -41,11 +41,14 @@ class Sizes:
     scaling_epochs: float = 30
     #: case 9: (training rows, test rows, features, density) of the generated text-like problem
     sparse_shape: tuple[int, int, int, float] = (20000, 5000, 100000, 0.001)
+    #: case 13: (training examples, epochs, permutations) of the headline run (None: the config's own)
+    memory_run: tuple[int | None, float | None, int | None] = (None, None, None)
 
 
 FULL = Sizes()
 QUICK = Sizes(linear_train=1000, test=300, kernel_sizes=(300, 600), limit_train=600, limit_epochs=1,
-              scaling_sizes=(200, 400, 800), scaling_epochs=1, sparse_shape=(2000, 500, 10000, 0.01))
+              scaling_sizes=(200, 400, 800), scaling_epochs=1, sparse_shape=(2000, 500, 10000, 0.01),
+              memory_run=(600, 1, 2))
 
 
 @dataclass(frozen=True)
@@ -70,9 +73,10 @@ CASES = (
     Case(11, "figures", "figures_quickstart", "The quickstart's figures, next to a blank figure drawn in the same process"),
     Case(12, "nystroem", "mnist_estimator_nystroem",
          "MNIST: the VotedPerceptron estimator (d = 4, 1 epoch) vs Nystroem + LinearSVC"),
+    Case(13, "memory", "headline_memory", "Peak memory of the headline run, plab run configs/mnist_d4.yaml"),
 )
-#: Cases run only when named (``--cases``): case 12 needs several minutes of a quiet machine.
-ON_REQUEST = ("nystroem",)
+#: Cases run only when named (``--cases``): cases 12 and 13 need several minutes of a quiet machine each.
+ON_REQUEST = ("nystroem", "memory")
 CASE_BY_NAME = {c.name: c for c in CASES}
 
 

@@ -13,7 +13,7 @@ import pandas as pd
 from perceptron_lab.run.runtime import configure as configure_process
 
 from . import __doc__ as PACKAGE_DOC
-from . import coldstart
+from . import coldstart, memory
 from .cases import (
     case_alma,
     case_budget,
@@ -48,7 +48,8 @@ def main(argv=None):
     ap.add_argument("--svc-timeout", type=float, default=SVC_TIMEOUT,
                     help="case 4: stop an SVC fit after this many seconds and report it as timed out")
     ap.add_argument("--baseline", default=None,
-                    help="case 10 (coldstart): also measure this git revision (e.g. main), in the same invocation")
+                    help="cases 10 (coldstart) and 13 (memory): also measure this git revision (e.g. main), in the "
+                    "same invocation")
     ap.add_argument("--out", default=str(ROOT / "results" / "bench"))
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -97,6 +98,9 @@ def main(argv=None):
             rows = _figures_case(out)
         elif case.name == "nystroem":
             rows = case_nystroem(case, sz, args.data_dir)
+        elif case.name == "memory":
+            with tempfile.TemporaryDirectory() as runs:
+                rows = memory.run(args.baseline, args.data_dir, Path(runs), *sz.memory_run)
         elif case.name == "limit":
             limit_row = limit_run(args.data_dir, limit_train, limit_epochs, sz.test, gemm_n)
             rows = [limit_row]

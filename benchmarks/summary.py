@@ -164,6 +164,15 @@ NOTES = {
         "(perceptron_lab/engine/memory.py): the kernel column cache, and the features as loaded and as the "
         "run copies them.",
     ],
+    "memory": [
+        "Each row is one `plab run` of the headline config in a child process of its own (`benchmarks/memory.py`); "
+        "peak GB is the kernel's record of the child's largest resident set (`ru_maxrss`, GB of 10^9 bytes), "
+        "run.json peak GB the run's own record of it. Each version ran the config on 300 examples first, untimed, "
+        "so that no wall time holds compilation. `PLAB_SHARED_COLUMNS_GB=0` is the setting "
+        "docs/troubleshooting.md gives for trading time for memory: a run then keeps no other run's kernel "
+        "columns and computes them itself. Equal SHA-256 digests of results.csv: the rows computed the same "
+        "numbers.",
+    ],
     "scaling": [
         "The case-5 run (every rule, every checkpoint and every tenth of an epoch evaluated on the test "
         "set) on the first n training examples; exponents are least-squares slopes of log(quantity) "
@@ -223,6 +232,28 @@ def _case_section(case: Case, df: pd.DataFrame, targets: list[str]) -> list[str]
                            f"({o['test_error_pct']:.2f}% error), {q['fit_seconds'] / o['fit_seconds']:.1f}x faster "
                            f"than {q['tool']} ({q['fit_seconds']:.1f} s, {q['test_error_pct']:.2f}%), "
                            "both in one invocation.")
+    elif case.name == "memory":
+        lines += ["| code | setting | units | wall s | train s | eval s | peak GB | run.json peak GB | "
+                  "results.csv SHA-256 | same results | status |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---|---|---|"]
+
+        def text(v):
+            return "" if v is None or (isinstance(v, float) and pd.isna(v)) else str(v)
+
+        for _, r in df.iterrows():
+            lines.append(f"| {r['code']} | {r['setting']} | {_f(r.get('units'), 0)} | {_f(r.get('wall_s'))} | "
+                         f"{_f(r.get('train_s'))} | {_f(r.get('eval_s'))} | {_f(r.get('peak_rss_gb'), 3)} | "
+                         f"{_f(r.get('run_json_peak_gb'), 3)} | {text(r.get('results_sha256'))} | "
+                         f"{text(r.get('same_results'))} | {text(r.get('status'))} |")
+        after = df[df["code"].astype(str).str.startswith("after") & (df["setting"] == "every default")]
+        for _, r in after.iterrows():
+            if r.get("status") != "ok":
+                targets.append(f"Case {case.number}: the headline run {r['status']}; target not checked.")
+                continue
+            t = float(r["target_gb"])
+            targets.append(f"Case {case.number}: the headline run (`plab run configs/mnist_d4.yaml`, every default, "
+                           f"{int(r['units'])} units) peaked at {r['peak_rss_gb']:.2f} GB in {r['wall_s']:.0f} s; "
+                           f"target <= {t:g} GB: {'met' if r['peak_rss_gb'] <= t else 'NOT met'}.")
     elif case.name == "evaluation":
         lines += ["| setting | n test | updates | train s | eval s (first call) | eval s (again) | vote err % | "
                   "GEMM GFLOP/s | limit s | fraction of limit (first call) | fraction of limit (again) |",
@@ -384,7 +415,7 @@ def write_summary(out: Path, mach: dict) -> str:
         if "status" not in df and case.name not in ("limit", "scaling", "figures"):
             continue
         body += _case_section(case, df, targets)
-        if case.name not in ("limit", "scaling", "coldstart", "figures", "nystroem"):
+        if case.name not in ("limit", "scaling", "coldstart", "figures", "nystroem", "memory"):
             all_ratios += ratio_rows(case.name, df)
     if all_ratios:
         pd.DataFrame(all_ratios).to_csv(out / "ratios.csv", index=False)

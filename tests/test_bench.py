@@ -103,6 +103,22 @@ def test_quick_evaluation_case_reports_its_limit(tmp_path, data_dir):
     assert "Case 7: evaluation at" in (out / "summary.md").read_text()
 
 
+def test_quick_memory_case_runs_the_headline_config_with_its_defaults(tmp_path, data_dir, monkeypatch):
+    # a setting in the caller's environment must not reach the row of every default: an invalid
+    # one would stop that run
+    monkeypatch.setenv("PLAB_SHARED_COLUMNS_GB", "not a number")
+    out = _run(tmp_path, data_dir, "memory")
+    m = pd.read_csv(out / "headline_memory.csv")
+    assert list(m.setting) == ["every default", "PLAB_SHARED_COLUMNS_GB=0"], m.status.tolist()
+    assert (m.status == "ok").all() and m.code.str.startswith("after").all()
+    assert list(m.units) == [common.QUICK.memory_run[2]] * 2 and (m.n_train == common.QUICK.memory_run[0]).all()
+    # the setting trades memory for time, never the numbers
+    assert m.same_results.all() and m.results_sha256.nunique() == 1
+    assert (m.peak_rss_gb > 0.1).all() and (m.run_json_peak_gb > 0).all()
+    text = (out / "summary.md").read_text()
+    assert "## 13. Peak memory of the headline run" in text and "Case 13: the headline run" in text
+
+
 def test_quick_budget_case_reports_its_limit(tmp_path, data_dir):
     out = _run(tmp_path, data_dir, "budget")
     b = pd.read_csv(out / "budget_forgetron.csv")
