@@ -184,10 +184,12 @@ NOTES = {
 
 def _case_section(case: Case, df: pd.DataFrame, targets: list[str]) -> list[str]:
     when = df["date"].iloc[0] if "date" in df else ""
+    # cases are measured in separate invocations, possibly on other machines than the header's
+    cpus = ", ".join(str(c) for c in dict.fromkeys(df["cpu"].dropna())) if "cpu" in df else ""
     load = ", ".join(sorted({_f(x) for x in df.get("load_avg", pd.Series(dtype=float)).dropna()}))
     lines = [f"## {case.number}. {case.title}", "",
-             f"`{case.file}.csv`, measured {when}; 1-minute load average at the start of each "
-             f"child: {load or 'n/a'}.", ""]
+             f"`{case.file}.csv`, measured {when}{f' on {cpus}' if cpus else ''}; 1-minute load average at the "
+             f"start of each child: {load or 'n/a'}.", ""]
     if case.name == "coldstart":
         lines += ["| code | task | numba cache | wall s | wall / reference | CPU s | compile CPU s | compilations | "
                   "costliest compiles (CPU s) | status |", "|---|---|---|---:|---:|---:|---:|---:|---|---|"]
@@ -399,7 +401,8 @@ def write_summary(out: Path, mach: dict) -> str:
     lines = ["# Benchmarks", "",
              f"Machine: {mach['cpu']}, {mach['cores']} cores; BLAS {mach['blas']}; float32 GEMM "
              f"{mach['gemm_gflops']:.0f} GFLOP/s; {mach['versions']}. Generated {mach['date']} by "
-             "`python -m benchmarks` (see benchmarks/__init__.py for the method).", "",
+             "`python -m benchmarks` (see benchmarks/__init__.py for the method); each case says when, and on "
+             "which CPU, it was measured.", "",
              "Ratios compare two sides measured back to back in one invocation on the same data; "
              "speedup = peer seconds / our seconds (> 1: ours is faster). total = fit + test predictions. "
              "peak MB is the child process's peak resident memory (including the loaded MNIST arrays, "
