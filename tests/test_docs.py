@@ -157,9 +157,12 @@ def _matches(expected: str, got: str) -> bool:
 
 
 def run_console(path: Path, cwd: Path) -> list[str]:
-    """Run every console block of ``path`` in ``cwd``; the problems found."""
+    """Run every console block of ``path`` in ``cwd``; the problems found. The blocks run as on a
+    new user's machine, whose data root holds nothing (an empty ``PLAB_DATA``): the pages show
+    what a newcomer sees, whatever datasets this machine has."""
+    (cwd / "no-data").mkdir(exist_ok=True)
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-               COLUMNS="200")
+               COLUMNS="200", PLAB_DATA=str(cwd / "no-data"))
     problems = []
     for block in _blocks(path, "console"):
         for cmd, expected in parse_console(block):
