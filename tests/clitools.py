@@ -1,6 +1,12 @@
 """Running ``plab`` in-process from the tests: the exit status, stdout and the ``plab: error:``
 lines, never a traceback; and :func:`refused`, a data error of one line with its fix."""
 
+import atexit
+import functools
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
@@ -32,3 +38,21 @@ def refused(call, *texts):
     for t in texts:
         assert t in msg, msg
     return msg
+
+
+@functools.lru_cache(maxsize=None)
+def packaged_data_root() -> Path:
+    """A data root holding byte-for-byte copies of the datasets packaged with plab (sonar,
+    ionosphere), made once per process. A run given it reads the registry's checksummed files
+    whatever data root this machine has; without one, plab reads the packaged copy and says so in
+    a ``plab: note:`` line, which a test of the exact output would then have to expect."""
+    from perceptron_lab.datasets.registry import EMBEDDED_DIR, list_datasets
+
+    root = Path(tempfile.mkdtemp(prefix="plab-packaged-root-"))
+    atexit.register(shutil.rmtree, root, True)
+    for entry in list_datasets():
+        if entry.embedded:
+            (root / entry.subfolder).mkdir(parents=True, exist_ok=True)
+            for f in entry.files:
+                shutil.copyfile(EMBEDDED_DIR / f.name, root / entry.subfolder / f.name)
+    return root

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from clitools import packaged_data_root
 
 import perceptron_lab
 from perceptron_lab.cli import main as plab_cli
@@ -177,8 +178,11 @@ def test_every_documented_status_has_several_paths():
     assert not thin, f"statuses with fewer than two error paths here: {thin}"
 
 
-def test_the_messages_name_the_config_and_a_fix_that_works(tmp_path):
+def test_the_messages_name_the_config_and_a_fix_that_works(tmp_path, monkeypatch):
     small = _small(tmp_path)
+    # the registry's sonar from a data root (without one, a note that the packaged copy is read
+    # would precede the error line)
+    monkeypatch.setenv("PLAB_DATA", str(packaged_data_root()))
     r = CliRunner().invoke(main, ["run", str(small), "--out", str(tmp_path / "e"), "-q", "training.epochs=1.0e-9"])
     (line,) = r.output.splitlines()
     assert str(small) in line and "training.epochs" in line

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from clitools import packaged_data_root
 
 from perceptron_lab.run import experiment, store
 from perceptron_lab.cli.main import main
@@ -55,6 +56,8 @@ def run_plab(tmp_path, name, extra="", data=None, template=KFOLD, expect=None, w
         # hand-made files never match the registry's checksums: these cases test what the loaders
         # say about a file the user runs on anyway (checksums: tests/test_run_store.py)
         args += ["--data-dir", str(data or tmp_path / "data"), "--no-verify"]
+    else:   # the registry's files, whatever data root this machine has
+        args += ["--data-dir", str(packaged_data_root())]
     r = CliRunner().invoke(main, args, catch_exceptions=False)
     assert "Traceback" not in r.output
     lines = [ln for ln in r.output.splitlines() if ln.strip()]
