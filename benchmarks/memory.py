@@ -51,7 +51,10 @@ _CHILD = ("import sys\n"
           "if src:\n"
           "    sys.meta_path[:] = [f for f in sys.meta_path if '__editable__' not in getattr(f, '__module__', '')]\n"
           "    sys.path.insert(0, src)\n"
-          "from perceptron_lab.cli.main import main\n"
+          "try:\n"
+          "    from perceptron_lab.cli.main import main\n"
+          "except ImportError:  # a revision from before the layer packages\n"
+          "    from perceptron_lab.cli import main\n"
           "main(sys.argv[2:], prog_name='plab')\n")
 
 
