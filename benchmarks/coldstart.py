@@ -59,12 +59,33 @@ WARM_REPEATS = 5
 # ----------------------------------------------------------------------------- child side
 
 
+def use_source(src: str | None) -> None:
+    """Import perceptron_lab from the folder ``src`` (another revision's files) from now on, ahead
+    of the installed package; the editable install's import finder would take precedence over
+    ``sys.path``, so it is dropped. None: the installed package."""
+    if src:
+        sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
+        sys.path.insert(0, src)
+
+
+def plab_command():
+    """plab's click command, from the layer packages or from a revision before them."""
+    try:
+        from perceptron_lab.cli.main import main
+    except ImportError:  # a baseline revision from before the layer packages
+        from perceptron_lab.cli import main
+    return main
+
+
+def head_label() -> str:
+    """This checkout's short revision, or "this checkout" outside git."""
+    return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True).stdout.strip() or "this checkout"
+
+
 def _child(spec: dict) -> None:
     """Run one task with every numba compilation recorded; write the result to ``spec["result"]``."""
-    if spec.get("src"):
-        # the code of another revision: ahead of the installed (possibly editable) package
-        sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
-        sys.path.insert(0, spec["src"])
+    use_source(spec.get("src"))
     import numba.core.event as ev
 
     records: list = []
@@ -90,12 +111,7 @@ def _child(spec: dict) -> None:
             __import__(name)
     elif task == "quickstart":
         try:
-            from perceptron_lab.cli.main import main
-        except ImportError:  # a baseline revision from before the layer packages
-            from perceptron_lab.cli import main
-
-        try:
-            main(["run", "-q", "--force", "--out", spec["out"]], standalone_mode=False)
+            plab_command()(["run", "-q", "--force", "--out", spec["out"]], standalone_mode=False)
         except SystemExit as exc:
             if exc.code not in (0, None):
                 raise
@@ -215,8 +231,7 @@ def run(baseline: str | None, out: Path, runs_dir: Path) -> "object":
     import pandas as pd
 
     runs_dir.mkdir(parents=True, exist_ok=True)
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True).stdout.strip() or "this checkout"
+    head = head_label()
     with tempfile.TemporaryDirectory() as tmp:
         versions = [(f"after ({head})", None)]
         if baseline:

@@ -26,12 +26,11 @@ import contextlib
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from .coldstart import _checkout
+from .coldstart import _checkout, head_label
 from .machine import load_average, spawn
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,19 +42,11 @@ WARM_UP_TRAIN = 300
 #: The documented setting that trades time for memory (docs/troubleshooting.md, "Memory").
 LOW_MEMORY_ENV = {"PLAB_SHARED_COLUMNS_GB": "0"}
 
-# A child: ``plab run`` from the code in ``argv[1]`` (empty: the installed package). The editable
-# install's import finder would take precedence over ``sys.path``, so it is dropped for another
-# revision's code.
+# A child: ``plab run`` from the code in ``argv[1]`` (empty: the installed package).
 _CHILD = ("import sys\n"
-          "src = sys.argv[1]\n"
-          "if src:\n"
-          "    sys.meta_path[:] = [f for f in sys.meta_path if '__editable__' not in getattr(f, '__module__', '')]\n"
-          "    sys.path.insert(0, src)\n"
-          "try:\n"
-          "    from perceptron_lab.cli.main import main\n"
-          "except ImportError:  # a revision from before the layer packages\n"
-          "    from perceptron_lab.cli import main\n"
-          "main(sys.argv[2:], prog_name='plab')\n")
+          "from benchmarks.coldstart import plab_command, use_source\n"
+          "use_source(sys.argv[1] or None)\n"
+          "plab_command()(sys.argv[2:], prog_name='plab')\n")
 
 
 def _config(root: Path, folder: Path, name: str, overrides: list[str]) -> Path:
@@ -83,6 +74,7 @@ def _size_lines(train_size: int | None, epochs: float | None, permutations: int 
 
 
 def _run(src: str | None, cfg: Path, out: Path, data_dir, env: dict) -> tuple:
+    env = dict(env, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p))
     cmd = [sys.executable, "-c", _CHILD, src or "", "run", str(cfg), "--out", str(out), "-q", "--force"]
     if data_dir:
         cmd += ["--data-dir", str(data_dir)]
@@ -111,8 +103,7 @@ def run(baseline: str | None, data_dir, runs_dir: Path, train_size: int | None =
         epochs: float | None = None, permutations: int | None = None) -> list[dict]:
     """The rows of case 13 (see the module's docstring). ``train_size``, ``epochs`` and
     ``permutations`` shrink the run (a smoke test, not the measurement)."""
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True).stdout.strip() or "this checkout"
+    head = head_label()
     size = _size_lines(train_size, epochs, permutations)
     load = load_average()
     rows = []
