@@ -126,10 +126,9 @@ def run(baseline: str | None, data_dir, runs_dir: Path, train_size: int | None =
             root = Path(src) if src else ROOT
             cfg = _config(root, cfg_dir, f"headline{k}", size)
             out = runs_dir / f"headline-{k}"
-            env = dict(os.environ, NUMBA_CACHE_DIR=caches[code], **extra)
-            for var in LOW_MEMORY_ENV:
-                if not extra:
-                    env.pop(var, None)   # every default: not the caller's setting
+            # every default: not the caller's own setting of it either
+            env = {k: v for k, v in os.environ.items() if k not in LOW_MEMORY_ENV}
+            env.update(NUMBA_CACHE_DIR=caches[code], **extra)
             rows.append(_row(code, setting, _run(src, cfg, out, data_dir, env), out, load))
     first = next((r.get("results_sha256") for r in rows if r.get("status") == "ok"), None)
     for r in rows:
