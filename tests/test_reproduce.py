@@ -9,6 +9,16 @@ from perceptron_lab.errors import DamagedFileError
 from perceptron_lab.cli.reproduce import CORE, SETS, read_log, record, recorded_seconds, time_left
 
 
+@pytest.fixture(autouse=True)
+def _own_environment(monkeypatch):
+    """main() sets process settings in os.environ for the workers it starts (its amount of shared
+    columns among them): each test's changes are undone, so none reaches a later test."""
+    from perceptron_lab.engine.columns import KEEP_ENV
+
+    monkeypatch.setenv(KEEP_ENV, "")     # recorded, so that the fixture's undo restores the caller's
+    monkeypatch.delenv(KEEP_ENV)
+
+
 def test_recorded_seconds_keeps_only_configs_computed_from_scratch():
     configs = {
         "a.yaml": {"wall_seconds": 120.0, "ran": 10, "reused": 0},
@@ -421,3 +431,18 @@ def test_a_worker_reads_a_plan_from_its_file_once_and_keeps_the_latest_few(tmp_p
     assert "t0" not in E._WORKER["plans"] and len(E._WORKER["plans"]) == E.PLANS_KEPT
     with pytest.raises(FileNotFoundError):               # dropped, so read again: its file is gone
         E._worker_plan(str(paths["t0"]), "t0")
+
+
+@pytest.mark.parametrize("caller", [None, "2"])
+def test_a_reproduction_keeps_its_own_amount_of_shared_columns_unless_the_caller_set_one(
+        tmp_path, monkeypatch, caller):
+    import perceptron_lab.cli.reproduce as R
+    from perceptron_lab.engine import columns
+
+    monkeypatch.chdir(tmp_path)   # main changes into ROOT; the fixture changes back
+    if caller is not None:
+        monkeypatch.setenv(columns.KEEP_ENV, caller)
+    assert columns.KEEP_GB == 0 < R.KEEP_GB   # plab run keeps none; a reproduction keeps some
+    R.main(["--list"])
+    # the workers a reproduction starts inherit this process's environment
+    assert columns.keep_gb() == (R.KEEP_GB if caller is None else 2.0)

@@ -5,7 +5,9 @@ Runs every paper-table config, resuming whatever is already finished in its outp
 ``--jobs N > 1`` they run side by side in one pool of N worker processes: up to N + 1 configs are
 planned, computed and written at once, the longest recorded first, so that no worker waits while a
 config's last part or its writing finishes (a bar counts the configs done). A config's results do
-not depend on this: each part's rows depend only on its config and the part. Every config and its
+not depend on this: each part's rows depend only on its config and the part. Each process keeps
+:data:`KEEP_GB` of other runs' kernel columns (``PLAB_SHARED_COLUMNS_GB`` sets another amount;
+``plab run`` keeps none by default). Every config and its
 data files are checked before any work starts. Then it merges the Khardon & Wachman table parts,
 draws the combined Freund & Schapire figure and Gentile's Figures 3-5 (margin distributions,
 ``results/gentile2001/gentile2001_figure{3,4,5}.png``, about a minute of training of their own,
@@ -59,6 +61,7 @@ if __name__ == "__main__":
 
 from perceptron_lab.config import plugins  # noqa: E402  (after the process settings)
 from perceptron_lab.config.load import load_config, with_overrides  # noqa: E402
+from perceptron_lab.engine import columns  # noqa: E402
 from perceptron_lab.errors import UsageError  # noqa: E402
 from perceptron_lab.run.experiment import run_experiment  # noqa: E402
 from perceptron_lab.run.inputs import verify_inputs
@@ -69,6 +72,13 @@ from perceptron_lab.studies import budget as budget_study  # noqa: E402
 from perceptron_lab.studies import dogma as dogma_study  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+
+#: Gigabytes of other runs' kernel columns each process of a reproduction keeps
+#: (``PLAB_SHARED_COLUMNS_GB``, :mod:`perceptron_lab.engine.columns`), unless the caller set an
+#: amount: a reproduction is a batch of many runs on the same training sets, and its recorded times
+#: (``results/reproduce.json``) and peaks (each ``run.json``) were measured with this amount;
+#: ``plab run`` keeps none by default, to stay within a laptop's memory.
+KEEP_GB = 0.5
 
 CORE = (
     [f"configs/fs1999/table1_d{d}.yaml" for d in (4, 5, 6, 3, 2, 1)]
@@ -156,6 +166,7 @@ def main(argv=None):
     ap.add_argument("--list", action="store_true", help="print the configs and exit")
     args = ap.parse_args(argv)
     configure_process()   # again when called as a function: the settings reach the workers it starts
+    os.environ.setdefault(columns.KEEP_ENV, f"{KEEP_GB:g}")   # likewise, unless the caller set it
     os.chdir(ROOT)
     configs = args.configs or SETS[args.set]
     if args.list:

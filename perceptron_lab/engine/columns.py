@@ -22,8 +22,9 @@ besides its own columns a run keeps at most :func:`keep_gb` gigabytes of others'
 run needs room beyond its cache limit, or the others' columns it has not used pass that amount,
 the earliest of them within it are kept and the rest dropped. A process thus holds at most its
 run's own columns plus that amount. The amount trades memory for time: the more columns are
-kept, the fewer a later run computes itself (with 0, a run keeps none of the others' columns once
-it computes one of its own).
+kept, the fewer a later run computes itself (with 0, the default, a run keeps none of the others'
+columns once it computes one of its own; ``make reproduce`` keeps
+:data:`perceptron_lab.cli.reproduce.KEEP_GB` in each worker).
 
 Pages: the store's array (and the cache of a run that does not share) is an anonymous memory map
 of its own (:func:`perceptron_lab.engine.memory.cold_array`), without the transparent-huge-page advice
@@ -48,11 +49,11 @@ from perceptron_lab.engine.memory import cold_array
 from perceptron_lab.errors import ConfigError
 
 #: Gigabytes of columns a run keeps in the store beyond its own (the others' it has not used),
-#: unless ``PLAB_SHARED_COLUMNS_GB`` says otherwise (:func:`keep_gb`). Sized for the headline run
-#: (``configs/mnist_d4.yaml``: about 2.4 GB of its own columns): with this amount on top its peak
-#: stays within 4 GB, the memory of a laptop's run (bench case 13 measures it). On USPS-sized sets
-#: in float32 it still holds every column.
-KEEP_GB = 0.25
+#: unless ``PLAB_SHARED_COLUMNS_GB`` says otherwise (:func:`keep_gb`). None by default: the
+#: headline run (``configs/mnist_d4.yaml``) holds about 2.4 GB of columns of its own, and any
+#: amount of others' on top took its peak past the 4 GB of a laptop's run (bench case 13 measures
+#: it). A run still takes every column the store holds until it computes one of its own.
+KEEP_GB = 0.0
 #: The environment variable that sets :func:`keep_gb`.
 KEEP_ENV = "PLAB_SHARED_COLUMNS_GB"
 
