@@ -168,10 +168,11 @@ NOTES = {
         "Each row is one `plab run` of the headline config in a child process of its own (`benchmarks/memory.py`); "
         "peak GB is the kernel's record of the child's largest resident set (`ru_maxrss`, GB of 10^9 bytes), "
         "run.json peak GB the run's own record of it. Each version ran the config on 300 examples first, untimed, "
-        "so that no wall time holds compilation. `PLAB_SHARED_COLUMNS_GB=0` is the setting "
-        "docs/troubleshooting.md gives for trading time for memory: a run then keeps no other run's kernel "
-        "columns and computes them itself. Equal SHA-256 digests of results.csv: the rows computed the same "
-        "numbers.",
+        "so that no wall time holds compilation. `PLAB_SHARED_COLUMNS_GB=1` is the setting "
+        "docs/troubleshooting.md gives for trading memory for time: a run then keeps up to 1 GB of other runs' "
+        "kernel columns (by default none) and computes fewer of its own. A row from before a change of the "
+        "default keeps the default of its code. Equal SHA-256 digests of results.csv: the rows computed the "
+        "same numbers.",
     ],
     "scaling": [
         "The case-5 run (every rule, every checkpoint and every tenth of an epoch evaluated on the test "

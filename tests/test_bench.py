@@ -109,7 +109,7 @@ def test_quick_memory_case_runs_the_headline_config_with_its_defaults(tmp_path, 
     monkeypatch.setenv("PLAB_SHARED_COLUMNS_GB", "not a number")
     out = _run(tmp_path, data_dir, "memory")
     m = pd.read_csv(out / "headline_memory.csv")
-    assert list(m.setting) == ["every default", "PLAB_SHARED_COLUMNS_GB=0"], m.status.tolist()
+    assert list(m.setting) == ["every default", "PLAB_SHARED_COLUMNS_GB=1"], m.status.tolist()
     assert (m.status == "ok").all() and m.code.str.startswith("after").all()
     assert list(m.units) == [common.QUICK.memory_run[2]] * 2 and (m.n_train == common.QUICK.memory_run[0]).all()
     # the setting trades memory for time, never the numbers
