@@ -49,10 +49,11 @@ from perceptron_lab.engine.memory import cold_array
 from perceptron_lab.errors import ConfigError
 
 #: Gigabytes of columns a run keeps in the store beyond its own (the others' it has not used),
-#: unless ``PLAB_SHARED_COLUMNS_GB`` says otherwise (:func:`keep_gb`). None by default: the
-#: headline run (``configs/mnist_d4.yaml``) holds about 2.4 GB of columns of its own, and any
-#: amount of others' on top took its peak past the 4 GB of a laptop's run (bench case 13 measures
-#: it). A run still takes every column the store holds until it computes one of its own.
+#: unless ``PLAB_SHARED_COLUMNS_GB`` says otherwise (:func:`keep_gb`). None by default, so that the
+#: headline run (``configs/mnist_d4.yaml``) fits a laptop's memory: its own columns are most of
+#: its peak, and others' kept on top of them raised the peak without a measurable gain in time
+#: (bench case 13; benchmarks/NOTES.md). A run still takes every column the store holds until it
+#: computes one of its own.
 KEEP_GB = 0.0
 #: The environment variable that sets :func:`keep_gb`.
 KEEP_ENV = "PLAB_SHARED_COLUMNS_GB"
