@@ -151,10 +151,10 @@ def test_a_reproduction_that_computes_nothing_keeps_its_log(tmp_path, monkeypatc
     monkeypatch.setattr(R, "write_report", lambda paths, out: (tmp_path / "r.md", tmp_path / "r.html"))
     monkeypatch.setattr(R, "collect", lambda paths: None)
     monkeypatch.setattr(R, "summary_lines", lambda rep: [])
-    monkeypatch.setattr(R, "run_experiment", lambda cfg, **kw: SimpleNamespace(ran=0, skipped=4, run_info={}))
+    monkeypatch.setattr(R, "run_experiment", lambda cfg, **kw: SimpleNamespace(ran=0, skipped=4, invocation={}))
     R.main(["a.yaml"])
     assert log.read_bytes() == before
-    monkeypatch.setattr(R, "run_experiment", lambda cfg, **kw: SimpleNamespace(ran=4, skipped=0, run_info={}))
+    monkeypatch.setattr(R, "run_experiment", lambda cfg, **kw: SimpleNamespace(ran=4, skipped=0, invocation={}))
     R.main(["a.yaml"])
     assert json.loads(log.read_text())["configs"]["a.yaml"]["ran"] == 4
 

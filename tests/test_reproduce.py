@@ -62,12 +62,12 @@ def test_every_config_of_the_sets_exists_and_the_full_set_extends_the_core():
 
 def test_record_keeps_the_invocation_that_computed_a_config():
     times = {"a.yaml": {"wall_seconds": 600.0, "ran": 10, "reused": 0, "from_earlier_invocation": True}}
-    record(times, "a.yaml", ran=0, reused=10, wall=2.0, jobs=2, run_info={})   # resumed whole: keep
+    record(times, "a.yaml", ran=0, reused=10, wall=2.0, jobs=2, totals={})   # resumed whole: keep
     assert times["a.yaml"]["wall_seconds"] == 600.0
-    record(times, "a.yaml", ran=10, reused=0, wall=550.0, jobs=2, run_info={"train_seconds_total": 9.0})
+    record(times, "a.yaml", ran=10, reused=0, wall=550.0, jobs=2, totals={"train_seconds_total": 9.0})
     assert times["a.yaml"]["wall_seconds"] == 550.0 and "from_earlier_invocation" not in times["a.yaml"]
     assert times["a.yaml"]["train_seconds_total"] == 9.0
-    record(times, "b.yaml", ran=0, reused=4, wall=1.0, jobs=1, run_info={})    # no earlier entry
+    record(times, "b.yaml", ran=0, reused=4, wall=1.0, jobs=1, totals={})    # no earlier entry
     assert recorded_seconds(times) == {"a.yaml": 550.0}
 
 
@@ -85,7 +85,7 @@ def test_main_writes_the_finished_log_before_the_report_and_keeps_figure_times(t
     monkeypatch.setattr(R, "verify_inputs", lambda cfg, data_dir, note=None: True)
     monkeypatch.setattr(R, "outdated", lambda cfgs: [])
     monkeypatch.setattr(R, "run_experiment", lambda cfg, **kw: SimpleNamespace(
-        ran=2, skipped=0, run_info={"train_seconds_total": 1.0, "eval_seconds_total": 0.5}))
+        ran=2, skipped=0, invocation={"train_seconds_total": 1.0, "eval_seconds_total": 0.5}))
     seen = {}
 
     def fake_report(paths, out):
@@ -114,7 +114,7 @@ def test_the_budget_set_also_reruns_the_dogma_study_before_the_report(tmp_path, 
     monkeypatch.setattr(R, "verify_inputs", lambda cfg, data_dir, note=None: True)
     monkeypatch.setattr(R, "outdated", lambda cfgs: [])
     monkeypatch.setattr(R, "run_experiment", lambda cfg, **kw: SimpleNamespace(
-        ran=1, skipped=0, run_info={"train_seconds_total": 1.0, "eval_seconds_total": 0.5}))
+        ran=1, skipped=0, invocation={"train_seconds_total": 1.0, "eval_seconds_total": 0.5}))
     monkeypatch.setattr(R.budget_study, "write_study", lambda results, data_dir: order.append("budget") or [])
     monkeypatch.setattr(R.dogma_study, "write", lambda results, log=print: order.append("dogma") or [])
     monkeypatch.setattr(R, "write_report", lambda paths, out: order.append("report") or (tmp_path / "r.md", None))
@@ -227,7 +227,7 @@ def test_configs_run_side_by_side_in_one_pool_never_two_on_one_folder(tmp_path, 
         time.sleep(0.15)
         with lock:
             running.remove(cfg)
-        return SimpleNamespace(ran=3, skipped=0, run_info={"train_seconds_total": 1.0, "eval_seconds_total": 2.0})
+        return SimpleNamespace(ran=3, skipped=0, invocation={"train_seconds_total": 1.0, "eval_seconds_total": 2.0})
 
     log = _side_by_side(tmp_path, monkeypatch, fake_run, configs, jobs=2)
     assert set(log["configs"]) == set(configs)
@@ -245,7 +245,7 @@ def test_figures_that_read_no_results_are_drawn_in_the_pool_beside_the_configs(t
 
     def fake_run(cfg, **kw):
         events.append(("config", cfg.path))
-        return SimpleNamespace(ran=1, skipped=0, run_info={})
+        return SimpleNamespace(ran=1, skipped=0, invocation={})
 
     def paper(name, reads):
         def figures(results_dir, data_dir, progress=True):
@@ -276,7 +276,7 @@ def test_a_failing_config_stops_the_side_by_side_reproduction_with_its_error_lin
     def fake_run(cfg, **kw):
         if cfg.path == "bad.yaml":
             raise DatasetError("dataset 'x' is not available; run `plab data fetch x`")
-        return SimpleNamespace(ran=1, skipped=0, run_info={})
+        return SimpleNamespace(ran=1, skipped=0, invocation={})
 
     with pytest.raises(SystemExit) as exc:
         _side_by_side(tmp_path, monkeypatch, fake_run, {"good.yaml": "a", "bad.yaml": "b"})

@@ -296,6 +296,31 @@ def test_a_run_records_its_time_split_and_peak_memory(tmp_path):
     assert all(t["peak_rss_mb"] > 30 for t in timings.values())
 
 
+def test_a_recomputed_run_reports_its_own_times_while_run_json_keeps_the_earlier_record(tmp_path):
+    """Recomputing every part into a folder whose results come out the same leaves run.json as the
+    earlier invocation wrote it (its times made those bytes), while the result's ``invocation``
+    gives this invocation's own totals: what results/reproduce.json records for it."""
+    from perceptron_lab.config.load import config_from_dict
+    from perceptron_lab.run.experiment import run_experiment
+
+    cfg = config_from_dict({"name": "t", "dataset": {"name": "sonar"}, "training": {"epochs": 2},
+                            "evaluation": {"mode": "kfold", "folds": 3}})
+    run_experiment(cfg, out_dir=tmp_path / "o", progress=False)
+    # an earlier record whose times cannot be this invocation's
+    info = json.loads((tmp_path / "o" / "run.json").read_text())
+    info.update(train_seconds_total=1234.5, eval_seconds_total=678.5, wall_seconds=9999.0)
+    (tmp_path / "o" / "run.json").write_text(json.dumps(info, indent=1))
+    before = (tmp_path / "o" / "run.json").read_bytes()
+    shutil.rmtree(tmp_path / "o" / "parts")
+    again = run_experiment(cfg, out_dir=tmp_path / "o", progress=False)
+    assert again.ran == 3 and (tmp_path / "o" / "run.json").read_bytes() == before
+    assert again.run_info["train_seconds_total"] == 1234.5
+    own = again.invocation
+    assert own["ran"] == 3 and own["wall_seconds"] < 9999.0
+    assert own["train_seconds_total"] == pytest.approx(sum(t["train_seconds"] for t in again.timings), abs=1e-3)
+    assert own["eval_seconds_total"] == pytest.approx(sum(t["eval_seconds"] for t in again.timings), abs=1e-3)
+
+
 def test_timings_rewrites_take_a_bounded_share_of_a_run(monkeypatch):
     """A large timings.json (slow to write) is rewritten less often, so that writing it stays
     within TIMINGS_WRITE_SHARE of the run; a small one every TIMINGS_FLUSH_SECONDS."""

@@ -214,7 +214,7 @@ def main(argv=None):
                   flush=True)
             t1 = time.perf_counter()
             res = run_experiment(cfg, data_dir=args.data_dir, progress=True, jobs=args.jobs, force=path in replace)
-            record(times, path, res.ran, res.skipped, time.perf_counter() - t1, args.jobs, res.run_info)
+            record(times, path, res.ran, res.skipped, time.perf_counter() - t1, args.jobs, res.invocation)
             save_log(res)
     total = time.perf_counter() - t0
     print(f"all configs done in {total:.0f} s")
@@ -256,18 +256,20 @@ def main(argv=None):
     print(f"report: {md}")
 
 
-def record(times: dict, path: str, ran: int, reused: int, wall: float, jobs: int, run_info: dict,
+def record(times: dict, path: str, ran: int, reused: int, wall: float, jobs: int, totals: dict,
            side_by_side: bool = False) -> None:
     """Enter a config's invocation in the log's ``times``, unless nothing ran and an earlier
-    invocation's entry (the one that computed it) is there. ``side_by_side``: the config shared its
-    workers with others, so its wall time overlaps theirs."""
+    invocation's entry (the one that computed it) is there. ``totals``: the invocation's own
+    (:attr:`~perceptron_lab.run.experiment.RunResult.invocation`), not the run.json an unchanged
+    result keeps from an earlier invocation. ``side_by_side``: the config shared its workers with
+    others, so its wall time overlaps theirs."""
     if ran or path not in times:
         times[path] = {"wall_seconds": round(wall, 1), "ran": ran, "reused": reused, "jobs": jobs,
                        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                       "train_seconds_total": run_info.get("train_seconds_total"),
-                       "eval_seconds_total": run_info.get("eval_seconds_total"),
-                       "load_seconds": run_info.get("load_seconds"), "write_seconds": run_info.get("write_seconds"),
-                       "peak_rss_gb_per_process": run_info.get("peak_rss_gb_per_process"),
+                       "train_seconds_total": totals.get("train_seconds_total"),
+                       "eval_seconds_total": totals.get("eval_seconds_total"),
+                       "load_seconds": totals.get("load_seconds"), "write_seconds": totals.get("write_seconds"),
+                       "peak_rss_gb_per_process": totals.get("peak_rss_gb_per_process"),
                        **({"side_by_side": True} if side_by_side else {})}
 
 
@@ -405,7 +407,7 @@ def run_side_by_side(cfgs: dict, args, earlier: dict, times: dict, t0: float, sa
                 path, res, wall, exc = done_q.get()
                 if exc is not None:
                     raise exc
-                record(times, path, res.ran, res.skipped, wall, args.jobs, res.run_info, side_by_side=True)
+                record(times, path, res.ran, res.skipped, wall, args.jobs, res.invocation, side_by_side=True)
                 save_log(res)  # the log so far, so an interrupted reproduction keeps the times of what finished
                 bar.update(1)
                 tqdm.write(f"  {path}: {res.ran} run(s) computed, {res.skipped} reused, {wall:.0f} s "

@@ -102,6 +102,9 @@ class RunResult:
     skipped: int = 0
     ran: int = 0
     timings: list = field(default_factory=list)
+    #: This invocation's own totals (wall, training, evaluation, load, write, peak memory). They
+    #: differ from ``run_info`` when run.json keeps the earlier record of unchanged results.
+    invocation: dict = field(default_factory=dict)
 
 
 def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=False, progress=True, jobs=1,
@@ -208,10 +211,11 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
             df = merge_parts(plan.parts, texts, plan.units)
             df, outputs = write_outputs(plan, folder, df, len(ds.y_train))
         ran = sum(len(p.units) for p in todo)
-        info = {**info, **outputs, **_run_summary(t0, ran, len(plan.units), timings, load_s,
-                                                  time.perf_counter() - t_write, own_peak=pool is None)}
-        info = _Record.settle(folder, info, earlier, ran)
-    return RunResult(folder.out, df, info, skipped=len(plan.units) - ran, ran=ran, timings=list(timings.values()))
+        totals = _run_summary(t0, ran, len(plan.units), timings, load_s, time.perf_counter() - t_write,
+                              own_peak=pool is None)
+        info = _Record.settle(folder, {**info, **outputs, **totals}, earlier, ran)
+    return RunResult(folder.out, df, info, skipped=len(plan.units) - ran, ran=ran, timings=list(timings.values()),
+                     invocation=totals)
 
 
 #: run.json entries that describe the invocation rather than the results: when it was, on what
