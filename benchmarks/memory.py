@@ -15,8 +15,9 @@ The peak is the kernel's record of the child's largest resident set (``ru_maxrss
   trading memory for time (a run keeps up to 1 GB of other runs' kernel columns; by default it
   keeps none).
 
-Each version first runs the same config on :data:`WARM_UP_TRAIN` examples, untimed, with its own
-numba cache, so that no row's wall time holds compilation. Each row gives the run's training and
+Each version first runs the same config on :data:`WARM_UP_TRAIN` examples, untimed, so that no
+row's wall time holds compilation: the baseline with a numba cache of its own, this checkout with
+the cache it always uses (already warm when the package has run before). Each row gives the run's training and
 evaluation seconds summed over its units (``timings.json``) and the SHA-256 of its ``results.csv``:
 the rows compute the same numbers, so the hashes agree (``same_results``).
 """
@@ -100,6 +101,13 @@ def _row(code: str, setting: str, res: tuple, out: Path, load) -> dict:
                 results_sha256=hashlib.sha256(data).hexdigest()[:16], target_gb=TARGET_GB)
 
 
+def _with_cache(env: dict, cache: str | None) -> dict:
+    """``env`` with numba's cache folder set to ``cache`` (None: as ``env`` has it)."""
+    if cache is not None:
+        env["NUMBA_CACHE_DIR"] = cache
+    return env
+
+
 def run(baseline: str | None, data_dir, runs_dir: Path, train_size: int | None = None,
         epochs: float | None = None, permutations: int | None = None) -> list[dict]:
     """The rows of case 13 (see the module's docstring). ``train_size``, ``epochs`` and
@@ -114,13 +122,13 @@ def run(baseline: str | None, data_dir, runs_dir: Path, train_size: int | None =
             tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
             versions.insert(0, (f"before ({_checkout(baseline, tmp)})", str(tmp)))
         cfg_dir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        caches = {code: stack.enter_context(tempfile.TemporaryDirectory()) for code, _ in versions}
+        caches = {code: stack.enter_context(tempfile.TemporaryDirectory()) if src else None for code, src in versions}
         tasks = [(code, src, "every default", {}) for code, src in versions]
         tasks.append((versions[-1][0], None, "PLAB_SHARED_COLUMNS_GB=1", TRADE_ENV))
         for v, (code, src) in enumerate(versions):   # compile first, untimed
             root = Path(src) if src else ROOT
             warm = _config(root, cfg_dir, f"warm{v}", _size_lines(WARM_UP_TRAIN, 1, 1))
-            res = _run(src, warm, runs_dir / f"warm-{v}", data_dir, dict(os.environ, NUMBA_CACHE_DIR=caches[code]))
+            res = _run(src, warm, runs_dir / f"warm-{v}", data_dir, _with_cache(dict(os.environ), caches[code]))
             if res[0] != 0:
                 raise RuntimeError(f"bench: the warm-up of {code} failed (exit {res[0]}):\n{res[3][-3000:]}")
         for k, (code, src, setting, extra) in enumerate(tasks):
@@ -129,7 +137,8 @@ def run(baseline: str | None, data_dir, runs_dir: Path, train_size: int | None =
             out = runs_dir / f"headline-{k}"
             # every default: not the caller's own setting of it either
             env = {k: v for k, v in os.environ.items() if k not in TRADE_ENV}
-            env.update(NUMBA_CACHE_DIR=caches[code], **extra)
+            env = _with_cache(env, caches[code])
+            env.update(extra)
             rows.append(_row(code, setting, _run(src, cfg, out, data_dir, env), out, load))
     first = next((r.get("results_sha256") for r in rows if r.get("status") == "ok"), None)
     for r in rows:
