@@ -48,5 +48,7 @@ also measures every rule of :data:`~perceptron_lab.model.predict.RULES`, and cas
 tool takes (reordering rows for scikit-learn, building River's dicts) is not timed.
 
 Writes ``results/bench/<case file>.csv``, ``results/bench/ratios.csv`` and
-``results/bench/summary.md`` (built from every case file present, so cases can be run separately).
+``results/bench/summary.md`` (built from every case file present, so cases can be run separately;
+``--summary-only`` rewrites it alone, e.g. after ``make reproduce``, whose wall time and work it
+also reports from ``results/reproduce.json``).
 """

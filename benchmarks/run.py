@@ -50,6 +50,9 @@ def main(argv=None):
     ap.add_argument("--baseline", default=None,
                     help="cases 10 (coldstart) and 13 (memory): also measure this git revision (e.g. main), in the "
                     "same invocation")
+    ap.add_argument("--summary-only", action="store_true",
+                    help="run no case: rewrite summary.md from the case CSVs in --out and results/reproduce.json "
+                    "(after a reproduction, so that its line is current)")
     ap.add_argument("--out", default=str(ROOT / "results" / "bench"))
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -59,7 +62,7 @@ def main(argv=None):
         worker_main(json.loads(args.worker))
         return
 
-    cases = select_cases(args.cases)
+    cases = [] if args.summary_only else select_cases(args.cases)
     sz = QUICK if args.quick else FULL
     if args.kernel_sizes:
         sz = Sizes(**{**sz.__dict__, "kernel_sizes": tuple(int(x) for x in args.kernel_sizes.split(","))})

@@ -392,9 +392,33 @@ def reproduction_lines(log: Path) -> list[str]:
         return [f"Full reproduction, {what}: not measured in one invocation (the latest, {minutes:.1f} min, "
                 f"reused or left {len(earlier)} of {len(configs)} configs); target <= "
                 f"{REPRODUCTION_TARGET_MIN:g} min not checked."]
-    return [f"Full reproduction, {what}: {minutes:.1f} min wall for all {len(configs)} configs, the figures and "
-            f"the report in one invocation on {d.get('machine', {}).get('cpus')} cores (finished {d['finished']}); "
-            f"target <= {REPRODUCTION_TARGET_MIN:g} min: {'met' if minutes <= REPRODUCTION_TARGET_MIN else 'NOT met'}."]
+    cores = d.get("machine", {}).get("cpus")
+    lines = [f"Full reproduction, {what}: {minutes:.1f} min wall for all {len(configs)} configs, the figures and "
+             f"the report in one invocation on {cores} cores (finished {d['finished']}); "
+             f"target <= {REPRODUCTION_TARGET_MIN:g} min: {'met' if minutes <= REPRODUCTION_TARGET_MIN else 'NOT met'}."]
+    return lines + work_lines(d, configs)
+
+
+def work_lines(d: dict, configs) -> list[str]:
+    """Where a reproduction's cores went: training and evaluation summed over every unit of
+    ``configs`` (in whichever process ran it), against the cores' time, and the configs with the
+    most of it. Only for logs that record each config's own totals (``own_totals``): older logs
+    could carry an earlier invocation's."""
+    logged = d.get("configs") or {}
+    cores = int(d.get("jobs") or 1)
+    work = {c: float(logged[c]["train_seconds_total"]) + float(logged[c]["eval_seconds_total"])
+            for c in configs if c in logged and logged[c].get("train_seconds_total") is not None
+            and logged[c].get("eval_seconds_total") is not None}
+    if not d.get("own_totals") or len(work) != len(configs) or not d.get("wall_seconds"):
+        return []
+    total = sum(work.values())
+    avail = float(d["wall_seconds"]) * cores
+    top = sorted(work, key=lambda c: -work[c])[:5]
+    most = ", ".join(f"`{Path(c).parent.name}/{Path(c).stem}` {work[c] / 60:.1f}" for c in top)
+    return [f"Its work: training and evaluation, summed over the units of its {len(configs)} configs, took "
+            f"{total / 60:.1f} of the {avail / 60:.1f} minutes its {cores} worker processes had "
+            f"({100 * total / avail:.0f} %; the rest went to planning, loading, writing, the figures, the "
+            f"report and waiting). The most (minutes of work): {most}."]
 
 
 def write_summary(out: Path, mach: dict) -> str:

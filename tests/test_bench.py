@@ -9,6 +9,7 @@ loader accepts only complete files, so there is no tiny stand-in.
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -155,6 +156,37 @@ def test_reproduction_line_checks_the_target_only_for_one_whole_invocation(tmp_p
     part = dict(whole, **{first: dict(whole[first], reused=3)})
     log.write_text(json.dumps(dict(base, wall_seconds=10 * 60.0, configs=part)))
     assert "not checked" in reproduction_lines(log)[0]
+
+
+def test_reproduction_work_line_only_from_a_log_of_its_own_totals(tmp_path):
+    """The work line sums each config's training and evaluation against the cores' time, only
+    when the log says those totals are its invocation's own (older logs could carry an earlier
+    invocation's), and only when every config has them."""
+    import json
+
+    from benchmarks.summary import reproduction_lines
+    from perceptron_lab.cli.reproduce import SETS
+
+    core = SETS["core"]
+    # 60 s of training and 30 s of evaluation per config, the first config 10 times as much
+    whole = {c: {"wall_seconds": 60.0, "ran": 1, "reused": 0, "train_seconds_total": 60.0 * (10 if i == 0 else 1),
+                 "eval_seconds_total": 30.0 * (10 if i == 0 else 1)} for i, c in enumerate(core)}
+    base = {"finished": "2026-01-01T00:00:00+00:00", "set": "core", "jobs": 2, "machine": {"cpus": 2},
+            "wall_seconds": 3000.0}
+    log = tmp_path / "reproduce.json"
+    log.write_text(json.dumps(dict(base, configs=whole)))
+    assert len(reproduction_lines(log)) == 1     # no own_totals: the totals may be an earlier run's
+    log.write_text(json.dumps(dict(base, configs=whole, own_totals=True)))
+    _, work = reproduction_lines(log)
+    minutes = (900.0 + 90.0 * (len(core) - 1)) / 60
+    assert f"took {minutes:.1f} of the 100.0 minutes its 2 worker processes had" in work
+    assert f"({100 * minutes / 100:.0f} %;" in work
+    first = Path(core[0])
+    assert f"The most (minutes of work): `{first.parent.name}/{first.stem}` 15.0, " in work
+    # a config without totals: no sum that leaves it out
+    some = dict(whole, **{core[1]: {"wall_seconds": 60.0, "ran": 1, "reused": 0}})
+    log.write_text(json.dumps(dict(base, configs=some, own_totals=True)))
+    assert len(reproduction_lines(log)) == 1
 
 
 def test_warm_quickstart_row_is_the_median_run_and_a_failure_is_not_hidden():

@@ -628,6 +628,7 @@ def benchmarks_page(root: Path) -> str:
            "```bash", "pip install -e '.[bench]'", "make bench                                   # all cases, full MNIST",
            "python -m benchmarks --cases 1,alma           # selected cases",
            "python -m benchmarks --quick                  # small sizes: a smoke test, not a measurement",
+           "python -m benchmarks --summary-only           # no case: summary.md again, e.g. after make reproduce",
            "python -m benchmarks.dask_scaling             # plab run on a Dask LocalCluster (Scaling out with Dask)",
            "```", "",
            "plab's process settings (OpenBLAS's and OpenMP's idle spin, the garbage collector, memory mapped "

@@ -295,11 +295,13 @@ def _minutes(seconds: float) -> str:
 def write_log(log_path: Path, args, finished, total: float, times: dict, figure_times: dict,
               pool: bool = False) -> None:
     """``results/reproduce.json``; ``pool``: the configs ran side by side in one pool of workers, so
-    their times overlap and only the invocation's ``wall_seconds`` is the time of them all."""
+    their times overlap and only the invocation's ``wall_seconds`` is the time of them all.
+    ``own_totals``: each config's training, evaluation, load and write seconds are those of the
+    invocation that entry records (logs written before lack it: theirs could be an earlier one's)."""
     atomic_write_text(log_path, json.dumps({
         "finished": finished, "set": args.set if not args.configs else None,
         "jobs": args.jobs, "machine": {"cpus": os.cpu_count(), "processor": platform.processor() or platform.machine()},
-        "wall_seconds": round(total, 1), "side_by_side": pool,
+        "wall_seconds": round(total, 1), "side_by_side": pool, "own_totals": True,
         # side by side, each config's peak is that of its workers; this process planned and wrote them all
         **({"peak_rss_gb_main_process": round((peak_rss_mb() or 0) / 1024.0, 2)} if pool else {}),
         "configs": times, "figures": figure_times}, indent=2) + "\n")
