@@ -44,3 +44,23 @@ def pytest_runtest_setup(item):
     for mark in item.iter_markers("paper"):
         if mark.args[0] not in plugins.names():
             pytest.skip(f"the {mark.args[0]} paper plug-in is not installed")
+
+
+@pytest.fixture(autouse=True)
+def _own_shared_columns_setting(monkeypatch):
+    """The amount of other runs' kernel columns a run keeps is the default in every test unless the
+    test sets it: the caller's setting is set aside, and whatever a test leaves behind is undone
+    (the reproduction's main() writes it to os.environ for the workers it starts)."""
+    from perceptron_lab.engine.columns import KEEP_ENV
+
+    monkeypatch.setenv(KEEP_ENV, "")     # recorded, so that the undo restores the caller's value
+    monkeypatch.delenv(KEEP_ENV)
+
+
+@pytest.fixture(autouse=True)
+def _own_working_directory():
+    """Every test starts in the folder the session started in and leaves it there, whatever it (or
+    code it calls, such as the reproduction's main()) changes into."""
+    start = os.getcwd()
+    yield
+    os.chdir(start)

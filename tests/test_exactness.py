@@ -4,6 +4,7 @@ the spread comparison behind the others."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,7 +15,9 @@ from perceptron_lab.cli import spread
 from perceptron_lab.config.load import load_config, with_overrides
 from perceptron_lab.run.experiment import run_experiment
 
-EXACT = load_config("configs/golden/kw2007_mnist_exact.yaml")
+ROOT = Path(__file__).resolve().parents[1]
+
+EXACT = load_config(ROOT / "configs/golden/kw2007_mnist_exact.yaml")
 
 
 def _ints(rng, n=50, d=20, hi=256):
@@ -58,7 +61,7 @@ def test_non_integer_or_huge_features_are_not_exact():
 
 
 def test_run_json_says_whether_the_run_is_exact(tmp_path):
-    cfg = with_overrides(load_config("configs/golden/kw2007_sonar.yaml"),
+    cfg = with_overrides(load_config(ROOT / "configs/golden/kw2007_sonar.yaml"),
                          {"training.epochs": 1, "training.checkpoints": [1], "evaluation.grid": {}})
     res = run_experiment(cfg, out_dir=tmp_path / "run", progress=False)
     info = json.loads((tmp_path / "run" / "run.json").read_text())

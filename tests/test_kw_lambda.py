@@ -3,6 +3,8 @@
 the trick (``diagonal``: ``lambda K(x, x)`` on the kernel's diagonal, so ``y eta alpha_x lambda K(x, x)``),
 the jitted engine against tests/naive.py, exactly, for both."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -12,6 +14,8 @@ from perceptron_lab.errors import PlabError
 from perceptron_lab.engine.kernels import Kernel
 
 from test_engine import KERNELS, PRIMAL_KERNELS, run_both
+
+ROOT = Path(__file__).resolve().parents[1]
 
 LAMBDA_VARIANTS = [
     dict(lam=0.5),
@@ -70,7 +74,7 @@ def test_the_readings_agree_when_eta_alpha_is_one():
 
 
 def test_lambda_term_config_key_reaches_the_engine():
-    cfg = load_config("configs/kw2007/base.yaml")
+    cfg = load_config(ROOT / "configs/kw2007/base.yaml")
     assert cfg.algorithm.lambda_term == "indicator"
     # the default is left out of the written config, so configs without the key keep their keys
     assert "lambda_term" not in cfg.to_dict()["algorithm"]
@@ -82,6 +86,6 @@ def test_lambda_term_config_key_reaches_the_engine():
 
 
 def test_lambda_term_rejects_an_unknown_reading():
-    cfg = load_config("configs/kw2007/base.yaml")
+    cfg = load_config(ROOT / "configs/kw2007/base.yaml")
     with pytest.raises(PlabError, match="lambda_term"):
         with_overrides(cfg, {"algorithm.lambda_term": "diagonl"})

@@ -9,16 +9,6 @@ from perceptron_lab.errors import DamagedFileError
 from perceptron_lab.cli.reproduce import CORE, SETS, read_log, record, recorded_seconds, time_left
 
 
-@pytest.fixture(autouse=True)
-def _own_environment(monkeypatch):
-    """main() sets process settings in os.environ for the workers it starts (its amount of shared
-    columns among them): each test's changes are undone, so none reaches a later test."""
-    from perceptron_lab.engine.columns import KEEP_ENV
-
-    monkeypatch.setenv(KEEP_ENV, "")     # recorded, so that the fixture's undo restores the caller's
-    monkeypatch.delenv(KEEP_ENV)
-
-
 def test_recorded_seconds_keeps_only_configs_computed_from_scratch():
     configs = {
         "a.yaml": {"wall_seconds": 120.0, "ran": 10, "reused": 0},
