@@ -17,9 +17,9 @@ The peak is the kernel's record of the child's largest resident set (``ru_maxrss
 
 Each version first runs the same config on :data:`WARM_UP_TRAIN` examples, untimed, so that no
 row's wall time holds compilation: the baseline with a numba cache of its own, this checkout with
-the cache it always uses (already warm when the package has run before). Each row gives the run's training and
-evaluation seconds summed over its units (``timings.json``) and the SHA-256 of its ``results.csv``:
-the rows compute the same numbers, so the hashes agree (``same_results``).
+the cache it always uses (already warm when the package has run before). Each row gives the run's
+training and evaluation seconds summed over its units (``timings.json``) and the SHA-256 of its
+``results.csv``: the rows compute the same numbers, so the hashes agree (``same_results``).
 """
 
 from __future__ import annotations

@@ -404,11 +404,13 @@ def work_lines(d: dict, configs) -> list[str]:
     ``configs`` (in whichever process ran it), against the cores' time, and the configs with the
     most of it. Only for logs that record each config's own totals (``own_totals``): older logs
     could carry an earlier invocation's."""
+    from perceptron_lab.cli.reproduce import work_seconds
+
     logged = d.get("configs") or {}
     cores = int(d.get("jobs") or 1)
-    work = {c: float(logged[c]["train_seconds_total"]) + float(logged[c]["eval_seconds_total"])
-            for c in configs if c in logged and logged[c].get("train_seconds_total") is not None
-            and logged[c].get("eval_seconds_total") is not None}
+    # work_seconds falls back on wall time x jobs, which is not work: only entries with both totals
+    work = {c: work_seconds(logged[c]) for c in configs if c in logged
+            and logged[c].get("train_seconds_total") is not None and logged[c].get("eval_seconds_total") is not None}
     if not d.get("own_totals") or len(work) != len(configs) or not d.get("wall_seconds"):
         return []
     total = sum(work.values())
