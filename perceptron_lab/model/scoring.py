@@ -263,6 +263,19 @@ def _scan_tasks(t0, t1, KtT, y, hyps, cps, opts, outs):
                             prefetch_item(KtT, r_ahead, x0 + j)
                         prefetch_item(KtT, r_ahead, x0 + m - 1)
                     row = KtT[col, x0:x0 + m]
+                    w = wfull[h0 + k]
+                    if (not direct and not need_norm and not need_random
+                            and not (lp < ncp and longest[lorder[lp], c] == k)
+                            and not (cp < ncp and live[cp, c] == k)):
+                        # no rule reads hypothesis k's scores themselves: only its share of the
+                        # running sums, in one pass (the same operations, in the same order)
+                        for j in range(m):
+                            p = P[j] + cu * row[j]
+                            P[j] = p
+                            fj = s * p - th
+                            cumA[j] += w * fj
+                            cumV[j] += w * sign_of(fj)
+                        continue
                     if direct:
                         for j in range(m):
                             P[j] = row[j]
