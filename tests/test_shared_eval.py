@@ -64,6 +64,34 @@ def test_shared_errors_equal_each_log_alone(monkeypatch, labels):
         assert secs >= 0
 
 
+
+def test_the_shared_block_holds_the_examples_in_the_order_training_visits_them(monkeypatch):
+    # the units of a fold train in one order: the scan then reads the block's rows forwards
+    rng = np.random.default_rng(5)
+    X, y = _integer_data(rng, 400, 20), rng.integers(0, 3, 400)
+    Xt, yt = _integer_data(rng, 200, 20), rng.integers(0, 3, 200)
+    order = rng.permutation(len(y))
+    logs = [train(X, label_matrix(y, 3), Kernel("linear"), p, order, 2, [1.0, 2.0])
+            for p in (PerceptronParams(), PerceptronParams(eta=0.1, theta_init=50.0, C=50.0, tau_abs=40.0))]
+    items = [(log, "survival", 1, ["last", "longest", "vote"]) for log in logs]
+    blocks = []
+    real = predict.kernel_blocks
+
+    def recording(kernel, Xsv, *a, **kw):
+        blocks.append(Xsv)
+        return real(kernel, Xsv, *a, **kw)
+
+    monkeypatch.setattr(predict, "kernel_blocks", recording)
+    shared = predict.evaluate_shared(items, Kernel("linear"), X, Xt, yt, False, block=128)
+    used = set(np.concatenate([log.upd_ex for log in logs]).tolist())
+    visited = [i for i in order if i in used]
+    assert len(blocks) == 1
+    np.testing.assert_array_equal(blocks[0], X[visited])
+    for (log, vw, seed, r), (err_m, err_b, _) in zip(items, shared):
+        alone = predict.evaluate(log, Kernel("linear"), X, Xt, yt, False, vote_weight=vw, seed=seed, rules=r)
+        np.testing.assert_array_equal(err_m, alone[0])
+        np.testing.assert_array_equal(err_b, alone[1])
+
 def test_features_that_are_not_integers_share_one_block_whose_values_do_not_depend_on_the_union(monkeypatch):
     rng = np.random.default_rng(5)
     X, y = rng.normal(size=(300, 8)), rng.integers(0, 3, 300)

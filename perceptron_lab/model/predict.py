@@ -346,7 +346,8 @@ def evaluate_shared(items, kernel: Kernel, X_train, X_test, y_test, binary: bool
             hyps = _hypotheses(log, kernel, Xtr, dtype, vote_weight, cp_index)
             prepared[i] = ((cp_index,) + hyps, time.perf_counter() - t0)
             svs[i] = np.unique(prepared[i][0][1].uex)
-        union = np.unique(np.concatenate(list(svs.values())))
+        union = _visit_order(np.unique(np.concatenate(list(svs.values()))),
+                             [prepared[i][0][1] for i in shared], Xtr.shape[0])
         ordered = not (exact32_ok(Xtr[union]) and exact32_ok(Xte))
     else:
         shared = []
@@ -360,13 +361,15 @@ def evaluate_shared(items, kernel: Kernel, X_train, X_test, y_test, binary: bool
         return out
     scans, ucols, seconds = {}, {}, {}
     shared_block = block_points(union.size, np.dtype(dtype).itemsize) if block is None else block
+    where = np.empty(Xtr.shape[0], dtype=np.int64)   # each example's row in the shared block
+    where[union] = np.arange(union.size)
     for i in shared:
         log, vote_weight, seed, rules = items[i]
         (cp_index, hyp, live, partial, longest), seconds[i] = prepared[i]
         scans[i] = _Scan(log, hyp, live, partial, longest, y_test, binary, cp_index, seed, rules, kernel, dtype,
                          block=shared_block)
         # each update's row in the shared block
-        ucols[i] = np.searchsorted(union, hyp.uex).astype(np.int64)
+        ucols[i] = where[hyp.uex]
     kernel_s = 0.0
     blocks = kernel_blocks(kernel, Xtr[union], Xte, dtype, shared_block, ordered=ordered)
     while True:
@@ -388,6 +391,17 @@ def evaluate_shared(items, kernel: Kernel, X_train, X_test, y_test, binary: bool
         err_m, err_b = scans[i].errors()
         out[i] = (err_m, err_b, seconds[i] + kernel_s * svs[i].size / max(1, total_sv))
     return out
+
+
+def _visit_order(union, hyps, n: int) -> np.ndarray:
+    """The examples ``union`` in the order a training epoch visits them (the update at step t is
+    example ``order[t % n]``; the units of a fold share one order): the scan then reads the shared
+    block's rows in increasing addresses within an epoch rather than at random. A row's values do
+    not depend on its place in the block (:func:`evaluate_shared`), so neither does any score."""
+    key = np.zeros(n, dtype=np.int64)
+    for hyp in hyps:
+        key[hyp.uex] = hyp.ustep % n
+    return union[np.argsort(key[union], kind="stable")]
 
 
 #: Rules that divide each hypothesis' score by its feature-space norm.
