@@ -16,10 +16,12 @@ import shutil
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from perceptron_lab.cli.main import main
 from perceptron_lab.datasets.registry import EMBEDDED_DIR
-from perceptron_lab.run.store import RunFolder
+from perceptron_lab.run.store import RunFolder, timings_text
 
 # figures off: every case compares results.csv, parts and messages; figures are drawn after results.csv
 # (their own user-file protection is tests/test_user_files.py)
@@ -349,3 +351,25 @@ def test_timings_rewrites_take_a_bounded_share_of_a_run(monkeypatch):
     writes, total = run(2.0)
     assert len(writes) * 2.0 <= E.TIMINGS_WRITE_SHARE * total + 2.0
     assert len(writes) >= 2
+
+
+_JSON_SCALARS = (st.none() | st.booleans() | st.integers(-10**12, 10**12) | st.text(max_size=6)
+                 | st.floats(allow_nan=False, allow_infinity=False))
+_JSON_VALUES = st.recursive(_JSON_SCALARS, lambda inner: st.lists(inner, max_size=3)
+                            | st.dictionaries(st.text(max_size=4), inner, max_size=3), max_leaves=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(first=st.dictionaries(st.text(max_size=5), _JSON_VALUES, max_size=5),
+       changes=st.dictionaries(st.text(max_size=5), _JSON_VALUES, max_size=3))
+def test_timings_text_is_json_dumps_with_indent_1_while_entries_change(first, changes):
+    # timings.json is rewritten as units finish, from texts kept per entry: the bytes must stay
+    # json.dumps's, also after entries are replaced, changed in place or added
+    cache = {}
+    assert timings_text(first, cache) == json.dumps(first, indent=1)
+    for key, value in changes.items():
+        first[key] = value
+    for value in first.values():
+        if isinstance(value, dict):
+            value["changed in place"] = 1
+    assert timings_text(first, cache) == json.dumps(first, indent=1)

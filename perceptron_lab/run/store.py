@@ -41,6 +41,7 @@ and mark the run instead of leaving it out silently.
 
 from __future__ import annotations
 
+import copy
 import errno
 import hashlib
 import json
@@ -457,6 +458,23 @@ def _not_a_part(path: Path) -> UserFileError:
                          "command again")
 
 
+def timings_text(timings: dict, cache: dict) -> str:
+    """``json.dumps(timings, indent=1)``, each entry's text taken from ``cache`` (key -> (a copy
+    of the entry, its text)) while the entry is unchanged, and stored there otherwise. In that
+    layout an entry's lines are its own ``indent=1`` text, every line after the first indented by
+    one more space (json escapes line breaks inside strings)."""
+    if not timings or not all(isinstance(k, str) for k in timings):
+        return json.dumps(timings, indent=1)
+    texts = []
+    for key, entry in timings.items():
+        hit = cache.get(key)
+        if hit is None or type(hit[0]) is not type(entry) or hit[0] != entry:
+            body = json.dumps(entry, indent=1).replace("\n", "\n ")
+            hit = cache[key] = (copy.deepcopy(entry), f" {json.dumps(key)}: {body}")
+        texts.append(hit[1])
+    return "{\n" + ",\n".join(texts) + "\n}"
+
+
 class RunFolder:
     """An output folder, locked for one ``plab run`` while the context is open."""
 
@@ -600,7 +618,11 @@ class RunFolder:
         return timings if isinstance(timings, dict) else {}
 
     def write_timings(self, timings: dict) -> None:
-        atomic_write_text(self.out / TIMINGS_NAME, json.dumps(timings, indent=1) + "\n")
+        """Write ``timings`` as ``json.dumps(timings, indent=1)`` writes them, each entry's text
+        encoded once (:func:`timings_text`): a run rewrites the file as its units finish, and tens of
+        thousands of entries took seconds to encode on every rewrite."""
+        cache = self.__dict__.setdefault("_timing_texts", {})
+        atomic_write_text(self.out / TIMINGS_NAME, timings_text(timings, cache) + "\n")
 
     def write_output(self, name: str, text: str) -> Path:
         """Write a final output (results.csv, a table) atomically; returns its path."""
