@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Callable
 
 
@@ -51,11 +51,12 @@ class Param:
     #: for keys added after results were recorded, so that configs not using them keep their hash.
     omit_default: bool = False
 
-    @property
+    # computed once per key: validating a config reads them millions of times on a large grid
+    @cached_property
     def section(self) -> str:
         return self.path.split(".", 1)[0] if "." in self.path else ""
 
-    @property
+    @cached_property
     def key(self) -> str:
         return self.path.split(".", 1)[-1]
 
