@@ -373,3 +373,11 @@ def test_timings_text_is_json_dumps_with_indent_1_while_entries_change(first, ch
         if isinstance(value, dict):
             value["changed in place"] = 1
     assert timings_text(first, cache) == json.dumps(first, indent=1)
+
+
+def test_timings_text_tells_apart_entries_that_compare_equal():
+    cache = {}
+    entries = [{"s": 1, "t": 0.0}, {"s": 1.0, "t": 0.0}, {"s": True, "t": 0.0}, {"s": True, "t": -0.0},
+               {"t": -0.0, "s": True}]
+    for entry in entries:
+        assert timings_text({"u": entry}, cache) == json.dumps({"u": entry}, indent=1)

@@ -41,7 +41,6 @@ and mark the run instead of leaving it out silently.
 
 from __future__ import annotations
 
-import copy
 import errno
 import hashlib
 import json
@@ -459,18 +458,21 @@ def _not_a_part(path: Path) -> UserFileError:
 
 
 def timings_text(timings: dict, cache: dict) -> str:
-    """``json.dumps(timings, indent=1)``, each entry's text taken from ``cache`` (key -> (a copy
-    of the entry, its text)) while the entry is unchanged, and stored there otherwise. In that
-    layout an entry's lines are its own ``indent=1`` text, every line after the first indented by
-    one more space (json escapes line breaks inside strings)."""
+    """``json.dumps(timings, indent=1)``, each entry's text taken from ``cache`` (key -> (the
+    entry's compact JSON, its text)) while its compact JSON is unchanged, and stored there
+    otherwise. The compact text tells apart what equality does not (1, 1.0 and True; 0.0 and
+    -0.0; the order of a dict's keys), and is encoded by json's C encoder, unlike an indented one.
+    In the indented layout an entry's lines are its own ``indent=1`` text, every line after the
+    first indented by one more space (json escapes line breaks inside strings)."""
     if not timings or not all(isinstance(k, str) for k in timings):
         return json.dumps(timings, indent=1)
     texts = []
     for key, entry in timings.items():
+        compact = json.dumps(entry)
         hit = cache.get(key)
-        if hit is None or type(hit[0]) is not type(entry) or hit[0] != entry:
+        if hit is None or hit[0] != compact:
             body = json.dumps(entry, indent=1).replace("\n", "\n ")
-            hit = cache[key] = (copy.deepcopy(entry), f" {json.dumps(key)}: {body}")
+            hit = cache[key] = (compact, f" {json.dumps(key)}: {body}")
         texts.append(hit[1])
     return "{\n" + ",\n".join(texts) + "\n}"
 
