@@ -3,6 +3,7 @@ grid points of searches with their cross-validated error; search.csv / nested.cs
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 from click.testing import CliRunner
 
@@ -86,3 +87,23 @@ def test_rule_order_lists_a_rule_once_when_the_config_names_its_normalized_form(
     rows = ["avg", "avg_norm", "last", "last_norm", "vote", "mistakes"]
     rules = ["vote", "avg", "avg_norm", "last", "last_norm"]
     assert rule_order(rows, rules) == ["vote", "avg", "avg_norm", "last", "last_norm", "mistakes"]
+
+
+def test_accuracies_by_point_are_each_points_runs_in_fold_and_permutation_order():
+    # the search reads each point's runs from one sort of all rows: the same arrays, element for
+    # element, as sorting each point's rows on its own, whatever order the rows come in
+    from perceptron_lab.run.evaluation import _accuracies_by_point
+
+    rng = np.random.default_rng(3)
+    rows = [(g, r, nz, f, p, float(rng.random() * 30))
+            for g in range(12) for r in ("last", "vote") for nz in ("false", "true")
+            for f in range(5) for p in range(3) if not (g == 7 and r == "vote")]
+    d = pd.DataFrame(rows, columns=["grid_point", "rule", "normalized", "fold", "permutation", "value"])
+    d = d.iloc[rng.permutation(len(d))].reset_index(drop=True)
+    got = _accuracies_by_point(d)
+    expected = {(g, r, nz): 100.0 - part.sort_values(["fold", "permutation"])["value"].to_numpy()
+                for (g, r, nz), part in d.groupby(["grid_point", "rule", "normalized"])}
+    assert list(got) == sorted(expected)
+    for key, vals in expected.items():
+        np.testing.assert_array_equal(got[key], vals)
+        assert float(got[key].mean()) == float(vals.mean())

@@ -346,6 +346,20 @@ SUMMARY_COLUMNS = ["search", "rule", "normalized", "epoch", "accuracy_pct", "sd_
                    "grid_point", "chosen", "n_candidates"]
 
 
+def _accuracies_by_point(d: pd.DataFrame) -> dict:
+    """``{(grid_point, rule, normalized): 100 - test error of each run, in (fold, permutation)
+    order}`` of :func:`_errors` rows: one sort of them all, then each key's run of rows (a sort
+    per key cost seconds on grids of thousands of points). Rows with a missing key are left out,
+    as a pandas groupby leaves them."""
+    keys = ["grid_point", "rule", "normalized"]
+    d = d.dropna(subset=keys).sort_values(keys + ["fold", "permutation"], kind="mergesort")
+    vals = 100.0 - d["value"].to_numpy(dtype=float)
+    g, r, nz = (d[k].to_numpy() for k in keys)
+    starts = np.flatnonzero(np.r_[True, (g[1:] != g[:-1]) | (r[1:] != r[:-1]) | (nz[1:] != nz[:-1])])
+    ends = np.r_[starts[1:], len(d)]
+    return {(int(g[a]), r[a], nz[a]): vals[a:b] for a, b in zip(starts, ends)}
+
+
 def search_summary(df: pd.DataFrame, grid: Grid, cfg, epoch: str | None = None) -> pd.DataFrame:
     """Parameter search (Tables 3-4): per setting, plan and rule, the best mean accuracy over the
     plan's points with every plan parameter active, and the all-inactive point for ``nothing``.
@@ -358,12 +372,8 @@ def search_summary(df: pd.DataFrame, grid: Grid, cfg, epoch: str | None = None) 
     epoch = epoch or final_epoch(cfg)
     d = _errors(df, epoch)
     d = d[d["inner_fold"] == -1]
-    acc = {}
-    runs = {}
-    for (g, r, nz), part in d.groupby(["grid_point", "rule", "normalized"], sort=True):
-        vals = 100.0 - part.sort_values(["fold", "permutation"])["value"].to_numpy()
-        runs[(g, r, nz)] = vals
-        acc[(g, r, nz)] = float(vals.mean())
+    runs = _accuracies_by_point(d)
+    acc = {key: float(vals.mean()) for key, vals in runs.items()}
     conf = cfg.evaluation.confidence
     out = []
     gvals = dict(cfg.evaluation.grid)
