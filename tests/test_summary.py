@@ -107,3 +107,4 @@ def test_accuracies_by_point_are_each_points_runs_in_fold_and_permutation_order(
     for key, vals in expected.items():
         np.testing.assert_array_equal(got[key], vals)
         assert float(got[key].mean()) == float(vals.mean())
+    assert _accuracies_by_point(d.iloc[:0]) == {}

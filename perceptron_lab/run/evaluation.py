@@ -353,6 +353,8 @@ def _accuracies_by_point(d: pd.DataFrame) -> dict:
     as a pandas groupby leaves them."""
     keys = ["grid_point", "rule", "normalized"]
     d = d.dropna(subset=keys).sort_values(keys + ["fold", "permutation"], kind="mergesort")
+    if not len(d):
+        return {}
     vals = 100.0 - d["value"].to_numpy(dtype=float)
     g, r, nz = (d[k].to_numpy() for k in keys)
     starts = np.flatnonzero(np.r_[True, (g[1:] != g[:-1]) | (r[1:] != r[:-1]) | (nz[1:] != nz[:-1])])

@@ -620,9 +620,9 @@ class RunFolder:
         return timings if isinstance(timings, dict) else {}
 
     def write_timings(self, timings: dict) -> None:
-        """Write ``timings`` as ``json.dumps(timings, indent=1)`` writes them, each entry's text
-        encoded once (:func:`timings_text`): a run rewrites the file as its units finish, and tens of
-        thousands of entries took seconds to encode on every rewrite."""
+        """Write ``timings`` as ``json.dumps(timings, indent=1)`` writes them, each entry's indented
+        text encoded once (:func:`timings_text`): a run rewrites the file as its units finish, and
+        json encodes indented text in Python."""
         cache = self.__dict__.setdefault("_timing_texts", {})
         atomic_write_text(self.out / TIMINGS_NAME, timings_text(timings, cache) + "\n")
 
