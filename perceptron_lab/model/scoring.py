@@ -245,6 +245,7 @@ def _scan_tasks(t0, t1, KtT, y, hyps, cps, opts, outs):
                 cumAN[j] = 0.0
                 cumV[j] = 0.0
             for k in range(nh):
+                w = wfull[h0 + k]   # hypothesis k's weight in the averaged and voted sums
                 if k == 0:
                     t0 = theta[h0]
                     for j in range(m):
@@ -263,7 +264,6 @@ def _scan_tasks(t0, t1, KtT, y, hyps, cps, opts, outs):
                             prefetch_item(KtT, r_ahead, x0 + j)
                         prefetch_item(KtT, r_ahead, x0 + m - 1)
                     row = KtT[col, x0:x0 + m]
-                    w = wfull[h0 + k]
                     if (not direct and not need_norm and not need_random
                             and not (lp < ncp and longest[lorder[lp], c] == k)
                             and not (cp < ncp and live[cp, c] == k)):
@@ -319,7 +319,6 @@ def _scan_tasks(t0, t1, KtT, y, hyps, cps, opts, outs):
                         sc[cp, 3, c, j] = cumAN[j] + pw * fn[j]
                         sc[cp, 4, c, j] = cumV[j] + pw * sign_of(f[j])
                     cp += 1
-                w = wfull[h0 + k]
                 if need_norm:
                     for j in range(m):
                         cumA[j] += w * f[j]
