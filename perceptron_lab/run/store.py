@@ -485,6 +485,7 @@ class RunFolder:
         self.parts = self.out / "parts"
         self._fh = None
         self.warn = warn or (lambda msg: print(f"plab: warning: {msg}", file=sys.stderr, flush=True))
+        self._timing_texts: dict = {}   # timings.json's entry texts (:func:`timings_text`)
 
     def __enter__(self):
         import fcntl
@@ -623,8 +624,7 @@ class RunFolder:
         """Write ``timings`` as ``json.dumps(timings, indent=1)`` writes them, each entry's indented
         text encoded once (:func:`timings_text`): a run rewrites the file as its units finish, and
         json encodes indented text in Python."""
-        cache = self.__dict__.setdefault("_timing_texts", {})
-        atomic_write_text(self.out / TIMINGS_NAME, timings_text(timings, cache) + "\n")
+        atomic_write_text(self.out / TIMINGS_NAME, timings_text(timings, self._timing_texts) + "\n")
 
     def write_output(self, name: str, text: str) -> Path:
         """Write a final output (results.csv, a table) atomically; returns its path."""
