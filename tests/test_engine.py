@@ -79,15 +79,33 @@ def test_engine_matches_naive_kw_variants(kernel, variant):
     run_both(kernel, variant, 3, seed=12, vote_weight="survival")
 
 
-@pytest.mark.parametrize("rules", [["last", "longest", "vote"], ["vote"]], ids="+".join)
+@pytest.mark.parametrize("rules", [["last", "longest", "vote"], ["vote"], ["avg", "vote", "last"]], ids="+".join)
 @pytest.mark.parametrize("variant", VARIANTS[:4], ids=lambda v: ",".join(v) or "plain")
 @pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.name)
 def test_the_scan_of_rules_without_normalized_or_random_ones_matches_naive(kernel, variant, rules):
     # without a normalized or random rule the scan reads most hypotheses only for the running sums
-    # (one pass); the checkpoints fall inside and at the end of epochs, so the live and longest
-    # hypotheses are read at steps between those passes
+    # (one pass, two hypotheses at a time; with or without the averaged sums); the checkpoints fall
+    # inside and at the end of epochs, so the live and longest hypotheses are read at steps between
+    # those passes
     run_both(kernel, variant, 2, seed=21, vote_weight="correct", rules=rules)
     run_both(kernel, variant, 3, seed=22, vote_weight="survival", rules=rules)
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.name)
+def test_rules_not_asked_for_are_reported_uncomputed_and_leave_the_others_unchanged(kernel):
+    X, y, Xt, yt = small_problem(31, n_classes=3, integer=kernel.name != "gaussian")
+    order = np.random.default_rng(32).permutation(len(y))
+    log = train(X, label_matrix(y, 3), kernel, PerceptronParams(tau_abs=0.5), order, 2.5, (0.3, 1, 2.5),
+                chunk_size=7)
+    every_m, every_b = evaluate(log, kernel, X, Xt, yt, False, vote_weight="correct", seed=3)
+    asked = ["last", "longest", "vote"]
+    err_m, err_b = evaluate(log, kernel, X, Xt, yt, False, vote_weight="correct", seed=3, rules=asked)
+    for r, rule in enumerate(RULES):
+        if rule in asked:
+            np.testing.assert_array_equal(err_m[:, r], every_m[:, r])
+            np.testing.assert_array_equal(err_b[:, r], every_b[:, r])
+        else:
+            assert (err_m[:, r] == -1).all() and (err_b[:, r] == -1).all(), rule
 
 
 @pytest.mark.parametrize("chunk_size", [1, 3, 64, 10_000])

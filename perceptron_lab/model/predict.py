@@ -111,8 +111,8 @@ def evaluate(log: TrainLog, kernel: Kernel, X_train, X_test, y_test, binary: boo
     primal perceptron runs, ALMA_2 with the linear kernel), and rules that are linear in the
     hypotheses or pick one of them (all but ``vote`` and the random rules), each rule's classifier
     is formed first and the test set scored against it alone, instead of against every
-    hypothesis. The normalized rules are computed only when asked for. Rules not computed are
-    reported as -1. ``block``: test points per kernel block (default :func:`block_points`).
+    hypothesis. The normalized, random and averaged rules are computed only when asked for; rules
+    not computed are reported as -1. ``block``: test points per kernel block (default :func:`block_points`).
     """
     if cp_index is None:
         cp_index = np.arange(log.checkpoint_steps.size)
@@ -261,6 +261,7 @@ class _Scan:
         self.direct = log.hyp_w is not None
         self.need_norm = rules is None or bool(set(rules) & set(_NORM_RULES))
         self.need_random = rules is None or bool(set(rules) & set(_RANDOM_RULES))
+        self.need_avg = rules is None or bool(set(rules) & set(_AVG_RULES))
         # the random rules' hypothesis of each (checkpoint, label, test point), found once
         self.rindex = _NO_RINDEX
         if self.need_random:
@@ -293,7 +294,7 @@ class _Scan:
                                        scale=hyp.scale, norm=hyp.norm, wfull=hyp.wfull),
                       Checkpoints(self.live, self.partial, self.longest, rindex),
                       ScanOptions(self.binary, self.direct, self.need_norm, self.need_random, out is not None,
-                                  self.points, self.by_history),
+                                  self.points, self.by_history, self.need_avg),
                       ScanOutputs(om, ob, sc))
         if out is not None:
             out[:, :, idx] = sc
@@ -302,7 +303,8 @@ class _Scan:
 
     def errors(self):
         err_m, err_b = self.err_m, self.err_b
-        skipped = (() if self.need_norm else _NORM_RULES) + (() if self.need_random else _RANDOM_RULES)
+        skipped = ((() if self.need_norm else _NORM_RULES) + (() if self.need_random else _RANDOM_RULES)
+                   + (() if self.need_avg else _AVG_RULES))
         if skipped:  # not computed
             cols = sorted({RULE_INDEX[r] for r in skipped})
             err_m[:, cols] = -1
@@ -408,6 +410,8 @@ def _visit_order(union, hyps, n: int) -> np.ndarray:
 _NORM_RULES = ("last_norm", "avg_norm", "random_norm")
 #: Rules that score a hypothesis drawn per test point.
 _RANDOM_RULES = ("random", "random_norm")
+#: Rules that read the running sum of the hypotheses' scores (the averaged perceptron).
+_AVG_RULES = ("avg", "avg_norm")
 
 
 _NO_SCORES = np.zeros((1, 1, 1, 1))

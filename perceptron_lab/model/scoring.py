@@ -84,10 +84,12 @@ N_RULES = 8
 
 
 @nb.njit(cache=True, inline="always")
-def rule_skipped(rr, need_norm, need_random):
+def rule_skipped(rr, need_norm, need_random, need_avg):
     """Whether the scan leaves rule row ``rr`` uncomputed: the normalized rules (rows 1, 3, 6)
-    without ``need_norm``, the random ones (rows 5, 6) without ``need_random``."""
-    return (not need_norm and (rr == 1 or rr == 3 or rr == 6)) or (not need_random and (rr == 5 or rr == 6))
+    without ``need_norm``, the random ones (rows 5, 6) without ``need_random``, the averaged ones
+    (rows 2, 3) without ``need_avg``."""
+    return ((not need_norm and (rr == 1 or rr == 3 or rr == 6)) or (not need_random and (rr == 5 or rr == 6))
+            or (not need_avg and (rr == 2 or rr == 3)))
 
 
 def random_indices(hstep, hoff, live, rslice):
@@ -139,10 +141,11 @@ HypothesisArrays = namedtuple("HypothesisArrays", "ucol coef uoff hoff theta sca
 Checkpoints = namedtuple("Checkpoints", "live partial longest rindex")
 
 #: How to scan: ``binary`` problem; ``direct`` (explicit hypotheses, a row per update); which rules
-#: to compute (``need_norm``, ``need_random``); ``want_scores`` (write the scores, not only the
-#: counts); ``points`` per task (:func:`points_per_task`); ``history`` (how the random rules find
-#: their hypothesis, :func:`random_by_history`).
-ScanOptions = namedtuple("ScanOptions", "binary direct need_norm need_random want_scores points history")
+#: to compute (``need_norm``, ``need_random``, ``need_avg``); ``want_scores`` (write the scores, not
+#: only the counts); ``points`` per task (:func:`points_per_task`); ``history`` (how the random rules
+#: find their hypothesis, :func:`random_by_history`).
+ScanOptions = namedtuple("ScanOptions", "binary direct need_norm need_random want_scores points history need_avg",
+                         defaults=(True,))
 
 #: Where :func:`score_block_t` writes: ``right_multi[task, cp, rule]``, ``right_bin[task, cp, rule, c]``
 #: and, with ``want_scores``, ``scores[cp, rule, x, c]``.
@@ -181,7 +184,7 @@ def _scan_tasks(t0, t1, KtT, y, hyps, cps, opts, outs):
     from ``t * points`` on, every label and hypothesis, and writes its rows of the outputs."""
     ucol, coef, uoff, hoff, theta, scale, norm, wfull = hyps
     live, partial, longest, rindex = cps
-    binary, direct, need_norm, need_random, want_scores, points, history = opts
+    binary, direct, need_norm, need_random, want_scores, points, history, need_avg = opts
     right_multi, right_bin, out_scores = outs
     nt = KtT.shape[1]
     L = uoff.shape[0] - 1
@@ -200,7 +203,7 @@ def _scan_tasks(t0, t1, KtT, y, hyps, cps, opts, outs):
         # every computed rule's entry is written at its checkpoint; the others are zero
         sc = np.empty((ncp, R, L, m))
         for rr in range(R):
-            if rule_skipped(rr, need_norm, need_random):
+            if rule_skipped(rr, need_norm, need_random, need_avg):
                 for zcp in range(ncp):
                     for c in range(L):
                         for j in range(m):
@@ -244,7 +247,9 @@ def _scan_tasks(t0, t1, KtT, y, hyps, cps, opts, outs):
                 cumA[j] = 0.0
                 cumAN[j] = 0.0
                 cumV[j] = 0.0
-            for k in range(nh):
+            k = -1
+            while k + 1 < nh:
+                k += 1
                 w = wfull[h0 + k]   # hypothesis k's weight in the averaged and voted sums
                 if k == 0:
                     t0 = theta[h0]
@@ -269,12 +274,53 @@ def _scan_tasks(t0, t1, KtT, y, hyps, cps, opts, outs):
                             and not (cp < ncp and live[cp, c] == k)):
                         # no rule reads hypothesis k's scores themselves: only its share of the
                         # running sums, in one pass (the same operations, in the same order)
-                        for j in range(m):
-                            p = P[j] + cu * row[j]
-                            P[j] = p
-                            fj = s * p - th
-                            cumA[j] += w * fj
-                            cumV[j] += w * sign_of(fj)
+                        if (k + 1 < nh and not (lp < ncp and longest[lorder[lp], c] == k + 1)
+                                and not (cp < ncp and live[cp, c] == k + 1)):
+                            # nor hypothesis k + 1's: both steps in the same pass, each point's
+                            # sums kept in registers between them (still the same operations in
+                            # the same order, so the same values)
+                            w2 = wfull[h0 + k + 1]
+                            cu2 = coef[u + 1]
+                            s2 = scale[h0 + k + 1]
+                            th2 = theta[h0 + k + 1]
+                            if ahead + 1 < ucol.shape[0]:
+                                r_ahead = ucol[ahead + 1]
+                                for j in range(0, m, line):
+                                    prefetch_item(KtT, r_ahead, x0 + j)
+                                prefetch_item(KtT, r_ahead, x0 + m - 1)
+                            row2 = KtT[ucol[u + 1], x0:x0 + m]
+                            if need_avg:
+                                for j in range(m):
+                                    p = P[j] + cu * row[j]
+                                    fj = s * p - th
+                                    a = cumA[j] + w * fj
+                                    v = cumV[j] + w * sign_of(fj)
+                                    p = p + cu2 * row2[j]
+                                    fj = s2 * p - th2
+                                    P[j] = p
+                                    cumA[j] = a + w2 * fj
+                                    cumV[j] = v + w2 * sign_of(fj)
+                            else:
+                                for j in range(m):
+                                    p = P[j] + cu * row[j]
+                                    v = cumV[j] + w * sign_of(s * p - th)
+                                    p = p + cu2 * row2[j]
+                                    P[j] = p
+                                    cumV[j] = v + w2 * sign_of(s2 * p - th2)
+                            k += 1
+                            continue
+                        if need_avg:
+                            for j in range(m):
+                                p = P[j] + cu * row[j]
+                                P[j] = p
+                                fj = s * p - th
+                                cumA[j] += w * fj
+                                cumV[j] += w * sign_of(fj)
+                        else:
+                            for j in range(m):
+                                p = P[j] + cu * row[j]
+                                P[j] = p
+                                cumV[j] += w * sign_of(s * p - th)
                         continue
                     if direct:
                         for j in range(m):
@@ -315,18 +361,23 @@ def _scan_tasks(t0, t1, KtT, y, hyps, cps, opts, outs):
                     for j in range(m):
                         sc[cp, 0, c, j] = f[j]
                         sc[cp, 1, c, j] = fn[j]
-                        sc[cp, 2, c, j] = cumA[j] + pw * f[j]
-                        sc[cp, 3, c, j] = cumAN[j] + pw * fn[j]
                         sc[cp, 4, c, j] = cumV[j] + pw * sign_of(f[j])
+                    if need_avg:
+                        for j in range(m):
+                            sc[cp, 2, c, j] = cumA[j] + pw * f[j]
+                            sc[cp, 3, c, j] = cumAN[j] + pw * fn[j]
                     cp += 1
-                if need_norm:
+                if need_avg and need_norm:
                     for j in range(m):
                         cumA[j] += w * f[j]
                         cumAN[j] += w * fn[j]
                         cumV[j] += w * sign_of(f[j])
-                else:
+                elif need_avg:
                     for j in range(m):
                         cumA[j] += w * f[j]
+                        cumV[j] += w * sign_of(f[j])
+                else:
+                    for j in range(m):
                         cumV[j] += w * sign_of(f[j])
             if sorted_random:
                 for rcp in range(ncp):
@@ -350,7 +401,7 @@ def _scan_tasks(t0, t1, KtT, y, hyps, cps, opts, outs):
                     for c in range(L):
                         for j in range(m):
                             out_scores[cp, rr, x0 + j, c] = sc[cp, rr, c, j]
-                if rule_skipped(rr, need_norm, need_random):
+                if rule_skipped(rr, need_norm, need_random, need_avg):
                     continue   # not computed: reported as -1 (predict._Scan.errors)
                 if binary:
                     right = 0
