@@ -269,58 +269,42 @@ def _scan_tasks(t0, t1, KtT, y, hyps, cps, opts, outs):
                             prefetch_item(KtT, r_ahead, x0 + j)
                         prefetch_item(KtT, r_ahead, x0 + m - 1)
                     row = KtT[col, x0:x0 + m]
-                    if (not direct and not need_norm and not need_random
-                            and not (lp < ncp and longest[lorder[lp], c] == k)
-                            and not (cp < ncp and live[cp, c] == k)):
-                        # no rule reads hypothesis k's scores themselves: only its share of the
-                        # running sums, in one pass (the same operations, in the same order)
-                        if (k + 1 < nh and not (lp < ncp and longest[lorder[lp], c] == k + 1)
-                                and not (cp < ncp and live[cp, c] == k + 1)):
-                            # nor hypothesis k + 1's: both steps in the same pass, each point's
-                            # sums kept in registers between them (still the same operations in
-                            # the same order, so the same values)
-                            w2 = wfull[h0 + k + 1]
-                            cu2 = coef[u + 1]
-                            s2 = scale[h0 + k + 1]
-                            th2 = theta[h0 + k + 1]
-                            if ahead + 1 < ucol.shape[0]:
-                                r_ahead = ucol[ahead + 1]
-                                for j in range(0, m, line):
-                                    prefetch_item(KtT, r_ahead, x0 + j)
-                                prefetch_item(KtT, r_ahead, x0 + m - 1)
-                            row2 = KtT[ucol[u + 1], x0:x0 + m]
-                            if need_avg:
-                                for j in range(m):
-                                    p = P[j] + cu * row[j]
-                                    fj = s * p - th
-                                    a = cumA[j] + w * fj
-                                    v = cumV[j] + w * sign_of(fj)
-                                    p = p + cu2 * row2[j]
-                                    fj = s2 * p - th2
-                                    P[j] = p
-                                    cumA[j] = a + w2 * fj
-                                    cumV[j] = v + w2 * sign_of(fj)
-                            else:
-                                for j in range(m):
-                                    p = P[j] + cu * row[j]
-                                    v = cumV[j] + w * sign_of(s * p - th)
-                                    p = p + cu2 * row2[j]
-                                    P[j] = p
-                                    cumV[j] = v + w2 * sign_of(s2 * p - th2)
-                            k += 1
-                            continue
+                    if (not direct and not need_norm and not need_random and k + 1 < nh
+                            and not (lp < ncp and longest[lorder[lp], c] <= k + 1)
+                            and not (cp < ncp and live[cp, c] <= k + 1)):
+                        # no rule reads the scores of hypotheses k and k + 1 themselves: only their
+                        # shares of the running sums, both in one pass over the points, each point's
+                        # sums kept in registers between the two steps (the same operations in the
+                        # same order as the steps below, so the same values)
+                        w2 = wfull[h0 + k + 1]
+                        cu2 = coef[u + 1]
+                        s2 = scale[h0 + k + 1]
+                        th2 = theta[h0 + k + 1]
+                        if ahead + 1 < ucol.shape[0]:
+                            r_ahead = ucol[ahead + 1]
+                            for j in range(0, m, line):
+                                prefetch_item(KtT, r_ahead, x0 + j)
+                            prefetch_item(KtT, r_ahead, x0 + m - 1)
+                        row2 = KtT[ucol[u + 1], x0:x0 + m]
                         if need_avg:
                             for j in range(m):
                                 p = P[j] + cu * row[j]
-                                P[j] = p
                                 fj = s * p - th
-                                cumA[j] += w * fj
-                                cumV[j] += w * sign_of(fj)
+                                a = cumA[j] + w * fj
+                                v = cumV[j] + w * sign_of(fj)
+                                p = p + cu2 * row2[j]
+                                fj = s2 * p - th2
+                                P[j] = p
+                                cumA[j] = a + w2 * fj
+                                cumV[j] = v + w2 * sign_of(fj)
                         else:
                             for j in range(m):
                                 p = P[j] + cu * row[j]
+                                v = cumV[j] + w * sign_of(s * p - th)
+                                p = p + cu2 * row2[j]
                                 P[j] = p
-                                cumV[j] += w * sign_of(s * p - th)
+                                cumV[j] = v + w2 * sign_of(s2 * p - th2)
+                        k += 1
                         continue
                     if direct:
                         for j in range(m):
