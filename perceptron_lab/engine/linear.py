@@ -121,8 +121,9 @@ def _perceptron_steps(seq, a, b, rule, state, out, n_out):
 @nb.njit(cache=True, nogil=True)
 def _perceptron_groups(g0, g1, seq, a, b, rule, state, out, n_out):
     """Label groups ``g0 .. g1 - 1`` of :func:`_perceptron_steps`: group g writes its updates, in
-    order, to row g of the buffers of ``out`` (:data:`~perceptron_lab.engine.base.Updates`) and
-    their number to ``n_out[g]``.
+    order, to row g of the buffers of ``out`` (:data:`~perceptron_lab.engine.base.Updates`) after
+    the ``n_out[g]`` written before, and adds their number to ``n_out[g]`` (the caller makes room
+    for every step of the segment).
 
     Label c's score of x is ``W[c].x`` (linear) or ``k0 bias[c] + k1 W[c].x`` (affine). The update
     condition and the bookkeeping are those of the chunked driver (``_run_chunk`` with
@@ -148,7 +149,7 @@ def _perceptron_groups(g0, g1, seq, a, b, rule, state, out, n_out):
             cc[q] = cum_correct[g + q * G]
             th[q] = theta[g + q * G]
             bs[q] = bias[g + q * G]
-        m = 0
+        m = n_out[g]
         for t in range(a, b):
             i = order[t % n]
             x = X[i]
@@ -252,7 +253,7 @@ def _perceptron_steps_csr(seq, a, b, rule, state, out, n_out):
             cc[q] = cum_correct[g + q * G]
             th[q] = theta[g + q * G]
             bs[q] = bias[g + q * G]
-        m = 0
+        m = n_out[g]
         for t in range(a, b):
             i = order[t % n]
             r0 = indptr[i]
@@ -399,6 +400,31 @@ def _concat(parts, dtype):
     return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
 
 
+def _grown(bufs, fields, cap, used):
+    """(buffers, :data:`~perceptron_lab.engine.base.Updates`) of ``cap`` updates per group holding
+    the first ``used`` of each row of ``bufs``."""
+    G = bufs["step"].shape[0]
+    new, out = update_buffers((G, cap), fields)
+    for k, v in bufs.items():
+        new[k][:, :used] = v[:, :used]
+    return new, out
+
+
+def _updates_in_order(bufs, n_out, L):
+    """Each field's updates of the groups' rows (``n_out[g]`` in row g), in the driver's order: by
+    step, then label (a group's row is in that order already; each (step, label) updates once at
+    most). One group's row is returned as it is (a view, trimmed by a copy when it holds much
+    spare room)."""
+    G = n_out.size
+    if G == 1:
+        m = int(n_out[0])
+        spare = bufs["step"].shape[1] > 2 * m + 1024
+        return {k: (v[0, :m].copy() if spare else v[0, :m]) for k, v in bufs.items()}
+    cat = {k: np.concatenate([v[g, :n_out[g]] for g in range(G)]) for k, v in bufs.items()}
+    perm = np.argsort(cat["step"] * L + cat["cls"], kind="stable")
+    return {k: v[perm] for k, v in cat.items()}
+
+
 def train_perceptron_primal(X, Y, kernel: Kernel, params: PerceptronParams, order, epochs: float, checkpoints,
                             dtype=np.float64, progress=None, segment: int = SEGMENT_STEPS,
                             threads: int | None = None) -> TrainLog:
@@ -434,10 +460,10 @@ def train_perceptron_primal(X, Y, kernel: Kernel, params: PerceptronParams, orde
     # segments may span epochs: the loop takes example order[t % n] at step t itself
     bounds = chunk_bounds(n, total, cp_steps, max(1, int(segment)), epochs=False)
     maxb = int(np.max(np.diff(bounds)))
-    per_group = maxb * ((L + G - 1) // G)
-    bufs, out = update_buffers((G, per_group), ("step", "ex", "cls", "coef", "score", "theta", "cum", "kxx"))
-    n_out = np.zeros(G, dtype=np.int64)
-    logs = {k: [] for k in bufs}
+    per_step = (L + G - 1) // G   # a group's labels: its most updates per step
+    fields = ("step", "ex", "cls", "coef", "score", "theta", "cum", "kxx")
+    bufs, out = update_buffers((G, maxb * per_step), fields)
+    n_out = np.zeros(G, dtype=np.int64)   # each group's updates so far, in its row of the buffers
     cum_cp = np.zeros((cp_steps.size, L), dtype=np.int64)
     cp_ptr = 0
     affine = k0 != 0.0 or k1 != 1.0
@@ -445,26 +471,18 @@ def train_perceptron_primal(X, Y, kernel: Kernel, params: PerceptronParams, orde
                       k0, k1, affine, bool(params.lam_diagonal))
     state = PrimalState(W, bias, theta, mcount, cum_correct, kx)
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        need = int(n_out.max()) + (b - a) * per_step
+        if need > bufs["step"].shape[1]:
+            # room for every step of the segment: the buffers grow (at least double), keeping the updates so far
+            used = int(n_out.max())
+            bufs, out = _grown(bufs, fields, max(need, 2 * bufs["step"].shape[1]), used)
         steps(seq, a, b, rule, state, out, n_out)
-        if G == 1 and n_out[0]:
-            m = int(n_out[0])
-            for k, v in bufs.items():
-                logs[k].append(v[0, :m].copy())
-        elif n_out.any():
-            # the groups' updates in the driver's order: by step, then label
-            parts = {k: np.concatenate([v[g, :n_out[g]] for g in range(G)]) for k, v in bufs.items()}
-            if G > 1:
-                key = parts["step"] * L + parts["cls"]
-                perm = np.argsort(key, kind="stable")
-                parts = {k: v[perm] for k, v in parts.items()}
-            for k in bufs:
-                logs[k].append(parts[k])
         while cp_ptr < cp_steps.size and cp_steps[cp_ptr] == b:
             cum_cp[cp_ptr] = cum_correct
             cp_ptr += 1
         if progress is not None:
             progress(b - a)
-    cat = {k: _concat(v, bufs[k].dtype) for k, v in logs.items()}
+    cat = _updates_in_order(bufs, n_out, L)
     return TrainLog(
         n_train=n, n_labels=L, total_steps=total, order=order, checkpoint_steps=cp_steps,
         theta_init=float(params.theta_init), upd_step=cat["step"], upd_ex=cat["ex"], upd_cls=cat["cls"],
