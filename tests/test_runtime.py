@@ -70,6 +70,24 @@ def test_spawned_workers_inherit_the_settings(monkeypatch):
     assert got == (str(R.SPIN_LOG2_CYCLES), "PASSIVE")
 
 
+def test_a_pool_worker_runs_numpys_blas_on_one_thread():
+    """A worker limits BLAS before it has imported numpy; the limit must still reach numpy's BLAS
+    (a limiter only sees the libraries loaded when it is made), or every BLAS call of a worker
+    wakes a second thread that then spins, on a machine whose cores the workers already fill."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    from worker_probe import worker_blas_threads   # a module that does not import numpy
+
+    child = ctx.Process(target=worker_blas_threads, args=(queue,))
+    child.start()
+    before, threads = queue.get(timeout=120)
+    child.join(60)
+    assert before is False   # the case that matters: numpy not loaded when the worker starts
+    assert threads and all(t == 1 for t in threads), threads
+
+
 @pytest.mark.parametrize("hp, advised, spin, spin_run", [("0", False, None, "22"), ("1", True, "30", "30")])
 def test_plab_run_keeps_the_users_settings_and_records_them(tmp_path, data_dir, hp, advised, spin, spin_run):
     """``plab run`` as a user runs it: OPENBLAS_THREAD_TIMEOUT kept when set, plab's otherwise;

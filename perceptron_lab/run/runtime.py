@@ -145,6 +145,9 @@ __all__ = ["HUGEPAGE_ENV", "SPIN_ENV", "WAIT_ENV",
 
 @functools.lru_cache(maxsize=1)
 def _blas_controller():
+    # numpy first: its BLAS is loaded with it, and a controller only sees the libraries loaded
+    # before it (a pool's worker sets its limits before anything has imported numpy)
+    import numpy  # noqa: F401
     from threadpoolctl import ThreadpoolController
 
     return ThreadpoolController()
@@ -157,7 +160,7 @@ def blas_one_thread():
 
     The loaded BLAS libraries are looked up once per process (a lookup reads every loaded
     library's file, which can cost more than a small unit's training); libraries loaded later are
-    not limited."""
+    not limited (numpy's always is: it is imported first)."""
     try:
         controller = _blas_controller()
     except ImportError:  # pragma: no cover
