@@ -467,9 +467,9 @@ def _worker_init(queue, parent_pid=None, ready=None):
     the parallelism)."""
     if parent_pid is not None:
         _die_with_parent(parent_pid)
-    from perceptron_lab.run.runtime import blas_one_thread
+    from perceptron_lab.run.runtime import pin_blas_one_thread
 
-    _WORKER["limits"] = blas_one_thread()
+    _WORKER["limits"] = pin_blas_one_thread()
     import numba
 
     numba.set_num_threads(1)

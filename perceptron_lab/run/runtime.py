@@ -184,12 +184,27 @@ def threads_for(entries: int):
     import numba
 
     before = numba.get_num_threads()
+    if before == 1 and _PINNED["blas"]:
+        yield   # a worker on one thread for its life: nothing to set or restore
+        return
     numba.set_num_threads(1)
     try:
         with blas_one_thread():
             yield
     finally:
         numba.set_num_threads(before)
+
+
+#: Whether :func:`pin_blas_one_thread` has limited this process's BLAS to one thread for its life.
+_PINNED = {"blas": False}
+
+
+def pin_blas_one_thread():
+    """:func:`blas_one_thread` for the rest of the process's life (a pool's worker): the limiter,
+    kept unentered; :func:`threads_for` then leaves BLAS alone."""
+    limiter = blas_one_thread()
+    _PINNED["blas"] = True
+    return limiter
 
 
 def peak_rss_mb() -> float | None:
