@@ -49,6 +49,8 @@ from perceptron_lab.sparse import issparse
 
 #: Steps per call of a jitted loop (progress is reported between calls).
 SEGMENT_STEPS = 8192
+#: Steps' worth of update buffers a primal run allocates at first, at most (they grow as needed).
+INITIAL_UPDATES = 1 << 16
 
 
 def affine_form(kernel: Kernel) -> tuple[float, float]:
@@ -462,7 +464,9 @@ def train_perceptron_primal(X, Y, kernel: Kernel, params: PerceptronParams, orde
     maxb = int(np.max(np.diff(bounds)))
     per_step = (L + G - 1) // G   # a group's labels: its most updates per step
     fields = ("step", "ex", "cls", "coef", "score", "theta", "cum", "kxx")
-    bufs, out = update_buffers((G, maxb * per_step), fields)
+    # room for the longest segment, or for a small run's every step at once (most runs of small
+    # training sets then never grow their buffers)
+    bufs, out = update_buffers((G, max(maxb, min(total, INITIAL_UPDATES)) * per_step), fields)
     n_out = np.zeros(G, dtype=np.int64)   # each group's updates so far, in its row of the buffers
     cum_cp = np.zeros((cp_steps.size, L), dtype=np.int64)
     cp_ptr = 0
