@@ -23,7 +23,9 @@ class Hypotheses:
         if vote_weight not in VOTE_WEIGHTS:
             raise ValueError(f"vote_weight must be one of {VOTE_WEIGHTS}, got {vote_weight!r}")
         L = log.n_labels
-        order = np.argsort(log.upd_cls, kind="stable")
+        # one label: its updates are the log's, in order (a slice reads them without a gather)
+        one = L == 1
+        order = np.arange(log.n_updates) if one else np.argsort(log.upd_cls, kind="stable")
         self.uidx = order
         counts = np.bincount(log.upd_cls, minlength=L) if log.n_updates else np.zeros(L, np.int64)
         self.uoff = np.zeros(L + 1, dtype=np.int64)
@@ -37,11 +39,11 @@ class Hypotheses:
         self.cumb = np.zeros(nh, dtype=np.int64)
         self.wfull = np.zeros(nh)
         self.correct_full = np.zeros(nh, dtype=np.int64)
-        self.ustep = log.upd_step[order]
-        self.coef = log.upd_coef[order]
-        self.uex = log.upd_ex[order]
+        self.ustep = log.upd_step.copy() if one else log.upd_step[order]
+        self.coef = log.upd_coef.copy() if one else log.upd_coef[order]
+        self.uex = log.upd_ex.copy() if one else log.upd_ex[order]
         for c in range(L):
-            u = order[self.uoff[c]:self.uoff[c + 1]]
+            u = slice(None) if one else order[self.uoff[c]:self.uoff[c + 1]]
             h0, h1 = self.hoff[c], self.hoff[c + 1]
             self.step[h0 + 1:h1] = log.upd_step[u]
             self.theta[h0] = log.theta_init

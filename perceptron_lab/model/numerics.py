@@ -29,12 +29,25 @@ def overflow_error(kernel: Kernel | None, dtype, what: str, detail: str = "") ->
 def score_factor(log: TrainLog, hyp: Hypotheses) -> float:
     """Bound on |score| / max|K|: the largest per-label sum of |coefficient| times the largest scale
     (for explicit hypotheses, whose scores are ``scale * w . x``, the largest scale)."""
+    return _bounds(log, hyp)[0]
+
+
+def _bounds(log: TrainLog, hyp: Hypotheses) -> tuple[float, float]:
+    """(:func:`score_factor`, the largest |threshold|) of ``hyp``, computed once per hypotheses
+    (a log's checks read them for every test block)."""
+    cached = hyp.__dict__.get("_bounds")
+    if cached is not None and cached[0] is log:
+        return cached[1]
     if not log.n_updates:
-        return 0.0
-    if log.hyp_w is not None:  # explicit hypotheses: a score is one column of Kt, not a sum
-        return float(np.abs(hyp.scale).max())
-    sums = np.bincount(log.upd_cls, weights=np.abs(log.upd_coef), minlength=log.n_labels)
-    return float(sums.max()) * float(np.abs(hyp.scale).max())
+        factor = 0.0
+    elif log.hyp_w is not None:  # explicit hypotheses: a score is one column of Kt, not a sum
+        factor = float(np.abs(hyp.scale).max())
+    else:
+        sums = np.bincount(log.upd_cls, weights=np.abs(log.upd_coef), minlength=log.n_labels)
+        factor = float(sums.max()) * float(np.abs(hyp.scale).max())
+    out = (factor, float(np.abs(hyp.theta).max()))
+    hyp.__dict__["_bounds"] = (log, out)
+    return out
 
 
 def check_finite_training(log: TrainLog, hyp: Hypotheses | None, kernel: Kernel, X_train, dtype) -> None:
@@ -64,7 +77,8 @@ def check_finite_training(log: TrainLog, hyp: Hypotheses | None, kernel: Kernel,
         # support vector's row, a pass over the data as large as a linear case's whole test call
         kmax = float(np.max(log.upd_kxx))
     with np.errstate(over="ignore", invalid="ignore"):
-        bound = kmax * score_factor(log, hyp) + float(np.abs(hyp.theta).max())
+        factor, theta_max = _bounds(log, hyp)
+        bound = kmax * factor + theta_max
     if not np.isfinite(bound) or bound > np.finfo(np.dtype(dtype)).max:
         raise overflow_error(kernel, dtype, "training scores",
                         f" (kernel values up to {kmax:.3g} summed over {log.n_updates} updates can reach "
@@ -84,7 +98,8 @@ def check_test_block(Kt, hyp: Hypotheses, log: TrainLog, kernel: Kernel, dtype, 
     if kt is None:
         kt = block_magnitude(Kt)
     with np.errstate(over="ignore", invalid="ignore"):
-        bound = (kt * score_factor(log, hyp) + float(np.abs(hyp.theta).max())) * (log.total_steps + 1)
+        factor, theta_max = _bounds(log, hyp)
+        bound = (kt * factor + theta_max) * (log.total_steps + 1)
     if not np.isfinite(kt):
         raise overflow_error(kernel, dtype, "kernel values between test and training examples",
                         " (a test example is probably far larger than every training example: check the test data)")
