@@ -211,11 +211,12 @@ def peak_rss_mb() -> float | None:
     """The peak resident memory of this process since :func:`reset_peak_rss` (or its start), in MB
     (None where the OS does not say): Linux's VmHWM, else the process's maximum resident size."""
     try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return round(int(line.split()[1]) / 2**10, 1)
-    except OSError:
+        with open("/proc/self/status", "rb") as f:
+            status = f.read()
+        at = status.find(b"\nVmHWM:")
+        if at >= 0:
+            return round(int(status[at + 7:status.index(b"\n", at + 1)].split()[0]) / 2**10, 1)
+    except (OSError, ValueError, IndexError):
         pass
     try:
         import resource
