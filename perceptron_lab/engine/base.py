@@ -166,10 +166,8 @@ def on_threads(fn, n, *args, threads: int | None = None) -> None:
     ``nogil=True`` whose ranges write to disjoint outputs: a parallel loop without numba's parallel
     passes, which compile the loop's body a second time (compiling is most of what a first run
     after installing spends its time on)."""
-    if n <= 1:   # one range: no thread count to look up
-        fn(0, n, *args)
-        return
-    threads = max(1, min(n, nb.get_num_threads() if threads is None else int(threads)))
+    # one range needs no thread count (looking numba's up costs more than a small call)
+    threads = 1 if n <= 1 else max(1, min(n, nb.get_num_threads() if threads is None else int(threads)))
     if threads == 1:
         fn(0, n, *args)
         return
