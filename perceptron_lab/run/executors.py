@@ -182,9 +182,9 @@ def _one_thread():
     numba.set_num_threads(1)
     with _LIMITS_LOCK:
         if "blas" not in _LIMITS:
-            from perceptron_lab.run.runtime import blas_one_thread
+            from perceptron_lab.run.runtime import pin_blas_one_thread
 
-            _LIMITS["blas"] = blas_one_thread()
+            _LIMITS["blas"] = pin_blas_one_thread()
 
 
 def _dask_task(plan, part, data_dir, topic):
