@@ -16,7 +16,7 @@ from perceptron_lab.errors import PlabError
 from perceptron_lab.run import experiment as ex
 from perceptron_lab.run import plan as run_plan
 from perceptron_lab.run import units
-from perceptron_lab.run.runtime import threads_for
+from perceptron_lab.engine.threads import threads_for
 from perceptron_lab.constants import SINGLE_THREAD_MAX_ENTRIES
 from perceptron_lab.cli.main import main
 from perceptron_lab.config.load import config_from_dict, load_config

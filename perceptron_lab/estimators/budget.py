@@ -47,7 +47,7 @@ from perceptron_lab.engine.budget import (CH_ADD, ALG_FORGETRON, ALG_PROJECTRON,
 from perceptron_lab.errors import PlabError
 from perceptron_lab.estimators.perceptron import _EngineClassifier, _validate_data, _value_error
 from perceptron_lab.engine.kernels import Kernel, exact32_ok, gram, kernel_diag, sq_norms
-from perceptron_lab.run.runtime import threads_for
+from perceptron_lab.engine.threads import threads_for
 
 __all__ = ["BudgetPerceptron"]
 

@@ -57,7 +57,7 @@ from perceptron_lab.engine.kernels import Kernel, as_csr
 from perceptron_lab.model.predict import _EXPANSION_RULES as COMBINED_RULES
 from perceptron_lab.model.predict import RULE_INDEX, combined_decision_scores, decision_scores, distinct
 from perceptron_lab.run.plan import Unit
-from perceptron_lab.run.runtime import threads_for
+from perceptron_lab.engine.threads import threads_for
 from perceptron_lab.run.units import unit_order
 
 try:  # scikit-learn >= 1.6
