@@ -607,8 +607,10 @@ def compare(run_dirs, only_outside, figure, diff_only, layout, as_csv, paired, r
 
     --paired and --rules answer "is A better than B?": the mean of the differences over the
     folds and permutations both sides share (the same index in both), its t-interval over
-    those n pairs, and which side is lower when the interval excludes 0. Runs on another
-    dataset, test set or folds are refused as not comparable.
+    those n pairs, and which side is lower when the interval excludes 0. --paired refuses runs
+    whose test sets are not provably the same: other data by the fingerprint run.json records
+    (whatever the files are called), a run.json without one, another evaluation mode, fold
+    count or fold seed.
 
     \b
     Examples:

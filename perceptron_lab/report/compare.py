@@ -12,8 +12,9 @@ Whether run A is better than run B (:func:`paired_runs`), or rule X than rule Y
 (:func:`paired_rules`): the paired difference over the folds and permutations both sides have
 (the same fold and permutation index in both, so the same test examples and training order),
 its mean and t-interval over those n pairs (:func:`paired_difference`). Runs whose folds are
-other test sets (another dataset, test set, evaluation mode, fold count or fold seed) are
-refused (:func:`not_comparable`). Runs that reproduce a paper's table also get their
+not provably the same test sets are refused (:func:`not_comparable`): other data by the
+fingerprint run.json records (whatever the files or datasets are called), another evaluation
+mode, fold count or fold seed, or a run.json without a fingerprint. Runs that reproduce a paper's table also get their
 counts of cells within tolerance, and with ``--only-outside`` the cells outside it with their
 causes (:func:`perceptron_lab.report.tables.compare_text`).
 """
@@ -202,31 +203,85 @@ def _errors(c: dict, rule: str) -> pd.Series:
     return _at_last(c, "test_error_pct", rule).astype(float)
 
 
+#: The evaluation settings that assign a run's examples to folds, when its folds are its test sets.
+_FOLD_SETTINGS = ("evaluation.folds", "evaluation.fold_seed")
+
+#: Dataset settings a grid may vary without changing which examples are read (preprocessing is
+#: fitted per unit, after the data is read and fingerprinted).
+_SAME_EXAMPLES = ("dataset.preprocess",)
+
+#: What to do when two runs' test sets cannot be proved the same.
+SAME_TEST_SETS_FIX = ("rerun one of them with the other's data and evaluation settings (plab run CONFIG "
+                      "--out DIR), or compare rules within each run with --rules")
+
+
+def _setting(c: dict, key: str):
+    """The value of the dotted ``key`` a column ran with: its grid point's value where the grid sets
+    it (grid.csv holds text), else its run.json's resolved config's."""
+    if key in c["grid"]:
+        return _num_text(c["grid"][key])
+    v = (c["info"] or {}).get("config") or {}
+    for k in key.split("."):
+        v = v.get(k) if isinstance(v, dict) else None
+    return v
+
+
+def _fingerprint(c: dict) -> tuple[str | None, tuple[str, str] | None]:
+    """(the fingerprint of the data a column's units read, None), or (None, (why it is not known,
+    what to do))."""
+    data = [k for k in c["grid"] if k.startswith("dataset.") and k not in _SAME_EXAMPLES]
+    if data:
+        k = data[0]
+        return None, (f"{c['name']} is a grid point that sets {k} ({c['grid'][k]}), and run.json records the "
+                      "fingerprint of the config's data only, so nothing proves which data that point read",
+                      f"rerun it as a run of its own (plab run CONFIG {k}={c['grid'][k]} --out DIR) and compare that")
+    fp = ((c["info"] or {}).get("dataset") or {}).get("fingerprint")
+    if not fp:
+        return None, (f"{Path(c['dir']) / 'run.json'} records no data fingerprint (an older plab wrote it), so "
+                      "nothing proves which data it read", "rerun it (plab run with its config and --out) to record one")
+    return str(fp), None
+
+
 def not_comparable(a: dict, b: dict) -> str | None:
-    """Why two columns' folds and permutations are not the same test sets (None when they are):
-    another dataset, another number of training or test examples, another evaluation mode, or
-    other folds (count or fold seed)."""
+    """Why two columns' folds and permutations are not provably the same test sets (None when they
+    are); :func:`why_not_comparable` adds what to do."""
+    why = why_not_comparable(a, b)
+    return None if why is None else why[0]
+
+
+def why_not_comparable(a: dict, b: dict) -> tuple[str, str | None] | None:
+    """(why two columns' folds and permutations are not provably the same test sets, what to do or
+    None), or None when they are. By content, never by name: first the data they read (the fingerprint
+    run.json records, :func:`perceptron_lab.run.store.data_fingerprint` of the training and test
+    examples as read, so other file contents, another subset or split differ, and the same contents
+    under another file or dataset name do not), then what assigns those examples to test sets: the
+    evaluation mode, the outer loop of nested cross-validation and, when folds are the test sets,
+    their number and seed, each as the column ran it (its grid point's value where the grid sets
+    it). A run.json without a fingerprint, or a grid point whose grid changes the data read
+    (run.json records the fingerprint of the config's data only), proves nothing and is refused."""
     if a["dir"] == b["dir"]:
-        # grid points of one run share its folds and training orders, unless the grid changes the data
+        # grid points of one run share its data, folds and training orders, unless the grid changes them
         for k in sorted(set(a["grid"]) | set(b["grid"])):
             if k.startswith(("dataset.", "evaluation.")) and a["grid"].get(k) != b["grid"].get(k):
-                return f"their grid points differ in {k} ({a['grid'].get(k)} vs {b['grid'].get(k)})"
+                return f"their grid points differ in {k} ({a['grid'].get(k)} vs {b['grid'].get(k)})", None
         return None
-    ca, cb = (a["info"] or {}).get("config") or {}, (b["info"] or {}).get("config") or {}
-    da, db = (a["info"] or {}).get("dataset") or {}, (b["info"] or {}).get("dataset") or {}
-    for what, x, y in (("dataset", da.get("name"), db.get("name")),
-                       ("test set size", da.get("n_test"), db.get("n_test")),
-                       ("evaluation mode", (ca.get("evaluation") or {}).get("mode"),
-                        (cb.get("evaluation") or {}).get("mode"))):
-        if x != y:
-            return f"they differ in {what} ({x} vs {y})"
-    ea, eb = ca.get("evaluation") or {}, cb.get("evaluation") or {}
-    if ea.get("mode") in ("kfold", "nested"):
-        for k in ("folds", "fold_seed"):
-            if ea.get(k) != eb.get(k):
-                return f"they differ in evaluation.{k} ({ea.get(k)} vs {eb.get(k)}), so fold k holds other examples"
-        if da.get("n_train") != db.get("n_train"):
-            return f"they differ in training set size ({da.get('n_train')} vs {db.get('n_train')}), so their folds differ"
+    (fa, why_a), (fb, why_b) = _fingerprint(a), _fingerprint(b)
+    if why_a or why_b:
+        return why_a or why_b
+    if fa != fb:
+        return (f"they read different data (data fingerprint {fa} vs {fb}), so their folds hold other examples "
+                "whatever the files or datasets are called", SAME_TEST_SETS_FIX)
+    mode_a, mode_b = _setting(a, "evaluation.mode"), _setting(b, "evaluation.mode")
+    if mode_a != mode_b:
+        return f"they differ in evaluation mode ({mode_a} vs {mode_b})", None
+    outer_a, outer_b = _setting(a, "evaluation.outer"), _setting(b, "evaluation.outer")
+    if mode_a == "nested" and outer_a != outer_b:
+        return f"they differ in evaluation.outer ({outer_a} vs {outer_b}), so their test sets differ", None
+    if mode_a == "kfold" or (mode_a == "nested" and outer_a != "holdout"):
+        for k in _FOLD_SETTINGS:
+            x, y = _setting(a, k), _setting(b, k)
+            if x != y:
+                return f"they differ in {k} ({x} vs {y}), so fold k holds other examples", None
     return None
 
 
@@ -268,9 +323,10 @@ def paired_runs(cols, confidence: float = PAIRED_CONFIDENCE) -> pd.DataFrame:
                         + ", ".join(c["name"] for c in cols))
     a, b = cols
     who = f"{a['name']} and {b['name']} of {a['dir']}" if a["dir"] == b["dir"] else f"{a['dir']} and {b['dir']}"
-    why = not_comparable(a, b)
+    why = why_not_comparable(a, b)
     if why:
-        raise PlabError(f"{who} are not comparable: {why}; a paired difference needs the same test sets")
+        raise PlabError(f"{who} are not comparable: {why[0]}; a paired difference needs the same test sets"
+                        + (f": {why[1]}" if why[1] else ""))
     rules = [r for r in _rules([a]) if r in _rules([b])]
     rows = []
     for rule in rules:
@@ -373,4 +429,4 @@ def table_text(table: pd.DataFrame) -> str:
 
 
 __all__ = ["side_by_side", "plot_side_by_side", "table_text", "settings", "differing",
-           "paired_difference", "paired_runs", "paired_rules", "paired_text", "not_comparable", "numbers", "short_rows"]
+           "paired_difference", "paired_runs", "paired_rules", "paired_text", "not_comparable", "why_not_comparable", "numbers", "short_rows"]
