@@ -9,6 +9,15 @@ their part's CSV text and timings; this process writes each part atomically as i
 (the same ``finished`` callback as the local paths), so results are byte-identical to a local run,
 and an interrupted run resumes with whatever was written.
 
+Workers prove what they compute with, by content, never by path or version string (a part's key
+holds both, so a part is reused only when both match, :mod:`perceptron_lab.run.store`): each task
+carries the fingerprints its part's key was made of (:func:`part_expectations`). Its worker checks
+its own code fingerprint first (:func:`prove_code`; :func:`connect_dask` checks every worker's once
+before any task), then reads the data inside :func:`~perceptron_lab.run.inputs.expecting_data`: a
+worker's data cache answers only for data proved to have the plan's fingerprint, so a file edited
+since is read again, and data that differs stops the run (exit status 3) before a part is computed
+on it. The processes of ``--jobs`` do the same.
+
 Threads: a task runs numba and BLAS on one thread, like a local worker process; the parallelism
 comes from the cluster's worker processes. The jitted engine holds the GIL, so several threads in
 one worker process would mostly wait for each other: start workers with ``--nthreads 1`` and as
@@ -70,7 +79,8 @@ def _reason(exc: BaseException) -> str:
 
 
 def connect_dask(scheduler: str, timeout: float = DASK_CONNECT_SECONDS):
-    """A distributed Client for ``scheduler`` with at least one worker that runs this version."""
+    """A distributed Client for ``scheduler`` with at least one worker, every worker running this
+    version and this code (:func:`_check_worker_code`)."""
 
     from distributed import Client
 
@@ -109,6 +119,7 @@ def connect_dask(scheduler: str, timeout: float = DASK_CONNECT_SECONDS):
         if other:
             raise WorkerError(f"Dask workers run perceptron_lab {', '.join(other)}, this process "
                             f"{__version__}; install the same version everywhere")
+        _check_worker_code(client)
     except BaseException:
         client.close()
         raise
@@ -171,6 +182,65 @@ def _worker_version():
     return __version__
 
 
+#: What to do when a worker's code is not this process's.
+SAME_CODE_FIX = ("install the same code on every worker (the same commit and local edits, or the same wheel) and "
+                 "restart workers started before an edit or upgrade, then run the same command again (finished "
+                 "parts are kept)")
+
+
+def _check_worker_code(client) -> None:
+    """:class:`~perceptron_lab.errors.WorkerError` unless every worker of ``client`` has this
+    process's code fingerprint (:func:`perceptron_lab.run.store.code_fingerprint`): the same version
+    string is not the same code (an edit, a checkout of another commit)."""
+    from perceptron_lab.run.store import code_fingerprint
+
+    mine = code_fingerprint()
+    try:
+        found = client.run(code_fingerprint)
+    except Exception as exc:
+        raise WorkerError(f"Dask workers cannot run perceptron_lab ({_reason(exc)}); install perceptron_lab "
+                          f"{__version__} in every worker's environment") from None
+    other = sorted({c for c in found.values() if c != mine})
+    if other:
+        n = sum(c != mine for c in found.values())
+        raise WorkerError(f"{n} of {len(found)} Dask worker(s) run other perceptron_lab code under the same version "
+                          f"{__version__} (code fingerprint {', '.join(other)}, this process {mine}); {SAME_CODE_FIX}")
+
+
+def prove_code(expected: str) -> str:
+    """In a worker, before it computes a part: its code fingerprint, when it is ``expected`` (the one
+    the part's key carries); :class:`~perceptron_lab.errors.WorkerError` (exit status 5) otherwise."""
+    from perceptron_lab.run.store import code_fingerprint
+
+    mine = code_fingerprint()
+    if mine != expected:
+        raise WorkerError(f"this worker runs other perceptron_lab code under the same version {__version__} (code "
+                          f"fingerprint {mine}, plab run's {expected}); {SAME_CODE_FIX}")
+    return mine
+
+
+def part_expectations(plan, parts, data_dir) -> dict:
+    """``Part.key`` -> (the data fingerprint, the code fingerprint) that part's key was made of
+    (:func:`perceptron_lab.run.plan.part_keys`): the plan's data fingerprint, or for a part whose grid
+    values set the dataset the fingerprint of its own point's data (read here, as the plan read it,
+    from this process's cache), and this process's code fingerprint. A worker computes the part only
+    with both (:func:`prove_code`, :func:`~perceptron_lab.run.inputs.expecting_data`)."""
+    from perceptron_lab.run.inputs import load_data
+    from perceptron_lab.run.store import code_fingerprint, data_fingerprint
+
+    code = code_fingerprint()
+    by_point: dict = {}
+    out = {}
+    for p in parts:
+        if any(k.startswith("dataset.") for k in p.grid_values):
+            if p.grid_point not in by_point:
+                by_point[p.grid_point] = data_fingerprint(load_data(plan.point(p), data_dir))
+            out[p.key] = (by_point[p.grid_point], code)
+        else:
+            out[p.key] = (plan.fingerprint, code)
+    return out
+
+
 _LIMITS: dict = {}
 _LIMITS_LOCK = threading.Lock()
 
@@ -187,12 +257,17 @@ def _one_thread():
             _LIMITS["blas"] = pin_blas_one_thread()
 
 
-def _dask_task(plan, part, data_dir, topic):
-    """One part on a Dask worker: (key, CSV text, unit timings, training steps)."""
+def _dask_task(plan, part, data_dir, topic, expect):
+    """One part on a Dask worker: (key, CSV text, unit timings, training steps, the worker's code
+    fingerprint), computed only with the code and on the data whose fingerprints ``expect`` gives
+    (:func:`part_expectations`)."""
     from distributed import get_worker
 
+    from perceptron_lab.run.inputs import expecting_data
     from perceptron_lab.run.units import run_part
 
+    data_print, code_print = expect
+    code = prove_code(code_print)
     _one_thread()
     worker = get_worker()
     steps = 0
@@ -202,8 +277,9 @@ def _dask_task(plan, part, data_dir, topic):
         steps += n
         worker.log_event(topic, [part.key, int(n)])
 
-    text, tms = run_part(plan, part, data_dir, unit_done=unit_done)
-    return part.key, text, tms, steps
+    with expecting_data(data_print):
+        text, tms = run_part(plan, part, data_dir, unit_done=unit_done)
+    return part.key, text, tms, steps, code
 
 
 def worker_plan(plan):
@@ -317,9 +393,10 @@ def _worker_error(exc: PlabError) -> PlabError:
     file a worker cannot read, which this process read before dispatching, is a matter of where
     the worker runs, not of the config: the fix says so (:data:`WORKER_DATA_FIX`)."""
     from perceptron_lab.errors import DatasetError
+    from perceptron_lab.run.inputs import DataChangedError
 
     text = str(exc)
-    if isinstance(exc, DatasetError) and ". Fix: " in text:
+    if isinstance(exc, DatasetError) and not isinstance(exc, DataChangedError) and ". Fix: " in text:
         text = text.split(". Fix: ", 1)[0] + f" on the worker. Fix: {WORKER_DATA_FIX}."
     err = PlabError(f"on a Dask worker: {text}")
     err.exit_code = exc.exit_code
@@ -329,7 +406,9 @@ def _worker_error(exc: PlabError) -> PlabError:
 def run_dask(plan, todo, data_dir, scheduler, finished, bar=None, timeout: float = DASK_CONNECT_SECONDS):
     """Run ``todo`` (parts) on the Dask cluster at ``scheduler``; ``finished(part, text, timings)``
     is called in this process, in completion order, as each task ends. ``bar`` (a tqdm bar of
-    training steps) advances after each unit. Paths are sent absolute (:func:`worker_config`)."""
+    training steps) advances after each unit. Paths are sent absolute (:func:`worker_config`); each
+    task carries the fingerprints its part's key was made of (:func:`part_expectations`)."""
+    expects = part_expectations(plan, todo, data_dir)
     if data_dir is not None:
         data_dir = os.path.abspath(os.path.expanduser(str(data_dir)))
     plan = worker_plan(plan)
@@ -337,7 +416,7 @@ def run_dask(plan, todo, data_dir, scheduler, finished, bar=None, timeout: float
     # (a lost scheduler makes its client log a traceback per reconnection attempt); after a
     # failure the logs stay quiet, as the client's background reconnection may still be winding down
     saved = _quiet_distributed_logs()
-    _run_dask(plan, todo, data_dir, scheduler, finished, bar, timeout)
+    _run_dask(plan, todo, data_dir, scheduler, finished, bar, timeout, expects)
     _restore_logs(saved)
 
 
@@ -357,8 +436,10 @@ def _quiet_distributed_logs() -> list:
     return saved
 
 
-def _run_dask(plan, todo, data_dir, scheduler, finished, bar, timeout):
+def _run_dask(plan, todo, data_dir, scheduler, finished, bar, timeout, expects):
     from distributed import KilledWorker
+
+    from perceptron_lab.run.store import code_fingerprint
 
     client = connect_dask(scheduler, timeout)
     topic = f"plab-progress-{uuid.uuid4().hex}"
@@ -384,8 +465,8 @@ def _run_dask(plan, todo, data_dir, scheduler, finished, bar, timeout):
         token = uuid.uuid4().hex[:8]
         # the plan goes to the cluster once; each part's task refers to it (its pickle grows with the grid)
         shared_plan = client.scatter(plan, broadcast=True, hash=False)
-        futures = [client.submit(_dask_task, shared_plan, p, data_dir, topic, key=f"plab-{p.key}-{token}", pure=False)
-                   for p in todo]
+        futures = [client.submit(_dask_task, shared_plan, p, data_dir, topic, expects[p.key],
+                                 key=f"plab-{p.key}-{token}", pure=False) for p in todo]
         pending = list(futures)
         lost_since = None
         while pending:
@@ -404,7 +485,7 @@ def _run_dask(plan, todo, data_dir, scheduler, finished, bar, timeout):
             pending = [f for f in pending if all(f is not d for d in done)]
             for fut in done:
                 try:
-                    key, text, tms, steps = fut.result()
+                    key, text, tms, steps, code = fut.result()
                 except PlabError as exc:   # a worker's own error keeps its exit status (data 3, numerics 4)
                     raise _worker_error(exc) from None
                 except KilledWorker as exc:
@@ -414,6 +495,9 @@ def _run_dask(plan, todo, data_dir, scheduler, finished, bar, timeout):
                     if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                         raise
                     raise WorkerError(_lost(scheduler, _reason(exc))) from None
+                if code != code_fingerprint():   # never write a part under a key its worker's code did not make
+                    raise WorkerError(f"a Dask worker returned {key} computed by other perceptron_lab code (code "
+                                      f"fingerprint {code}, this process {code_fingerprint()}); {SAME_CODE_FIX}")
                 finished(by_key[key], text, tms)
                 done_keys.add(key)
                 if bar is not None:
@@ -506,14 +590,19 @@ def _worker_plan(path: str, tag: str):
     return plan
 
 
-def _worker_run(plan_path, data_dir, tag, part):
+def _worker_run(plan_path, data_dir, tag, part, expect=None):
     """One part in a worker: (key, CSV text, unit timings, training steps). The plan is read from
     ``plan_path`` (:func:`_worker_plan`). The steps also go to the parent's queue as ``(tag,
     steps)`` after each unit; the peak memory the timings report is this part's (a worker may run
-    parts of several configs in turn)."""
+    parts of several configs in turn). Computed only with the code and on the data whose
+    fingerprints ``expect`` gives (:func:`part_expectations`), as a Dask task is (None: unchecked,
+    for a caller that has proved them)."""
+    from perceptron_lab.run.inputs import expecting_data
     from perceptron_lab.run.runtime import reset_peak_rss
     from perceptron_lab.run.units import run_part
 
+    if expect is not None:
+        prove_code(expect[1])
     plan = _worker_plan(plan_path, tag)
     q = _WORKER["queue"]
     steps = 0
@@ -531,7 +620,8 @@ def _worker_run(plan_path, data_dir, tag, part):
         keep_only_dataset(plan.point(part).dataset.name)  # unless this config reads the same dataset
         _WORKER["config"] = plan.name
     reset_peak_rss()
-    text, tms = run_part(plan, part, data_dir, unit_done=unit_done)
+    with expecting_data(None if expect is None else expect[0]):
+        text, tms = run_part(plan, part, data_dir, unit_done=unit_done)
     return part.key, text, tms, steps
 
 
@@ -632,8 +722,9 @@ class WorkerPool:
         pending: set = set()
         plan_path = None
         try:
+            expects = part_expectations(plan, todo, data_dir)
             plan_path = _pickle_plan(plan)
-            pending = {self._ex.submit(_worker_run, plan_path, data_dir, tag, p) for p in todo}
+            pending = {self._ex.submit(_worker_run, plan_path, data_dir, tag, p, expects[p.key]) for p in todo}
             # as_completed watches every future once; waiting on the whole set after each part
             # would cost time quadratic in the number of parts
             for fut in as_completed(pending):   # watches its own copy of the set

@@ -1,18 +1,25 @@
 """A run's inputs: its dataset, read (and checked against the registry's sha256) afresh for every
-run, kept in a small per-process cache for the units that read it again, and preprocessed per unit."""
+run, kept in a small per-process cache for the units that read it again, and preprocessed per unit.
+
+A worker that outlives a run (a Dask worker, a process of the pool ``make reproduce`` keeps) reads
+its data inside :func:`expecting_data`, with the fingerprint the part's key carries: its cache then
+answers by content, not by path, so a file edited since is read again, and data that differs from
+the plan's stops the part (:class:`DataChangedError`) before anything is computed on it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import threading
+import weakref
 from pathlib import Path
 
 import numpy as np
 
 from perceptron_lab.config.load import ExperimentConfig
 from perceptron_lab.datasets.base import Dataset, validate_dataset
-from perceptron_lab.errors import ConfigError, NumericError, PlabError
+from perceptron_lab.errors import ConfigError, DatasetError, NumericError, PlabError
 from perceptron_lab.run.evaluation import training_folds
 from perceptron_lab.sparse import issparse
 
@@ -31,12 +38,18 @@ def _load_source(cfg: ExperimentConfig, data_dir):
         return _load_source_locked(cfg, data_dir)
 
 
+def _source_key(cfg: ExperimentConfig, data_dir) -> tuple:
+    """Where a config's data is read from, and how: the cache's key (its first item the dataset's name)."""
+    params = dict(cfg.dataset.params or {})
+    return (cfg.dataset.name, json.dumps(params, sort_keys=True, default=str), str(data_dir), cfg.dataset.path,
+            cfg.dataset.test_path, cfg.dataset.format, cfg.dataset.label, cfg.dataset.categorical, cfg.source,
+            keeps_sparse(cfg))
+
+
 def _load_source_locked(cfg: ExperimentConfig, data_dir):
     name = cfg.dataset.name
     params = dict(cfg.dataset.params or {})
-    key = (name, json.dumps(params, sort_keys=True, default=str), str(data_dir), cfg.dataset.path,
-           cfg.dataset.test_path, cfg.dataset.format, cfg.dataset.label, cfg.dataset.categorical, cfg.source,
-           keeps_sparse(cfg))
+    key = _source_key(cfg, data_dir)
     if key in _DATA_CACHE:
         return _DATA_CACHE[key]
     if cfg.dataset.path is not None:
@@ -53,7 +66,9 @@ def _load_source_locked(cfg: ExperimentConfig, data_dir):
 
         ds = load_dataset(name, data_dir)
     while len(_DATA_CACHE) >= DATA_CACHE_SIZE:
-        _DATA_CACHE.pop(next(iter(_DATA_CACHE)))
+        oldest = next(iter(_DATA_CACHE))
+        del _DATA_CACHE[oldest]
+        _PROVED.pop(oldest, None)
     _DATA_CACHE[key] = ds
     return ds
 
@@ -111,12 +126,102 @@ def keep_only_dataset(name: str) -> None:
     with DATA_LOCK:
         for key in [k for k in _DATA_CACHE if k[0] != name]:
             del _DATA_CACHE[key]
+            _PROVED.pop(key, None)
+
+
+# ----------------------------------------------------------------------------- data proved by content
+
+#: Per cache key: (a weak reference to the cached source it describes, that source's fingerprint or
+#: None until one is needed, the fingerprints of the data :func:`load_data` derived from it and
+#: checked). What :func:`expecting_data` may answer from the cache without reading the files.
+_PROVED: dict = {}
+_EXPECTED = threading.local()
+
+
+class DataChangedError(DatasetError):
+    """The data a process read is not the data the run was planned on (exit status 3): its
+    fingerprint is not the one the part's key carries. The message says what to do."""
+
+
+@contextlib.contextmanager
+def expecting_data(fingerprint: str | None):
+    """Within the block, in this thread, :func:`load_data` returns only data whose fingerprint
+    (:func:`perceptron_lab.run.store.data_fingerprint`) is ``fingerprint``, by content: the cache
+    answers only when its entry was proved to give that data; otherwise the files are read again
+    and the data they give is checked, :class:`DataChangedError` when it differs. ``None``: no
+    check. A worker computes a part inside it, with the fingerprint its part's key carries
+    (:func:`perceptron_lab.run.executors.part_expectations`)."""
+    before = getattr(_EXPECTED, "fingerprint", None)
+    _EXPECTED.fingerprint = fingerprint
+    try:
+        yield
+    finally:
+        _EXPECTED.fingerprint = before
+
+
+def _load_proved(cfg: ExperimentConfig, data_dir, expected: str) -> Dataset:
+    """:func:`load_data` inside :func:`expecting_data`: the cached source when it was proved to give
+    data with fingerprint ``expected``, else the files read again and their data checked. A source
+    read again whose contents are those of the cached one keeps the cached copy (and what was
+    proved of it): a grid over ``dataset.train_size`` shares one copy of the file in memory."""
+    from perceptron_lab.run.store import data_fingerprint
+
+    key = _source_key(cfg, data_dir)
+    with DATA_LOCK:
+        src, proof = _DATA_CACHE.get(key), _PROVED.get(key)
+        proved = src is not None and proof is not None and proof[0]() is src and expected in proof[2]
+    if proved:
+        return _derived(cfg, src)
+    with DATA_LOCK:   # not proved to hold the plan's data: read the files again
+        old = _DATA_CACHE.pop(key, None)
+        proof = _PROVED.pop(key, None)
+        fresh = _load_source_locked(cfg, data_dir)
+        source_print, prints = None, set()
+        if old is not None and proof is not None and proof[0]() is old:
+            source_print = data_fingerprint(fresh)
+            if (proof[1] or data_fingerprint(old)) == source_print:   # unchanged: keep the copy in memory
+                fresh, prints = old, set(proof[2])
+                _DATA_CACHE[key] = old
+        out = _derived(cfg, fresh)
+        got = data_fingerprint(out)
+        if got != expected:
+            raise DataChangedError(
+                f"{_data_origin(cfg, data_dir)} holds other data than plab run read to plan this run (data "
+                f"fingerprint {got}, the plan's {expected}): the data changed after the run started, or this "
+                "machine sees other files at that path; keep the data unchanged until the run ends, with the "
+                "same contents at the same path on every worker, and run the same command again (finished "
+                "parts are kept)")
+        _PROVED[key] = (weakref.ref(fresh), source_print, prints | {expected})
+        return out
+
+
+def _data_origin(cfg: ExperimentConfig, data_dir) -> str:
+    """The files a config's data is read from, as a message names them."""
+    import os
+
+    from perceptron_lab.config.checks import config_dir
+
+    d = cfg.dataset
+    if d.path is not None:
+        folder = config_dir(cfg.source or "<dict>")
+        files = [p if os.path.isabs(p) else str(folder / p) for p in (d.path, d.test_path) if p is not None]
+        return " and ".join(files)
+    where = f" in {data_dir}" if data_dir is not None else ""
+    return f"dataset {d.title}{where}"
 
 
 def load_data(cfg: ExperimentConfig, data_dir=None) -> Dataset:
-    """The dataset of a config, with train/test subsets and preprocessing applied."""
+    """The dataset of a config, with train/test subsets and preprocessing applied (inside
+    :func:`expecting_data`: only data with the expected fingerprint)."""
+    expected = getattr(_EXPECTED, "fingerprint", None)
+    if expected is not None:
+        return _load_proved(cfg, data_dir, expected)
+    return _derived(cfg, _load_source(cfg, data_dir))
+
+
+def _derived(cfg: ExperimentConfig, ds: Dataset) -> Dataset:
+    """The dataset ``ds`` as read, with ``cfg``'s train/test subsets (and split merge) applied."""
     name = cfg.dataset.title
-    ds = _load_source(cfg, data_dir)
     Xtr, ytr, Xte, yte = ds.X_train, ds.y_train, ds.X_test, ds.y_test
     if cfg.dataset.merge_splits:
         if Xte is None:
@@ -214,6 +319,7 @@ def read_inputs(cfg: ExperimentConfig, data_dir, verify: bool):
     its data afresh: the files may have changed since the last."""
     with DATA_LOCK:
         _DATA_CACHE.clear()
+        _PROVED.clear()
     verified = verify_inputs(cfg, data_dir) if verify else False
     return load_data(cfg, data_dir), verified
 
