@@ -133,7 +133,7 @@ NOTES = {
         "per example; building the dicts is not timed. River's predictions use the last hypothesis, as "
         "our `last` rule; our test call computes `last` and `avg` (`prediction.rules: [last, avg]`). Ours "
         "runs the p = 2 loop of `engine/linear.py` (one thread; normalization on the fly, no weight "
-        "vector stored per correction) through the config dispatch (`engine.train_from_config`).",
+        "vector stored per correction) through the one training call of every door (`engine.train_algorithm`).",
     ],
     "kernel": [
         "Ours: F&S's K(x, y) = (1 + x.y)^4 on raw 0..255 pixels in float32 (base divided by "

@@ -198,16 +198,18 @@ def alma_config(alpha: float = ALMA_ALPHA, chunk_size: int | None = None, rules=
 
 
 def _ours_alma(spec: dict, d: Data) -> dict:
-    """Our ALMA_2 through the config dispatch (``engine.train_from_config``)."""
-    from perceptron_lab.engine import train_from_config
+    """Our ALMA_2 through the one training call of every door (``engine.train_algorithm``)."""
+    from perceptron_lab.engine import train_algorithm
     from perceptron_lab.engine.perceptron import label_matrix
-    from perceptron_lab.engine.kernels import Kernel
     from perceptron_lab.model.predict import RULES, evaluate
+    from perceptron_lab.run.spec import unit_spec
 
     cfg = alma_config(float(spec.get("alpha", ALMA_ALPHA)), spec.get("chunk_size"))
-    kernel = Kernel.from_config(cfg.kernel)
+    us = unit_spec(cfg)
+    kernel = us.kernel
     t0 = time.perf_counter()
-    log = train_from_config(cfg, d.Xtr, label_matrix(d.ytr, 2), kernel, d.order, [1.0], np.float64)
+    log = train_algorithm(us.settings, d.Xtr, label_matrix(d.ytr, 2), kernel, d.order, us.epochs, [1.0],
+                          chunk_size=us.chunk_size, cache_limit_gb=us.cache_limit_gb)
     t1 = time.perf_counter()
     err, _ = evaluate(log, kernel, d.Xtr, d.Xte, d.yte, True, dtype=np.float64, rules=list(cfg.prediction.rules))
     t2 = time.perf_counter()
@@ -305,17 +307,20 @@ def _ours_eval_unit(spec: dict, d: Data) -> dict:
     from perceptron_lab.model import predict
     from perceptron_lab.run import units
     from perceptron_lab.config.load import load_config
-    from perceptron_lab.engine import train_from_config
+    from perceptron_lab.engine import train_algorithm
     from perceptron_lab.engine.perceptron import label_matrix
+    from perceptron_lab.run.spec import unit_spec
 
     cfg = load_config(ROOT / "configs" / "kw2007" / "table3_mnist.yaml")
+    us = unit_spec(cfg)
     X, y = np.concatenate([d.Xtr, d.Xte]), np.concatenate([d.ytr, d.yte])
     perm = np.random.default_rng(SEED).permutation(len(y))
     te, tr = perm[:len(y) // 10], perm[len(y) // 10:]
-    dtype, kernel = units.unit_kernel(cfg, X[tr])
+    dtype, kernel = units.unit_kernel(us, X[tr])
     order = np.random.default_rng(SEED + 1).permutation(tr.size)
     t0 = time.perf_counter()
-    log = train_from_config(cfg, X[tr], label_matrix(y[tr], d.n_classes), kernel, order, [1.0], dtype)
+    log = train_algorithm(us.settings, X[tr], label_matrix(y[tr], d.n_classes), kernel, order, us.epochs, [1.0],
+                          dtype=dtype, chunk_size=us.chunk_size, cache_limit_gb=us.cache_limit_gb)
     t1 = time.perf_counter()
     if not spec.get("exact32", True):
         predict.exact32_ok = lambda A: False

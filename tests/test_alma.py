@@ -6,8 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perceptron_lab.engine import train_from_config
-from perceptron_lab.engine.alma import (AlmaParams, link_f, link_f_inv, params_from_config, pnormalize,
+from perceptron_lab.engine import train_algorithm
+from perceptron_lab.run.spec import algorithm_settings, unit_spec
+from perceptron_lab.engine.alma import (AlmaParams, link_f, link_f_inv, pnormalize,
                                         theorem3_bound, train_alma)
 from perceptron_lab.model.margins import hypothesis_at, margin_distribution, training_margins
 from perceptron_lab.engine.perceptron import EngineError, epochs_to_steps, label_matrix
@@ -15,6 +16,14 @@ from perceptron_lab.engine.kernels import Kernel, gram
 from perceptron_lab.model.predict import RULES, counts_at_checkpoints, evaluate, random_slices
 
 from naive import NaiveAlma, naive_errors
+
+
+def _train(cfg, X, Y, kernel, order, checkpoints, dtype, seed=0):
+    """Train ``cfg``'s algorithm as a unit of ``plab run`` does: its spec's settings, epochs and
+    engine options, through the one training call."""
+    spec = unit_spec(cfg)
+    return train_algorithm(spec.settings, X, Y, kernel, order, spec.epochs, checkpoints, dtype=dtype,
+                           chunk_size=spec.chunk_size, cache_limit_gb=spec.cache_limit_gb, seed=seed)
 
 
 def small_problem(seed, n=30, f=5, n_classes=3, integer=True, n_test=12):
@@ -276,13 +285,13 @@ def test_defaults_are_gentiles_shorthand():
     from perceptron_lab.config.load import config_from_dict
 
     cfg = config_from_dict({"dataset": {"name": "gentile_sparse"}, "algorithm": {"name": "alma", "alpha": 0.8}})
-    par = params_from_config(cfg.algorithm)
+    par = algorithm_settings(cfg.algorithm).params()
     assert par == AlmaParams(alpha=0.8, B=1.25, C=math.sqrt(2), p=2.0)
     X, y, _, _ = small_problem(9, n_classes=3)
     Y = label_matrix(y, 3)
     order = np.arange(len(y))
     k = Kernel("gaussian", sigma=2.0)
-    a = train_from_config(cfg, X, Y, k, order, [1.0], np.float64)
+    a = _train(cfg, X, Y, k, order, [1.0], np.float64)
     b = train_alma(X, Y, k, AlmaParams(alpha=0.8, B=1 / 0.8, C=math.sqrt(2)), order, 1, [1])
     np.testing.assert_array_equal(a.upd_ex, b.upd_ex)
     np.testing.assert_array_equal(a.upd_coef, b.upd_coef)

@@ -192,6 +192,7 @@ def test_sonar_config_runs_and_matches_engine(tmp_path):
     from perceptron_lab.config.load import load_config
     from perceptron_lab.run.plan import make_plan as plan_work
     from perceptron_lab.run.inputs import read_inputs
+    from perceptron_lab.run.spec import unit_spec
     from perceptron_lab.run.units import unit_data, unit_order
 
     path = _budget_cfg(tmp_path, {"name": "forgetron", "budget": 15})
@@ -202,8 +203,8 @@ def test_sonar_config_runs_and_matches_engine(tmp_path):
     cfg = load_config(path)
     ds = read_inputs(cfg, None, verify=False)[0]
     unit = plan_work(cfg, ds).units[0]
-    Xtr, ytr, Xte, yte = unit_data(cfg, ds, unit, None)
-    order, _ = unit_order(cfg, unit, len(ytr))
+    Xtr, ytr, Xte, yte = unit_data(unit_spec(cfg), ds, unit, None)
+    order, _ = unit_order(unit_spec(cfg), unit, len(ytr))
     log = train_budget(Xtr, label_matrix(ytr, 2), Kernel("gaussian", sigma=1.0), BudgetParams("forgetron", 15),
                        order, 2, [1, 2])
     err = 100.0 * np.sum(budget_predict(log, Kernel("gaussian", sigma=1.0), Xtr, Xte, "last") != yte) / len(yte)

@@ -26,6 +26,7 @@ from perceptron_lab.datasets import load_dataset
 from perceptron_lab.model.predict import RULES
 from perceptron_lab.run.plan import RESULT_COLUMNS, Unit
 from perceptron_lab.run.inputs import load_data, preprocess
+from perceptron_lab.run.spec import unit_spec
 from perceptron_lab.run.units import run_unit, unit_data, unit_order
 
 ESTIMATORS = [
@@ -77,12 +78,12 @@ def test_same_test_errors_as_run_unit(case):
                             "evaluation": {"mode": "kfold", "folds": 5}})
     ds = load_data(cfg)
     unit = Unit(0, {}, 0, 0)
-    rows, _ = run_unit(cfg, ds, unit)
+    rows, _ = run_unit(unit_spec(cfg), ds, unit)
     df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
     df = df[(df.metric == "test_error_pct") & (df["class"] == "all")]
-    Xtr, ytr, Xte, yte = unit_data(cfg, ds, unit)
+    Xtr, ytr, Xte, yte = unit_data(unit_spec(cfg), ds, unit)
     Xtr, Xte = preprocess(cfg.dataset.preprocess, Xtr, Xte)
-    order, _ = unit_order(cfg, unit, len(ytr))
+    order, _ = unit_order(unit_spec(cfg), unit, len(ytr))
     for rule in rules:
         est.set_params(rule=rule).fit(Xtr[order], ytr[order])
         name, norm = (rule[:-5], "true") if rule.endswith("_norm") else (rule, "false")

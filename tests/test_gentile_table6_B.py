@@ -14,10 +14,10 @@ from click.testing import CliRunner
 
 from perceptron_lab.cli.main import main
 from perceptron_lab.config.load import config_from_dict, load_config, with_overrides
-from perceptron_lab.engine.alma import AlmaParams, params_from_config, resolve_B
+from perceptron_lab.engine.alma import AlmaParams, resolve_B
 from perceptron_lab.engine.perceptron import EngineError
 from perceptron_lab.errors import ConfigError
-from perceptron_lab.run.units import params_string
+from perceptron_lab.run.spec import algorithm_settings
 pytest.importorskip("perceptron_lab.papers.gentile2001", reason="the gentile2001 paper plug-in is not installed")
 from perceptron_lab.papers.gentile2001.tables import TABLE6_B_EVIDENCE, algorithm_label, gentile_comparison, table6_B_note
 
@@ -34,17 +34,17 @@ def alma(**algorithm):
 def test_symbolic_B_resolves_per_alpha(alpha):
     cfg = alma(alpha=alpha, B="sqrt8/alpha")
     assert cfg.algorithm.B == "sqrt8/alpha"  # kept symbolic in the config (and in params_string)
-    assert params_string(cfg.algorithm) == f"alpha={alpha:g};B=sqrt8/alpha;C=1.41421;p=2"
-    assert params_from_config(cfg.algorithm) == AlmaParams(alpha=alpha, B=math.sqrt(8) / alpha, C=math.sqrt(2))
-    assert params_from_config(alma(alpha=alpha).algorithm).B == 1.0 / alpha
-    assert params_from_config(alma(alpha=alpha, B=2.5).algorithm).B == 2.5
+    assert algorithm_settings(cfg.algorithm).describe() == f"alpha={alpha:g};B=sqrt8/alpha;C=1.41421;p=2"
+    assert algorithm_settings(cfg.algorithm).params() == AlmaParams(alpha=alpha, B=math.sqrt(8) / alpha, C=math.sqrt(2))
+    assert algorithm_settings(alma(alpha=alpha).algorithm).params().B == 1.0 / alpha
+    assert algorithm_settings(alma(alpha=alpha, B=2.5).algorithm).params().B == 2.5
 
 
 def test_symbolic_B_in_a_grid_over_alpha():
     cfg = load_config(CONFIGS / "table6.yaml")
     assert cfg.algorithm.B == "sqrt8/alpha" and cfg.evaluation.grid["algorithm.alpha"] == (1.0, 0.8, 0.5)
     for a in cfg.evaluation.grid["algorithm.alpha"]:
-        assert params_from_config(with_overrides(cfg, {"algorithm.alpha": a}).algorithm).B == math.sqrt(8) / a
+        assert algorithm_settings(with_overrides(cfg, {"algorithm.alpha": a}).algorithm).params().B == math.sqrt(8) / a
     variant = load_config(CONFIGS / "table6_B_stated.yaml")
     from perceptron_lab.cli.reproduce import results_dir
 
@@ -101,15 +101,18 @@ def test_symbolic_B_rows_are_labelled_and_compared():
 
 def _corrections(cfg, grid_values, permutation=0):
     """Corrections of one run of ``cfg`` (the artificial data are binary: one label)."""
-    from perceptron_lab.engine import label_matrix, train_from_config
+    from perceptron_lab.engine import label_matrix, train_algorithm
     from perceptron_lab.run.plan import Unit
     from perceptron_lab.run.inputs import load_data
+    from perceptron_lab.run.spec import unit_spec
     from perceptron_lab.run.units import unit_kernel, unit_order
 
+    spec = unit_spec(cfg)
     ds = load_data(cfg, None)
-    dtype, kernel = unit_kernel(cfg, ds.X_train)
-    order, _ = unit_order(cfg, Unit(0, dict(grid_values), -1, permutation), len(ds.y_train))
-    log = train_from_config(cfg, ds.X_train, label_matrix(ds.y_train, ds.n_classes), kernel, order, [1.0], dtype)
+    dtype, kernel = unit_kernel(spec, ds.X_train)
+    order, _ = unit_order(spec, Unit(0, dict(grid_values), -1, permutation), len(ds.y_train))
+    log = train_algorithm(spec.settings, ds.X_train, label_matrix(ds.y_train, ds.n_classes), kernel, order,
+                          spec.epochs, [1.0], dtype=dtype, chunk_size=spec.chunk_size)
     return log.n_updates
 
 

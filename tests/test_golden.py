@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-import perceptron_lab.engine as engine
+import perceptron_lab.engine.families as engine
 from perceptron_lab.report import golden
 
 

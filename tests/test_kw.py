@@ -17,6 +17,8 @@ from perceptron_lab.run import experiment as ex
 from perceptron_lab.run import plan as run_plan
 from perceptron_lab.run import units
 from perceptron_lab.engine.threads import threads_for
+from perceptron_lab.run.inputs import load_data
+from perceptron_lab.run.spec import unit_spec
 from perceptron_lab.constants import SINGLE_THREAD_MAX_ENTRIES
 from perceptron_lab.cli.main import main
 from perceptron_lab.config.load import config_from_dict, load_config
@@ -184,7 +186,7 @@ def test_nested_selection_uses_inner_folds_only_and_sequential_stages():
 
 def _run_in_process(cfg, ds, monkeypatch):
     """Every part of a nested config on a given dataset, with the selection rows appended."""
-    monkeypatch.setattr(units, "load_data", lambda c, data_dir=None: ds)
+    monkeypatch.setattr(run_plan.Plan, "data", lambda self, part, data_dir=None: ds)
     frames = []
     plan = run_plan.make_plan(cfg, ds)
     for part in plan.parts:
@@ -569,14 +571,14 @@ def test_fold_train_size_draws_distinct_rows_shared_by_a_column():
     # of a column (so the taus are compared on the same examples), a different one per fold and N
     cfg = cfg_of({"mode": "kfold", "folds": 10, "fold_train_size": 20})
     u = run_plan.Unit(0, {}, 3, 0)
-    rows = units.fold_subsample(cfg, u, 187)
+    rows = units.fold_subsample(unit_spec(cfg), u, 187)
     assert rows.size == 20 and np.unique(rows).size == 20 and rows.min() >= 0 and rows.max() < 187
-    other_tau = units.fold_subsample(with_tau(cfg, 2.0), run_plan.Unit(5, {"algorithm.tau": 2.0}, 3, 0), 187)
+    other_tau = units.fold_subsample(unit_spec(with_tau(cfg, 2.0)), run_plan.Unit(5, {"algorithm.tau": 2.0}, 3, 0), 187)
     assert np.array_equal(rows, other_tau)
-    assert not np.array_equal(rows, units.fold_subsample(cfg, run_plan.Unit(0, {}, 4, 0), 187))
-    assert units.fold_subsample(cfg_of({"mode": "kfold", "folds": 10}), u, 187) is None
+    assert not np.array_equal(rows, units.fold_subsample(unit_spec(cfg), run_plan.Unit(0, {}, 4, 0), 187))
+    assert units.fold_subsample(unit_spec(cfg_of({"mode": "kfold", "folds": 10})), u, 187) is None
     with pytest.raises(PlabError, match="exceeds the 15 examples"):
-        units.fold_subsample(cfg, u, 15)
+        units.fold_subsample(unit_spec(cfg), u, 15)
 
 
 def with_tau(cfg, tau):
@@ -598,10 +600,10 @@ def test_fold_train_size_trains_on_n_examples_and_needs_kfold(tmp_path):
 
 def test_merge_splits_cross_validates_over_all_9298_usps_examples(data_dir):
     cfg = config_from_dict({"dataset": {"name": "usps", "merge_splits": True}, "evaluation": {"mode": "kfold"}})
-    ds = units.load_data(cfg, data_dir)
+    ds = load_data(cfg, data_dir)
     assert len(ds.y_train) == 9298 and ds.X_test is None
     with pytest.raises(PlabError, match="has no test split to merge"):
-        units.load_data(cfg_of({"mode": "kfold"}, dataset={"name": "sonar", "merge_splits": True}))
+        load_data(cfg_of({"mode": "kfold"}, dataset={"name": "sonar", "merge_splits": True}))
 
 
 def test_keys_at_their_defaults_leave_recorded_run_hashes_unchanged():

@@ -10,6 +10,7 @@ import pytest
 
 from perceptron_lab.config.load import load_config, with_overrides
 from perceptron_lab.engine.perceptron import PerceptronParams, label_matrix, resolve_params, train
+from perceptron_lab.run.spec import algorithm_settings
 from perceptron_lab.errors import PlabError
 from perceptron_lab.engine.kernels import Kernel
 
@@ -81,8 +82,8 @@ def test_lambda_term_config_key_reaches_the_engine():
     diag = with_overrides(cfg, {"algorithm.lambda_term": "diagonal", "algorithm.lambda": 0.5})
     assert diag.to_dict()["algorithm"]["lambda_term"] == "diagonal"
     kd = np.array([2.0, 4.0])
-    assert resolve_params(diag.algorithm, kd).lam_diagonal is True
-    assert resolve_params(cfg.algorithm, kd).lam_diagonal is False
+    assert resolve_params(algorithm_settings(diag.algorithm), kd).lam_diagonal is True
+    assert resolve_params(algorithm_settings(cfg.algorithm), kd).lam_diagonal is False
 
 
 def test_lambda_term_rejects_an_unknown_reading():

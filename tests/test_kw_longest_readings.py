@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from perceptron_lab.config.load import config_from_dict
-from perceptron_lab.engine import label_matrix, train_from_config
+from perceptron_lab.engine import label_matrix, train_algorithm
+from perceptron_lab.run.spec import unit_spec
 from perceptron_lab.engine.base import TrainLog
 from perceptron_lab.engine.kernels import Kernel
 from perceptron_lab.model.predict import RULE_INDEX, evaluate
@@ -19,6 +20,14 @@ pytest.importorskip("perceptron_lab.papers.kw2007", reason="the kw2007 paper plu
 from perceptron_lab.papers.kw2007 import longest_readings as lr  # noqa: E402
 
 THETA0 = 10.0
+
+
+def _train(cfg, X, Y, kernel, order, checkpoints, dtype, seed=0):
+    """Train ``cfg``'s algorithm as a unit of ``plab run`` does: its spec's settings, epochs and
+    engine options, through the one training call."""
+    spec = unit_spec(cfg)
+    return train_algorithm(spec.settings, X, Y, kernel, order, spec.epochs, checkpoints, dtype=dtype,
+                           chunk_size=spec.chunk_size, cache_limit_gb=spec.cache_limit_gb, seed=seed)
 
 
 def _cfg(epochs):
@@ -44,7 +53,7 @@ def test_reading_a_is_the_engines_longest_rule_on_sonar(epochs):
     tr, te = idx[:140], idx[140:]
     Xtr, ytr, Xte, yte = ds.X_train[tr], ds.y_train[tr], ds.X_train[te], ds.y_train[te]
     order = rng.permutation(len(tr))
-    log = train_from_config(cfg, Xtr, label_matrix(ytr, 2), Kernel("linear"), order, [float(epochs)], np.float64)
+    log = _train(cfg, Xtr, label_matrix(ytr, 2), Kernel("linear"), order, [float(epochs)], np.float64)
     errors, choices = lr.score_readings(cfg, log, Xtr, Xte, yte, Kernel("linear"), np.float64, 0)
     assert errors["a_figure2"] == _engine_longest_errors(cfg, log, Xtr, Xte, yte)
     assert set(errors) == set(lr.READINGS) | {"last"}
@@ -56,7 +65,7 @@ def test_reading_a_is_the_engines_longest_rule_multiclass():
     X = rng.integers(-4, 5, size=(260, 6)).astype(float)
     y = np.argmax(X @ rng.normal(size=(6, 4)) + 1.5 * rng.normal(size=(260, 4)), axis=1)
     Xtr, ytr, Xte, yte = X[:200], y[:200], X[200:], y[200:]
-    log = train_from_config(cfg, Xtr, label_matrix(ytr, 4), Kernel("linear"), rng.permutation(200), [4.0],
+    log = _train(cfg, Xtr, label_matrix(ytr, 4), Kernel("linear"), rng.permutation(200), [4.0],
                             np.float64)
     errors, choices = lr.score_readings(cfg, log, Xtr, Xte, yte, Kernel("linear"), np.float64, 0)
     assert errors["a_figure2"] == _engine_longest_errors(cfg, log, Xtr, Xte, yte)
@@ -72,13 +81,13 @@ def test_an_alpha_bounded_run_fails_the_check_of_correct_predictions():
     ds = load_data(_cfg(5))
     Y, order = label_matrix(ds.y_train, 2), np.arange(len(ds.y_train))
     bounded = with_overrides(_cfg(5), {"algorithm.alpha_bound": 1})
-    log = train_from_config(bounded, ds.X_train, Y, Kernel("linear"), order, [5.0], np.float64)
+    log = _train(bounded, ds.X_train, Y, Kernel("linear"), order, [5.0], np.float64)
     with pytest.raises(lr.ReadingError, match="no alpha-bound"):
         lr.check_assumptions(log)
     with pytest.raises(lr.ReadingError, match="alpha_bound: inf"):
         lr.score_readings(bounded, log, ds.X_train, ds.X_train, ds.y_train, Kernel("linear"), np.float64, 0)
     margin = with_overrides(_cfg(5), {"algorithm.tau": 1})
-    lr.check_assumptions(train_from_config(margin, ds.X_train, Y, Kernel("linear"), order, [5.0], np.float64))
+    lr.check_assumptions(_train(margin, ds.X_train, Y, Kernel("linear"), order, [5.0], np.float64))
 
 
 # ----------------------------------------------------------------------- pockets, by hand

@@ -28,6 +28,7 @@ from perceptron_lab.errors import NumericError
 from perceptron_lab.engine.kernels import Kernel
 from perceptron_lab.run.plan import RESULT_COLUMNS, Unit
 from perceptron_lab.run.inputs import preprocess
+from perceptron_lab.run.spec import unit_spec
 from perceptron_lab.run.units import run_unit
 
 SONAR = load_dataset("sonar")
@@ -51,13 +52,13 @@ def scaled(c, X=None):
 
 def values(cfg, ds=SONAR):
     """The result column of fold 0 of ``cfg`` on ``ds`` (mistakes, support vectors, test errors)."""
-    rows, _ = run_unit(cfg, ds, UNIT)
+    rows, _ = run_unit(unit_spec(cfg), ds, UNIT)
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)["value"].tolist()
 
 
 def refusal(cfg, ds=SONAR) -> str:
     with pytest.raises(NumericError) as exc:
-        run_unit(cfg, ds, UNIT)
+        run_unit(unit_spec(cfg), ds, UNIT)
     msg = str(exc.value)
     assert "\n" not in msg and "Fix:" in msg, msg
     return msg
@@ -578,7 +579,7 @@ def test_test_features_far_beyond_the_training_features():
     ds = dataclasses.replace(SONAR, X_train=SONAR.X_train[:half], y_train=SONAR.y_train[:half],
                              X_test=SONAR.X_train[half:] * 1e300, y_test=SONAR.y_train[half:])
     with pytest.raises(NumericError):
-        run_unit(cfg, ds, Unit(0, {}, -1, 0))
+        run_unit(unit_spec(cfg), ds, Unit(0, {}, -1, 0))
 
 
 def test_duplicates_and_zero_rows_are_not_a_constant_kernel():
@@ -608,7 +609,7 @@ def test_budget_estimator_gaussian_with_sigma_moved_along(alg, k):
     c = 2.0**k
 
     def make(sigma):
-        return BudgetPerceptron(alg, budget=20, kernel="gaussian", sigma=sigma, epochs=2, random_state=0)
+        return BudgetPerceptron(algorithm=alg, budget=20, kernel="gaussian", sigma=sigma, epochs=2, random_state=0)
 
     ref = make(2.0).fit(X[:150], y[:150]).partial_fit(X[150:180], y[150:180])
     with warnings.catch_warnings(record=True) as w:
@@ -631,11 +632,11 @@ def test_budget_estimator_linear_out_of_range_is_refused(c):
 
     X, y = SONAR.X_train * c, SONAR.y_train
     with pytest.raises(ValueError, match="divide X") as exc:
-        BudgetPerceptron("stoptron", budget=20, kernel="linear").fit(X, y)
+        BudgetPerceptron(algorithm="stoptron", budget=20, kernel="linear").fit(X, y)
     assert "\n" not in str(exc.value)
     top = np.abs(X).max()  # the fix it names: one constant for fit and predict
-    est = BudgetPerceptron("stoptron", budget=20, kernel="linear", random_state=0).fit(X / top, y)
-    ref = BudgetPerceptron("stoptron", budget=20, kernel="linear", random_state=0).fit(
+    est = BudgetPerceptron(algorithm="stoptron", budget=20, kernel="linear", random_state=0).fit(X / top, y)
+    ref = BudgetPerceptron(algorithm="stoptron", budget=20, kernel="linear", random_state=0).fit(
         SONAR.X_train / np.abs(SONAR.X_train).max(), y)
     assert est.n_mistakes_ == ref.n_mistakes_
     assert (est.predict(X / top) == ref.predict(SONAR.X_train / np.abs(SONAR.X_train).max())).all()
@@ -644,7 +645,7 @@ def test_budget_estimator_linear_out_of_range_is_refused(c):
 def test_budget_estimator_test_set_beyond_the_training_scale_is_refused():
     from perceptron_lab import BudgetPerceptron
 
-    est = BudgetPerceptron("forgetron", budget=20, kernel="gaussian", sigma=2.0**-698).fit(
+    est = BudgetPerceptron(algorithm="forgetron", budget=20, kernel="gaussian", sigma=2.0**-698).fit(
         SONAR.X_train * 2.0**-700, SONAR.y_train)
     with pytest.raises(ValueError, match="far from the scale"):
         est.predict(SONAR.X_train * 2.0**-100)

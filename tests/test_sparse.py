@@ -18,7 +18,7 @@ import pytest
 import scipy.sparse as sp
 
 from perceptron_lab import ALMA, BudgetPerceptron, MarginPerceptron, VotedPerceptron
-from perceptron_lab.engine import PerceptronParams, label_matrix, train_from_config
+from perceptron_lab.engine import PerceptronParams, PerceptronSettings, label_matrix, train_algorithm
 from perceptron_lab.engine.alma import AlmaParams
 from perceptron_lab.engine.base import EngineError
 from perceptron_lab.engine.linear import train_alma2_primal, train_perceptron_primal
@@ -256,7 +256,7 @@ def test_settings_whose_engine_reads_dense_rows_refuse_sparse_input_with_the_fix
     est.fit(X, y)  # the fix works
 
 
-@pytest.mark.parametrize("est", [VotedPerceptron(kernel="precomputed"), BudgetPerceptron("forgetron", budget=5)],
+@pytest.mark.parametrize("est", [VotedPerceptron(kernel="precomputed"), BudgetPerceptron(algorithm="forgetron", budget=5)],
                          ids=repr)
 def test_estimators_without_a_sparse_engine_refuse_sparse_input(est):
     X, y = _data()
@@ -267,19 +267,11 @@ def test_estimators_without_a_sparse_engine_refuse_sparse_input(est):
     assert not est.__sklearn_tags__().input_tags.sparse
 
 
-def test_train_from_config_refuses_sparse_features_for_a_dense_engine_with_a_settings_error():
-    from types import SimpleNamespace
-
-    from perceptron_lab.config.load import AlgorithmConfig
-
+def test_train_algorithm_refuses_sparse_features_for_a_dense_engine_with_a_settings_error():
     X, y = _data()
-    alg = AlgorithmConfig(name="perceptron", eta=1.0, theta_init=0.0, C=0.0, tau=0.0, lambda_=0.0,
-                          alpha_bound=None, form="auto", alpha=None, B=None, p=None)
-    ucfg = SimpleNamespace(algorithm=alg, source="configs/x.yaml",
-                           training=SimpleNamespace(epochs=1, chunk_size=64, cache_limit_gb=1.0))
     with pytest.raises(EngineError, match=r"^configs/x.yaml: sparse features") as info:
-        train_from_config(ucfg, sp.csr_matrix(X), label_matrix(y, 3), Kernel("gaussian"), np.arange(len(y)), [1],
-                          np.float64)
+        train_algorithm(PerceptronSettings(), sp.csr_matrix(X), label_matrix(y, 3), Kernel("gaussian"),
+                        np.arange(len(y)), 1, [1], chunk_size=64, cache_limit_gb=1.0, source="configs/x.yaml")
     assert info.value.exit_code == 2 and 2 in dict(EXIT_STATUSES)
 
 

@@ -101,13 +101,6 @@ def resolve_B(B, alpha: float) -> float:
     return float(B)
 
 
-def params_from_config(acfg) -> AlmaParams:
-    """The ``algorithm`` section of a config (name: alma) as :class:`AlmaParams`, its B resolved
-    to a number (:func:`resolve_B`) before the engine runs."""
-    alpha = float(acfg.alpha)
-    return AlmaParams(alpha=alpha, B=resolve_B(acfg.B, alpha), C=float(acfg.C), p=float(acfg.p))
-
-
 def theorem3_bound(gamma_star: float, alpha: float, p: float) -> float:
     """Gentile (2001) Theorem 3 part 1, Eq. (1): the number of corrections of
     ALMA_p(alpha; sqrt(8)/alpha, sqrt 2) on a sequence with normalized p-norm margin gamma* is at
@@ -380,5 +373,5 @@ def train_alma(X, Y, kernel: Kernel, params: AlmaParams, order, epochs: float, c
                  form="dual", cache_limit_gb=cache_limit_gb, progress=progress, flush_at=flush_at)
 
 
-__all__ = ["AlmaParams", "params_from_config", "theorem3_bound", "link_f", "link_f_inv", "pnormalize",
+__all__ = ["AlmaParams", "theorem3_bound", "link_f", "link_f_inv", "pnormalize",
            "train_alma", "train_primal"]

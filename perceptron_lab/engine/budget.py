@@ -772,13 +772,3 @@ def unit_diag_kernel(kernel: Kernel, X) -> Kernel:
     if not (math.isfinite(c) and c > 1.0):
         return kernel
     return dataclasses.replace(kernel, base_div=c)
-
-
-def params_from_config(acfg, seed=0) -> BudgetParams:
-    """The :class:`BudgetParams` of a config's algorithm section (budget None: no limit)."""
-    budget = np.iinfo(np.int64).max if acfg.budget is None else int(acfg.budget)
-    return BudgetParams(algorithm=acfg.name, budget=budget,
-                        eta=float(acfg.eta) if acfg.eta is not None else 0.1,
-                        lam=float(acfg.lambda_) if acfg.lambda_ is not None else 0.0,
-                        rho=float(acfg.rho) if acfg.rho is not None else 1.0,
-                        schedule=acfg.schedule or "constant", seed=seed)

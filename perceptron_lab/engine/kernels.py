@@ -57,11 +57,12 @@ class Kernel:
         return self.code in (GAUSSIAN, POLY_GAUSSIAN)
 
     @classmethod
-    def from_config(cls, kcfg) -> "Kernel":
-        if kcfg.type not in KERNEL_CODES:
-            raise ValueError(f"unknown kernel {kcfg.type!r}; expected one of {sorted(KERNEL_CODES)}")
-        sigma = kcfg.sigma if getattr(kcfg, "sigma", None) is not None else 1.0
-        return cls(kcfg.type, int(kcfg.degree), float(kcfg.scale), float(sigma))
+    def named(cls, name: str, degree=1, scale=1.0, sigma=None) -> "Kernel":
+        """The kernel ``name`` (one of :data:`KERNEL_CODES`) with its settings; ``sigma`` None
+        (a kernel without a width) is 1. An unknown name is a ValueError."""
+        if name not in KERNEL_CODES:
+            raise ValueError(f"unknown kernel {name!r}; expected one of {sorted(KERNEL_CODES)}")
+        return cls(name, int(degree), float(scale), 1.0 if sigma is None else float(sigma))
 
     def params(self):
         """The tuple passed to jitted code: (code, degree, scale, sigma, base_div)."""

@@ -867,8 +867,9 @@ def label_matrix(y: np.ndarray, n_classes: int) -> np.ndarray:
     return np.where(y[:, None] == np.arange(n_classes)[None, :], 1, -1).astype(np.int8)
 
 
-def resolve_params(acfg, kdiag_train: np.ndarray, value_factor=1.0) -> PerceptronParams:
-    """Turn the algorithm section of a config into absolute engine parameters.
+def resolve_params(settings, kdiag_train: np.ndarray, value_factor=1.0) -> PerceptronParams:
+    """Turn the perceptron's settings as written (a
+    :class:`~perceptron_lab.engine.families.PerceptronSettings`) into absolute engine parameters.
 
     ``value_factor``: the factor between the engine's kernel and the kernel as configured, or a
     function taking a number to the engine's kernel units (:meth:`~perceptron_lab.engine.kernels.Kernel.to_values`,
@@ -878,13 +879,13 @@ def resolve_params(acfg, kdiag_train: np.ndarray, value_factor=1.0) -> Perceptro
     examples (Khardon & Wachman §3.2: theta_Init = avg <x_i, x_i>, C = theta_Init).
     """
     avg = float(np.mean(kdiag_train)) if kdiag_train.size else 0.0
-    theta_init = avg if acfg.theta_init == "avg_sq_norm" else _in_kernel_units(acfg.theta_init, value_factor, "theta_init")
-    C = theta_init if acfg.C == "theta_init" else _in_kernel_units(acfg.C, value_factor, "C")
-    ab = acfg.alpha_bound
+    theta_init = avg if settings.theta_init == "avg_sq_norm" else _in_kernel_units(settings.theta_init, value_factor, "theta_init")
+    C = theta_init if settings.C == "theta_init" else _in_kernel_units(settings.C, value_factor, "C")
+    ab = settings.alpha_bound
     alpha_bound = UNBOUNDED if ab is None or (isinstance(ab, float) and math.isinf(ab)) else int(ab)
-    return PerceptronParams(eta=float(acfg.eta), theta_init=theta_init, C=C,
-                            tau_abs=float(acfg.tau) * avg, lam=float(acfg.lambda_),
-                            alpha_bound=alpha_bound, lam_diagonal=acfg.lambda_term == "diagonal")
+    return PerceptronParams(eta=float(settings.eta), theta_init=theta_init, C=C,
+                            tau_abs=float(settings.tau) * avg, lam=float(settings.lambda_),
+                            alpha_bound=alpha_bound, lam_diagonal=settings.lambda_term == "diagonal")
 
 
 def _in_kernel_units(value, value_factor, key: str) -> float:

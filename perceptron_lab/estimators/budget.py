@@ -459,7 +459,7 @@ class BudgetPerceptron(_EngineClassifier):
 
     def _budget_kernel(self, X) -> Kernel:
         """The kernel of the estimator checked and scaled as ``plab run`` does for a budgeted run
-        (:func:`perceptron_lab.run.units.budget_kernel`): the range of the training rows in both
+        (:func:`perceptron_lab.run.units.unit_kernel`): the range of the training rows in both
         directions (:meth:`~perceptron_lab.engine.kernels.Kernel.range_safe`; a poly or Gaussian kernel
         on features beyond float64's range works on them multiplied by a power of two, with the
         same kernel values, see :meth:`~perceptron_lab.engine.kernels.Kernel.features`), then

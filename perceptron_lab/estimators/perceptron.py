@@ -6,7 +6,7 @@
   ``tau``, the lambda-trick, the alpha-bound, a threshold and the longest survivor.
 * :class:`ALMA`: Gentile (2001), Figure 1: ALMA_p(alpha; B, C); kernels for p = 2.
 
-Each is a thin wrapper: ``fit`` trains through :func:`perceptron_lab.engine.train_from_config`
+Each is a thin wrapper: ``fit`` trains through :func:`perceptron_lab.engine.train_algorithm`
 (the call ``plab run`` makes for every unit) and ``predict`` / ``decision_function`` score with
 :func:`perceptron_lab.model.predict.decision_scores`, the jitted scoring of
 :func:`perceptron_lab.model.predict.evaluate`, so an estimator's predictions are exactly those behind
@@ -37,7 +37,6 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from numbers import Integral, Real
-from types import SimpleNamespace
 
 import numpy as np
 import scipy.sparse as sp
@@ -48,17 +47,16 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from perceptron_lab.config.load import AlgorithmConfig
 from perceptron_lab.constants import DEFAULT_ALMA_C, DEFAULT_CACHE_LIMIT_GB, DEFAULT_CHUNK, KERNELS, RULES, VOTE_WEIGHTS
-from perceptron_lab.engine import label_matrix, train_from_config
+from perceptron_lab.engine import label_matrix, train_algorithm
+from perceptron_lab.engine.families import AlmaSettings, PerceptronSettings, Settings
+from perceptron_lab.engine.seeds import training_order
 from perceptron_lab.engine.linear import has_affine_form, sparse_refusal
 from perceptron_lab.errors import PlabError
 from perceptron_lab.engine.kernels import Kernel, as_csr
 from perceptron_lab.model.predict import _EXPANSION_RULES as COMBINED_RULES
 from perceptron_lab.model.predict import RULE_INDEX, combined_decision_scores, decision_scores, distinct
-from perceptron_lab.run.plan import Unit
 from perceptron_lab.engine.threads import threads_for
-from perceptron_lab.run.units import unit_order
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import validate_data as _validate_data
@@ -74,7 +72,7 @@ _KERNELS = (*KERNELS, "precomputed")
 def _plab_order(seed: int, n: int):
     """(the training order of ``plab run``'s permutation 0 on a fixed test split with
     ``training.seed = seed`` on n examples, the seed of its random rule)."""
-    return unit_order(SimpleNamespace(training=SimpleNamespace(seed=seed)), Unit(0, {}, -1, 0), n)
+    return training_order(n, seed)
 
 
 def _check_label_types(y, name: str = "y") -> None:
@@ -174,7 +172,9 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ hooks of the subclasses
 
-    def _algorithm_config(self) -> AlgorithmConfig:  # pragma: no cover - abstract
+    def _settings(self) -> Settings:  # pragma: no cover - abstract
+        """The algorithm's settings record (:mod:`perceptron_lab.engine.families`), the record a
+        config's algorithm section becomes in ``plab run``."""
         raise NotImplementedError
 
     def _check_kernel(self) -> None:
@@ -409,16 +409,15 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         if int(round(epochs * n)) < 1:
             raise ValueError(f"epochs={epochs:g} of {n} examples is less than one training step")
         dtype = np.float32 if self.dtype == "float32" else np.float64
-        ucfg = SimpleNamespace(algorithm=self._algorithm_config(), source=type(self).__name__,
-                               training=SimpleNamespace(epochs=epochs, chunk_size=int(self.chunk_size),
-                                                        cache_limit_gb=float(self.cache_limit_gb)))
         Y = label_matrix(y_enc, len(self.classes_))
         try:
             kernel = self._kernel().range_safe(X, dtype)
             if kernel.rescale_note():
                 warnings.warn(kernel.rescale_note(), UserWarning, stacklevel=4)
             with threads_for(X.size):
-                log = train_from_config(ucfg, kernel.features(X), Y, kernel, order, [epochs], dtype)
+                log = train_algorithm(self._settings(), kernel.features(X), Y, kernel, order, epochs, [epochs],
+                                      dtype=dtype, chunk_size=int(self.chunk_size),
+                                      cache_limit_gb=float(self.cache_limit_gb), source=type(self).__name__)
         except PlabError as exc:
             raise _value_error(exc) from None
         self.n_mistakes_ = int(log.n_updates)
@@ -565,9 +564,8 @@ class VotedPerceptron(_EngineClassifier):
         self.chunk_size = chunk_size
         self.cache_limit_gb = cache_limit_gb
 
-    def _algorithm_config(self):
-        return AlgorithmConfig(name="perceptron", eta=1.0, theta_init=0.0, C=0.0, tau=0.0, lambda_=0.0,
-                               alpha_bound=None, form="auto", alpha=None, B=None, p=None)
+    def _settings(self):
+        return PerceptronSettings()
 
 
 class MarginPerceptron(_EngineClassifier):
@@ -647,10 +645,9 @@ class MarginPerceptron(_EngineClassifier):
                              "examples the hypothesis already holds; fit with epochs <= 1, or with lambda_=0 and "
                              "alpha_bound=None, before partial_fit")
 
-    def _algorithm_config(self):
-        return AlgorithmConfig(name="perceptron", eta=float(self.eta), theta_init=self.theta_init, C=self.C,
-                               tau=float(self.tau), lambda_=float(self.lambda_), alpha_bound=self.alpha_bound,
-                               form="auto", alpha=None, B=None, p=None)
+    def _settings(self):
+        return PerceptronSettings(eta=float(self.eta), theta_init=self.theta_init, C=self.C, tau=float(self.tau),
+                                  lambda_=float(self.lambda_), alpha_bound=self.alpha_bound)
 
 
 class ALMA(_EngineClassifier):
@@ -719,7 +716,6 @@ class ALMA(_EngineClassifier):
         if float(self.p) != 2.0 and self.kernel != "linear":
             raise ValueError(f"ALMA with p = {self.p:g} > 2 needs kernel='linear', got kernel={self.kernel!r}")
 
-    def _algorithm_config(self):
-        return AlgorithmConfig(name="alma", eta=None, theta_init=None, C=float(self.C), tau=None, lambda_=None,
-                               alpha_bound=None, form="auto", alpha=float(self.alpha), B=self.B, p=float(self.p))
+    def _settings(self):
+        return AlmaSettings(alpha=float(self.alpha), B=self.B, C=float(self.C), p=float(self.p))
 

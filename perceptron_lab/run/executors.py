@@ -309,7 +309,7 @@ def _warm_up_slice(plan, part, ds):
     from perceptron_lab.datasets.base import Dataset
     from perceptron_lab.run.units import WARM_UP_ROWS
 
-    k = min(len(ds.y_train), max(WARM_UP_ROWS, 2 * (plan.point(part).evaluation.fold_train_size or 0)))
+    k = min(len(ds.y_train), max(WARM_UP_ROWS, 2 * (plan.spec(part).fold_train_size or 0)))
     kt = None if ds.X_test is None else min(len(ds.y_test), WARM_UP_ROWS)
     return Dataset(ds.name, ds.X_train[:k], ds.y_train[:k], None if kt is None else ds.X_test[:kt],
                    None if kt is None else ds.y_test[:kt], ds.classes, ds.meta)

@@ -195,7 +195,7 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
         texts = {} if force else folder.reusable((p.key, plan.keys[p.key]) for p in plan.parts)
         todo = [p for p in plan.parts if p.key not in texts]
         info = _run_info(plan, ds, jobs, executor, scheduler, started, verified)
-        note = range_note(plan.point(plan.units[0]), ds) if plan.units else None
+        note = range_note(plan.spec(plan.units[0]), ds) if plan.units else None
         if note:
             print(f"plab: note: {note}", file=sys.stderr, flush=True)
             info["numerics"] = {"rescaled": note}

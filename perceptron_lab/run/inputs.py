@@ -106,14 +106,14 @@ def keeps_sparse(cfg: ExperimentConfig) -> bool:
     read CSR rows (:func:`~perceptron_lab.engine.linear.sparse_refusal`) and it has no
     preprocessing (``dataset.preprocess: none``; the others are computed on dense arrays).
     Otherwise it is made dense when read, as every other format is."""
-    from perceptron_lab.engine.kernels import Kernel
     from perceptron_lab.engine.linear import sparse_refusal
+    from perceptron_lab.run.spec import kernel_of
 
     a = cfg.algorithm
     if cfg.dataset.path is None or cfg.dataset.preprocess != "none":
         return False
     try:
-        kernel = Kernel.from_config(cfg.kernel)
+        kernel = kernel_of(cfg.kernel)
     except ValueError:
         return False
     return sparse_refusal(a.name, kernel, getattr(a, "p", None) or 2.0, getattr(a, "form", None) or "auto") is None

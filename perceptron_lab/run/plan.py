@@ -28,13 +28,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from perceptron_lab.config.load import ExperimentConfig, with_overrides
-from perceptron_lab.constants import BUDGET_ALGORITHMS, EPOCH_TOL
 from perceptron_lab.datasets.base import Dataset
+from perceptron_lab.engine.families import FAMILY_BUDGET, FAMILY_PERCEPTRON, algorithm
 from perceptron_lab.engine.kernels import exact32_ok
 from perceptron_lab.errors import ConfigError
 from perceptron_lab.model.bounds import check_run_size
 from perceptron_lab.model.exactness import exactness
 from perceptron_lab.run.evaluation import Grid
+from perceptron_lab.run.spec import UnitSpec, eval_epochs, unit_spec  # noqa: F401  (eval_epochs re-exported)
 from perceptron_lab.run.store import code_fingerprint, data_fingerprint, part_key
 
 RESULT_COLUMNS = ["dataset", "kernel", "degree", "algorithm", "params", "grid_point", "fold",
@@ -134,7 +135,7 @@ def fold_shared(cfg: ExperimentConfig, ds: Dataset | None = None, grid: Grid | N
           and "algorithm.name" not in keys
           and len(grid_points(cfg) if grid is None else grid.points) > 1 and ev.fold_train_size is None
           and (cfg.kernel.type == "linear" or fold_lockstep(cfg))
-          and cfg.algorithm.name not in BUDGET_ALGORITHMS)
+          and algorithm(cfg.algorithm.name).family != FAMILY_BUDGET)
     if not ok or ds is None or cfg.kernel.type == "linear":
         return ok
     return cfg.dataset.preprocess == "none" and all(
@@ -152,7 +153,7 @@ def fold_lockstep(cfg: ExperimentConfig) -> bool:
     one pass, its grid over the perceptron's numeric settings only (:data:`LOCKSTEP_KEYS`). On
     integer features their single passes over the same order then compute each support vector's
     kernel values once for all of them, with the same logs as alone."""
-    return (cfg.algorithm.name == "perceptron" and cfg.kernel.type == "poly" and (cfg.kernel.degree or 1) >= 2
+    return (algorithm(cfg.algorithm.name).family == FAMILY_PERCEPTRON and cfg.kernel.type == "poly" and (cfg.kernel.degree or 1) >= 2
             and cfg.algorithm.form in ("auto", "dual") and cfg.training.dtype == "float64"
             and cfg.training.epochs <= 1 and bool(cfg.evaluation.grid)
             and all(k in LOCKSTEP_KEYS for k in cfg.evaluation.grid))
@@ -179,26 +180,6 @@ def plan_parts(cfg: ExperimentConfig, units, ds: Dataset | None = None, grid: Gr
             parts[u.grid_point] = Part(f"g{u.grid_point:0{width}d}", u.grid_point, u.grid_values, [])
         parts[u.grid_point].units.append(u)
     return list(parts.values())
-
-
-def eval_epochs(cfg: ExperimentConfig):
-    """(all evaluation epochs sorted, the set of main checkpoints)."""
-    main = sorted(set(float(c) for c in cfg.training.checkpoints) | {float(cfg.training.epochs)})
-    pts = set(main)
-    if cfg.training.curve_every:
-        k = 1
-        while k * cfg.training.curve_every <= cfg.training.epochs + EPOCH_TOL:
-            pts.add(round(k * cfg.training.curve_every, 6))
-            k += 1
-    return sorted(pts), set(main)
-
-
-def unit_seed(cfg: ExperimentConfig, unit: Unit) -> np.random.SeedSequence:
-    """The seed of a unit's training order (and of the random rule)."""
-    key = [cfg.training.seed, unit.permutation, unit.fold + 1]
-    if unit.inner_fold >= 0:
-        key.append(unit.inner_fold + 1)
-    return np.random.SeedSequence(key)
 
 
 def part_config(cfg: ExperimentConfig, part: Part) -> ExperimentConfig:
@@ -293,7 +274,7 @@ class Plan:
     results_hash : str
         Hash of :func:`numbers_settings`: a folder holding another hash holds another run's results.
     seed : int
-        ``training.seed``, from which every unit's seed is drawn (:func:`unit_seed`).
+        ``training.seed``, from which every unit's seed is drawn (:func:`~perceptron_lab.engine.seeds.unit_seed`).
     units, parts : tuple
         Every :class:`Unit` in plan order, and the :class:`Part` s that persist them.
     keys : dict of str to str
@@ -301,8 +282,11 @@ class Plan:
     fingerprint : str
         The fingerprint of the data read (:func:`~perceptron_lab.run.store.data_fingerprint`).
     points : dict of int to ExperimentConfig
-        The resolved config of each grid point (the config itself without a grid): what its units
-        train, evaluate and write.
+        The resolved config of each grid point (the config itself without a grid): what the papers'
+        layouts describe and what a part's data is loaded from (:meth:`data`).
+    specs : dict of int to UnitSpec
+        The :class:`~perceptron_lab.run.spec.UnitSpec` of each grid point: what its units train,
+        evaluate and write.
     steps : dict of str to int
         Training steps of each unit (by ``Unit.key``): what the progress bar counts.
     columns : tuple of str
@@ -328,6 +312,7 @@ class Plan:
     keys: dict
     fingerprint: str
     points: dict
+    specs: dict
     steps: dict
     columns: tuple
     lockstep: bool
@@ -337,10 +322,23 @@ class Plan:
 
     def point(self, part_or_unit) -> ExperimentConfig:
         """The resolved config a unit (or a part's units; a shared part's first point) runs."""
+        return self.points[self._grid_point(part_or_unit)]
+
+    def spec(self, part_or_unit) -> UnitSpec:
+        """The :class:`~perceptron_lab.run.spec.UnitSpec` a unit (or a part's units; a shared
+        part's first point) runs."""
+        return self.specs[self._grid_point(part_or_unit)]
+
+    def data(self, part_or_unit, data_dir=None) -> Dataset:
+        """The dataset a unit (or a part) reads, loaded (:func:`~perceptron_lab.run.inputs.load_data`)."""
+        from perceptron_lab.run.inputs import load_data
+
+        return load_data(self.point(part_or_unit), data_dir)
+
+    @staticmethod
+    def _grid_point(part_or_unit) -> int:
         g = part_or_unit.grid_point
-        if g < 0:
-            g = part_or_unit.units[0].grid_point
-        return self.points[g]
+        return part_or_unit.units[0].grid_point if g < 0 else g
 
     @property
     def nested(self) -> bool:
@@ -372,7 +370,7 @@ def make_plan(cfg: ExperimentConfig, ds: Dataset, data_dir=None, allow_large: bo
     return Plan(config=cfg, name=cfg.name, source=str(cfg.source), settings=cfg.to_dict(),
                 results_hash=results_hash(cfg), seed=cfg.training.seed, units=tuple(units), parts=tuple(parts),
                 keys=keys, fingerprint=fingerprint,
-                points=points, steps=steps,
+                points=points, specs={g: unit_spec(c) for g, c in points.items()}, steps=steps,
                 columns=tuple(result_columns(cfg)), lockstep=fold_lockstep(cfg), grid=grid if cfg.evaluation.grid else None, size=size,
                 exactness=exactness(cfg, ds.X_train, ds.X_test))
 

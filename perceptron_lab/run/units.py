@@ -1,6 +1,11 @@
 """Running the units of a plan (:mod:`perceptron_lab.run.plan`): each unit is trained once and
 evaluated at every checkpoint into rows of the long results format; :func:`run_part` runs the
 units a part persists, one after another or (a fold's part across grid points) together.
+
+Everything here runs from a grid point's :class:`~perceptron_lab.run.spec.UnitSpec` and reads no
+config. The algorithm's row of :data:`~perceptron_lab.engine.families.ALGORITHMS` says how its
+kernel is prepared and how it predicts; "dense or sparse" is the engine's to decide
+(:func:`~perceptron_lab.engine.families.train_algorithm`).
 """
 
 from __future__ import annotations
@@ -12,35 +17,22 @@ import time
 import numpy as np
 import pandas as pd
 
-from perceptron_lab.config.load import ExperimentConfig, with_overrides
-from perceptron_lab.constants import BUDGET_ALGORITHMS
 from perceptron_lab.datasets.base import Dataset
-from perceptron_lab.engine import label_matrix, train_from_config
+from perceptron_lab.engine import label_matrix, train_algorithm
 from perceptron_lab.engine.budget import budget_counts, budget_errors, unit_diag_kernel
-from perceptron_lab.engine.kernels import Kernel, kernel_diag
+from perceptron_lab.engine.families import KERNEL_UNIT_DIAG, PREDICT_BUDGET, perceptron_params
+from perceptron_lab.engine.kernels import kernel_diag
+from perceptron_lab.engine.seeds import training_order
 from perceptron_lab.errors import ConfigError, NumericError, PlabError
 from perceptron_lab.model.predict import RULES, counts_at_checkpoints, evaluate, evaluate_shared
 from perceptron_lab.run.evaluation import inner_kfold_indices, kfold_indices
-from perceptron_lab.run.inputs import load_data, preprocess
-from perceptron_lab.run.plan import RESULT_COLUMNS, Part, Plan, Unit, eval_epochs, unit_seed, unit_steps
-from perceptron_lab.run.runtime import peak_rss_mb, threads_for
+from perceptron_lab.run.inputs import preprocess
+from perceptron_lab.run.plan import RESULT_COLUMNS, Part, Plan, Unit
+from perceptron_lab.run.spec import UnitSpec
+from perceptron_lab.engine.threads import threads_for
+from perceptron_lab.run.runtime import peak_rss_mb
 
 # ----------------------------------------------------------------------------- running
-
-
-def params_string(acfg) -> str:
-    if acfg.name in BUDGET_ALGORITHMS:
-        out = f"budget={'inf' if acfg.budget is None else acfg.budget}"
-        if acfg.name in ("projectron", "projectron++", "norma"):
-            out += f";eta={acfg.eta:g}"
-        if acfg.name == "norma":
-            out += f";lambda={acfg.lambda_:g};rho={acfg.rho:g};schedule={acfg.schedule}"
-        return out
-    if acfg.name == "perceptron":
-        ab = "inf" if acfg.alpha_bound is None else acfg.alpha_bound
-        return (f"eta={acfg.eta:g};theta_init={acfg.theta_init};C={acfg.C};tau={acfg.tau:g};"
-                f"lambda={acfg.lambda_:g};alpha_bound={ab}")
-    return f"alpha={acfg.alpha:g};B={acfg.B};C={acfg.C:g};p={acfg.p:g}"
 
 
 def _fmt(v, float_format):
@@ -52,38 +44,36 @@ def _fmt(v, float_format):
 class _Splits:
     """Fold indices of one dataset, computed once per part."""
 
-    def __init__(self, cfg: ExperimentConfig, n: int):
-        self.cfg, self.n = cfg, n
+    def __init__(self, spec: UnitSpec, n: int):
+        self.spec, self.n = spec, n
         self._outer = None
         self._inner = {}
 
     def outer(self):
         if self._outer is None:
-            ev = self.cfg.evaluation
-            self._outer = kfold_indices(self.n, ev.folds, ev.fold_seed)
+            self._outer = kfold_indices(self.n, self.spec.folds, self.spec.fold_seed)
         return self._outer
 
     def inner(self, fold: int):
         if fold not in self._inner:
-            ev = self.cfg.evaluation
             train = np.arange(self.n) if fold < 0 else self.outer()[fold][0]
-            self._inner[fold] = inner_kfold_indices(train, ev.inner_folds, ev.fold_seed, fold)
+            self._inner[fold] = inner_kfold_indices(train, self.spec.inner_folds, self.spec.fold_seed, fold)
         return self._inner[fold]
 
 
-def unit_data(cfg: ExperimentConfig, ds: Dataset, unit: Unit, splits: _Splits | None = None):
+def unit_data(spec: UnitSpec, ds: Dataset, unit: Unit, splits: _Splits | None = None):
     """(X_train, y_train, X_test, y_test) of a unit, before preprocessing."""
     if unit.fold < 0 and unit.inner_fold < 0:
         if ds.X_test is None:
-            raise ConfigError(f"{cfg.source}: dataset {ds.name} has no fixed test split; "
+            raise ConfigError(f"{spec.source}: dataset {ds.name} has no fixed test split; "
                               "set evaluation.mode: kfold")
         return ds.X_train, ds.y_train, ds.X_test, ds.y_test
-    splits = splits or _Splits(cfg, len(ds.y_train))
+    splits = splits or _Splits(spec, len(ds.y_train))
     tr, te = splits.inner(unit.fold)[unit.inner_fold] if unit.inner_fold >= 0 else splits.outer()[unit.fold]
     return ds.X_train[tr], ds.y_train[tr], ds.X_train[te], ds.y_train[te]
 
 
-def fold_subsample(ucfg: ExperimentConfig, unit: Unit, n: int):
+def fold_subsample(spec: UnitSpec, unit: Unit, n: int):
     """Rows of a fold's training part (``n`` rows) that a unit trains on: all of them, or
     ``evaluation.fold_train_size`` drawn at random without replacement.
 
@@ -93,123 +83,120 @@ def fold_subsample(ucfg: ExperimentConfig, unit: Unit, n: int):
     fold, the permutation and N only (not on the grid's other values), so every tau of a column
     trains on the same examples.
     """
-    size = ucfg.evaluation.fold_train_size
+    size = spec.fold_train_size
     if size is None:
         return None
     if size > n:
-        raise ConfigError(f"{ucfg.source}: evaluation.fold_train_size = {size} exceeds the {n} examples of a "
+        raise ConfigError(f"{spec.source}: evaluation.fold_train_size = {size} exceeds the {n} examples of a "
                           "fold's training part; lower it or use fewer folds")
-    rng = np.random.default_rng(np.random.SeedSequence([ucfg.training.seed, 104729, unit.fold + 1,
+    rng = np.random.default_rng(np.random.SeedSequence([spec.seed, 104729, unit.fold + 1,
                                                         unit.permutation, size]))
     return np.sort(rng.choice(n, size=size, replace=False))
 
 
-def unit_kernel(ucfg: ExperimentConfig, Xtr: np.ndarray):
-    """(float type, kernel checked against ``Xtr`` for the range of that type) of a unit's run. The
-    kernel takes its features through :meth:`~perceptron_lab.engine.kernels.Kernel.features` (a power of
-    two, when the features as given are beyond the float range)."""
-    dtype = np.float32 if ucfg.training.dtype == "float32" else np.float64
-    return dtype, Kernel.from_config(ucfg.kernel).range_safe(Xtr, dtype)
+def unit_kernel(spec: UnitSpec, Xtr):
+    """(float type, kernel prepared on the training rows ``Xtr``) of a unit's run, as the
+    algorithm's row of :data:`~perceptron_lab.engine.families.ALGORITHMS` says: checked against
+    ``Xtr`` for the range of the float type (the kernel takes its features through
+    :meth:`~perceptron_lab.engine.kernels.Kernel.features`: a power of two, when the features as
+    given are beyond the float range), or for a budgeted algorithm besides scaled to
+    ``max_i K(x_i, x_i) = 1`` on those rows, in float64 (values that overflow float64 stop)."""
+    if spec.algorithm.kernel == KERNEL_UNIT_DIAG:
+        X64 = np.asarray(Xtr, dtype=np.float64)
+        kernel = spec.kernel.range_safe(X64, np.float64, rescale_values=False, unit_diag=True)
+        kernel = unit_diag_kernel(kernel, kernel.features(X64))
+        if not np.all(np.isfinite(kernel_diag(kernel, kernel.features(X64)))):
+            raise NumericError(f"{spec.source}: K(x, x) overflows float64 for {kernel.describe()}; "
+                               "use a larger kernel.scale or a smaller kernel.degree")
+        return np.float64, kernel
+    dtype = np.float32 if spec.dtype == "float32" else np.float64
+    return dtype, spec.kernel.range_safe(Xtr, dtype)
 
 
-def range_note(ucfg: ExperimentConfig, ds: Dataset) -> str | None:
-    """What :meth:`~perceptron_lab.engine.kernels.Kernel.range_safe` does to the features of ``ucfg`` on the
-    whole training set of ``ds``, in one line (None: nothing, or a kernel each unit refuses itself)."""
-    Xtr, _ = preprocess(ucfg.dataset.preprocess, ds.X_train, None)
+def range_note(spec: UnitSpec, ds: Dataset) -> str | None:
+    """What :meth:`~perceptron_lab.engine.kernels.Kernel.range_safe` does to the features of a
+    grid point on the whole training set of ``ds``, in one line (None: nothing, or a kernel each
+    unit refuses itself)."""
+    Xtr, _ = preprocess(spec.preprocess, ds.X_train, None)
     try:
-        _, kernel = budget_kernel(ucfg, Xtr) if ucfg.algorithm.name in BUDGET_ALGORITHMS else unit_kernel(ucfg, Xtr)
+        _, kernel = unit_kernel(spec, Xtr)
     except NumericError:
         return None
     return kernel.rescale_note()
 
 
-def budget_kernel(ucfg: ExperimentConfig, Xtr: np.ndarray):
-    """(float64, the config's kernel scaled by :func:`~perceptron_lab.engine.budget.unit_diag_kernel`
-    to ``max_i K(x_i, x_i) = 1`` on the training rows) for a budgeted run; values that overflow
-    float64 stop."""
-    X64 = np.asarray(Xtr, dtype=np.float64)
-    kernel = Kernel.from_config(ucfg.kernel).range_safe(X64, np.float64, rescale_values=False, unit_diag=True)
-    kernel = unit_diag_kernel(kernel, kernel.features(X64))
-    if not np.all(np.isfinite(kernel_diag(kernel, kernel.features(X64)))):
-        raise NumericError(f"{ucfg.source}: K(x, x) overflows float64 for {kernel.describe()}; "
-                           "use a larger kernel.scale or a smaller kernel.degree")
-    return np.float64, kernel
+def unit_order(spec: UnitSpec, unit: Unit, n: int):
+    """(training order, seed of the random prediction rule) of a unit on ``n`` training examples
+    (:func:`~perceptron_lab.engine.seeds.training_order` of the spec's seed and the unit's
+    permutation, fold and inner fold). Anything that retrains a unit (e.g. the Gentile margin
+    figures) takes its order from here."""
+    return training_order(n, spec.seed, unit.permutation, unit.fold, unit.inner_fold)
 
 
-def unit_order(ucfg: ExperimentConfig, unit: Unit, n: int):
-    """(training order, seed of the random prediction rule) of a unit on ``n`` training examples.
-    Anything that retrains a unit (e.g. the Gentile margin figures) takes its order from here."""
-    order_seed, rule_seed = unit_seed(ucfg, unit).spawn(2)
-    return np.random.default_rng(order_seed).permutation(n), rule_seed
+def run_unit(spec: UnitSpec, ds: Dataset, unit: Unit, progress=None, splits=None, phase=None):
+    """Train and evaluate one unit of the grid point ``spec``; returns (rows, timings).
 
-
-def run_unit(cfg: ExperimentConfig, ds: Dataset, unit: Unit, progress=None, ucfg=None, splits=None, phase=None):
-    """Train and evaluate one unit; returns (rows, timings).
-
-    ``ucfg`` is the config of the unit's grid point (:attr:`Plan.points
-    <perceptron_lab.run.plan.Plan>`); without it, ``cfg`` with the unit's grid values applied.
     ``splits`` may be passed by a caller that runs many units of one grid point. ``phase(text)``
     is told when training and evaluation start (the progress bar shows it).
     """
-    if ucfg is None:
-        ucfg = with_overrides(cfg, unit.grid_values) if unit.grid_values else cfg
-    data = _unit_inputs(ucfg, ds, unit, splits)
+    data = unit_inputs(spec, ds, unit, splits)
     Xtr, ytr, Xte, yte, dtype, kernel = data
-    budgeted = ucfg.algorithm.name in BUDGET_ALGORITHMS
     binary = ds.n_classes == 2
     with threads_for(Xtr.size):
-        log, rule_seed = _train_unit(ucfg, ds, unit, data, progress, phase)
+        log, rule_seed = train_unit(spec, ds, unit, data, progress, phase)
         if phase is not None:
-            phase(f"evaluating {unit.key} ({len(ucfg.prediction.rules)} rules x {log.checkpoint_steps.size} "
+            phase(f"evaluating {unit.key} ({len(spec.rules)} rules x {log.checkpoint_steps.size} "
                   "checkpoints)")
         t1 = time.perf_counter()
-        if budgeted:
-            err_m, err_b = budget_errors(log, kernel, Xtr, Xte, yte, binary, RULES, ucfg.prediction.rules)
+        if spec.algorithm.predict == PREDICT_BUDGET:
+            err_m, err_b = budget_errors(log, kernel, Xtr, Xte, yte, binary, RULES, spec.rules)
         else:
-            err_m, err_b = evaluate(log, kernel, Xtr, Xte, yte, binary, vote_weight=ucfg.prediction.vote_weight,
-                                    seed=rule_seed, dtype=dtype, rules=ucfg.prediction.rules)
+            err_m, err_b = evaluate(log, kernel, Xtr, Xte, yte, binary, vote_weight=spec.vote_weight,
+                                    seed=rule_seed, dtype=dtype, rules=spec.rules)
         eval_s = time.perf_counter() - t1
-    return _unit_rows(ucfg, ds, unit, kernel, log, err_m, err_b, len(ytr), len(yte), eval_s)
+    return _unit_rows(spec, ds, unit, kernel, log, err_m, err_b, len(ytr), len(yte), eval_s)
 
 
-def _unit_inputs(ucfg: ExperimentConfig, ds: Dataset, unit: Unit, splits=None):
+def unit_inputs(spec: UnitSpec, ds: Dataset, unit: Unit, splits=None):
     """(X_train, y_train, X_test, y_test, float type, kernel) of a unit: its fold's data,
-    preprocessed and subsampled, and the kernel checked on its training rows."""
-    Xtr, ytr, Xte, yte = unit_data(ucfg, ds, unit, splits)
-    Xtr, Xte = preprocess(ucfg.dataset.preprocess, Xtr, Xte)
-    sub = fold_subsample(ucfg, unit, len(ytr))
+    preprocessed and subsampled, and the kernel prepared on its training rows (:func:`unit_kernel`)."""
+    Xtr, ytr, Xte, yte = unit_data(spec, ds, unit, splits)
+    Xtr, Xte = preprocess(spec.preprocess, Xtr, Xte)
+    sub = fold_subsample(spec, unit, len(ytr))
     if sub is not None:
         Xtr, ytr = Xtr[sub], ytr[sub]
-    budgeted = ucfg.algorithm.name in BUDGET_ALGORITHMS
-    dtype, kernel = unit_kernel(ucfg, Xtr) if not budgeted else budget_kernel(ucfg, Xtr)
+    dtype, kernel = unit_kernel(spec, Xtr)
     return kernel.features(Xtr), ytr, kernel.features(Xte), yte, dtype, kernel
 
 
-def _train_unit(ucfg: ExperimentConfig, ds: Dataset, unit: Unit, data, progress=None, phase=None):
-    """(training log, seed of the random rule) of a unit on ``data`` (:func:`_unit_inputs`)."""
+def train_unit(spec: UnitSpec, ds: Dataset, unit: Unit, data, progress=None, phase=None):
+    """(training log, seed of the random rule) of a unit on ``data`` (:func:`unit_inputs`): the one
+    place that assembles "train this unit" for ``plab run`` and the papers' retraining."""
     Xtr, ytr, _, _, dtype, kernel = data
-    order, rule_seed = unit_order(ucfg, unit, len(ytr))
+    order, rule_seed = unit_order(spec, unit, len(ytr))
     if phase is not None:
         phase(f"training {unit.key}")
-    log = train_from_config(ucfg, Xtr, label_matrix(ytr, ds.n_classes), kernel, order, eval_epochs(ucfg)[0],
-                            dtype, progress=progress, seed=rule_seed)
+    log = train_algorithm(spec.settings, Xtr, label_matrix(ytr, ds.n_classes), kernel,
+                          order, spec.epochs, spec.checkpoints, dtype=dtype,
+                          chunk_size=spec.chunk_size, cache_limit_gb=spec.cache_limit_gb, progress=progress,
+                          seed=rule_seed, record_changes="vote" in spec.rules, source=spec.source)
     return log, rule_seed
 
 
-def _unit_rows(ucfg, ds, unit, kernel, log, err_m, err_b, n_train: int, n_test: int, eval_s: float):
+def _unit_rows(spec: UnitSpec, ds, unit, kernel, log, err_m, err_b, n_train: int, n_test: int, eval_s: float):
     """(rows of the long results format, timings) of a trained and evaluated unit."""
-    budgeted = ucfg.algorithm.name in BUDGET_ALGORITHMS
+    budgeted = spec.algorithm.predict == PREDICT_BUDGET
     binary = ds.n_classes == 2
-    epochs_all, main = eval_epochs(ucfg)
+    epochs_all, main = spec.checkpoints, spec.main
     # checkpoints that round to the same step count are evaluated once
     steps = [int(round(e * n_train)) for e in epochs_all]
     cp_of = {s: i for i, s in enumerate(log.checkpoint_steps.tolist())}
     counts = budget_counts(log) if budgeted else counts_at_checkpoints(log)
 
-    ff = ucfg.output.float_format
-    base = [ds.name, kernel.name, kernel.degree, ucfg.algorithm.name, params_string(ucfg.algorithm),
+    ff = spec.float_format
+    base = [ds.name, kernel.name, kernel.degree, spec.name, spec.params_text,
             unit.grid_point, unit.fold, unit.permutation]
-    tail = [str(unit.inner_fold), ""] if ucfg.evaluation.mode == "nested" else []
+    tail = [str(unit.inner_fold), ""] if spec.nested else []
     labels = ["all"] if binary else [str(c) for c in ds.classes]
     rows = []
     for e, s in zip(epochs_all, steps):
@@ -224,7 +211,7 @@ def _unit_rows(ucfg, ds, unit, kernel, log, err_m, err_b, n_train: int, n_test: 
                 rows.append(base + [ep, "none", "", lab, "mistakes", _fmt(int(counts["mistakes"][k, c]), ff)] + tail)
                 rows.append(base + [ep, "none", "", lab, "support_vectors",
                                     _fmt(int(counts["support_vectors"][k, c]), ff)] + tail)
-        for rule in ucfg.prediction.rules:
+        for rule in spec.rules:
             r = RULES.index(rule)
             name, norm = (rule[:-5], "true") if rule.endswith("_norm") else (rule, "false")
             rows.append(base + [ep, name, norm, "all", "test_error_pct",
@@ -244,10 +231,10 @@ def run_shared(plan: Plan, ds: Dataset, units, splits=None, progress=None, unit_
     (:func:`~perceptron_lab.engine.perceptron.train_lockstep`); then evaluate them together
     (:func:`~perceptron_lab.model.predict.evaluate_shared`); returns (rows, timings) in the units' order.
     A unit's evaluation seconds are its own scan plus its share of the kernel block's."""
-    ucfgs = plan.points
+    specs = plan.specs
     trained = {}
     # every unit of the part reads the same fold with the same kernel
-    data = _unit_inputs(ucfgs[units[0].grid_point], ds, units[0], splits)
+    data = unit_inputs(specs[units[0].grid_point], ds, units[0], splits)
     lockstep = plan.lockstep
     groups: dict = {}
     for u in units:
@@ -255,49 +242,46 @@ def run_shared(plan: Plan, ds: Dataset, units, splits=None, progress=None, unit_
     for group in groups.values():
         with threads_for(data[0].size):
             if len(group) > 1:
-                logs = _train_lockstep(ucfgs, ds, group, data, progress, phase)
+                logs = _train_lockstep(specs, ds, group, data, progress, phase)
             else:
-                logs = [_train_unit(ucfgs[group[0].grid_point], ds, group[0], data, progress, phase)]
+                logs = [train_unit(specs[group[0].grid_point], ds, group[0], data, progress, phase)]
         for u, log in zip(group, logs):
-            trained[id(u)] = (u, ucfgs[u.grid_point]) + tuple(log)
+            trained[id(u)] = (u, specs[u.grid_point]) + tuple(log)
             if unit_done is not None:
-                unit_done(unit_steps(ucfgs[u.grid_point], ds, u))
+                unit_done(plan.steps[u.key])
     trained = [trained[id(u)] for u in units]
     Xtr, ytr, Xte, yte, dtype, kernel = data
     if phase is not None:
         phase(f"evaluating {len(units)} runs together")
-    items = [(log, ucfg.prediction.vote_weight, rule_seed, ucfg.prediction.rules)
-             for _, ucfg, log, rule_seed in trained]
+    items = [(log, spec.vote_weight, rule_seed, spec.rules) for _, spec, log, rule_seed in trained]
     with threads_for(Xtr.size):
         results = evaluate_shared(items, kernel, Xtr, Xte, yte, ds.n_classes == 2, dtype=dtype)
     rows, timings = [], []
-    for (u, ucfg, log, _), (err_m, err_b, secs) in zip(trained, results):
-        r, tm = _unit_rows(ucfg, ds, u, kernel, log, err_m, err_b, len(ytr), len(yte), secs)
+    for (u, spec, log, _), (err_m, err_b, secs) in zip(trained, results):
+        r, tm = _unit_rows(spec, ds, u, kernel, log, err_m, err_b, len(ytr), len(yte), secs)
         rows.extend(r)
         timings.append(tm)
     return rows, timings
 
 
-def _train_lockstep(ucfgs, ds, group, data, progress=None, phase=None):
+def _train_lockstep(specs, ds, group, data, progress=None, phase=None):
     """[(training log, seed of the random rule)] of the units ``group`` (one fold and permutation,
     several grid points of a :func:`fold_lockstep` config) on ``data``, trained in lockstep."""
-    from perceptron_lab.engine import perceptron_params
     from perceptron_lab.engine.perceptron import train_lockstep
 
     Xtr, ytr, _, _, dtype, kernel = data
-    first = ucfgs[group[0].grid_point]
-    orders = [unit_order(ucfgs[u.grid_point], u, len(ytr)) for u in group]
+    first = specs[group[0].grid_point]
+    orders = [unit_order(specs[u.grid_point], u, len(ytr)) for u in group]
     order = orders[0][0]
     if not all(np.array_equal(o, order) for o, _ in orders):
         raise PlabError(f"{first.source}: units {group[0].key} ... trained in lockstep have different orders")
     seeds = [seed for _, seed in orders]
-    params = perceptron_params([ucfgs[u.grid_point].algorithm for u in group], Xtr, kernel)
+    params = perceptron_params([specs[u.grid_point].settings for u in group], Xtr, kernel)
     if phase is not None:
         phase(f"training {len(group)} runs in lockstep ({group[0].key} ...)")
-    tr = first.training
-    logs = train_lockstep(Xtr, label_matrix(ytr, ds.n_classes), kernel, params, order, tr.epochs,
-                          eval_epochs(first)[0], chunk_size=tr.chunk_size, dtype=dtype, progress=progress,
-                          form=first.algorithm.form, cache_limit_gb=tr.cache_limit_gb)
+    logs = train_lockstep(Xtr, label_matrix(ytr, ds.n_classes), kernel, params, order, first.epochs,
+                          first.checkpoints, chunk_size=first.chunk_size, dtype=dtype, progress=progress,
+                          form=first.settings.form, cache_limit_gb=first.cache_limit_gb)
     return list(zip(logs, seeds))
 
 
@@ -307,19 +291,19 @@ def run_part(plan: Plan, part: Part, data_dir=None, progress=None, unit_done=Non
 
     ``progress(steps)`` is called as training advances; ``unit_done(steps)`` after each unit.
     """
-    ucfg = plan.point(part)
-    ds = load_data(ucfg, data_dir)
-    splits = _Splits(ucfg, len(ds.y_train))
+    spec = plan.spec(part)
+    ds = plan.data(part, data_dir)
+    splits = _Splits(spec, len(ds.y_train))
     if part.shared:
         rows, timings = run_shared(plan, ds, part.units, splits, progress=progress, unit_done=unit_done, phase=phase)
         return rows_to_csv(rows, list(plan.columns)), timings
     rows, timings = [], []
     for u in part.units:
-        r, tm = run_unit(ucfg, ds, u, progress=progress, ucfg=ucfg, splits=splits, phase=phase)
+        r, tm = run_unit(spec, ds, u, progress=progress, splits=splits, phase=phase)
         rows.extend(r)
         timings.append(tm)
         if unit_done is not None:
-            unit_done(unit_steps(ucfg, ds, u))
+            unit_done(plan.steps[u.key])
     return rows_to_csv(rows, list(plan.columns)), timings
 
 
@@ -339,19 +323,19 @@ def warm_up(plan: Plan, part: Part, ds: Dataset) -> None:
     itself to report (a config error, say, stops the run with its own message)."""
     from perceptron_lab.engine import columns
 
-    ucfg = plan.point(part)
-    size = ucfg.evaluation.fold_train_size or 0
+    spec = plan.spec(part)
+    size = spec.fold_train_size or 0
     k = min(len(ds.y_train), max(WARM_UP_ROWS, 2 * size))
     kt = None if ds.X_test is None else min(len(ds.y_test), WARM_UP_ROWS)
     tiny = Dataset(ds.name, ds.X_train[:k], ds.y_train[:k], None if kt is None else ds.X_test[:kt],
                    None if kt is None else ds.y_test[:kt], ds.classes, ds.meta)
     try:
-        splits = _Splits(ucfg, k)
+        splits = _Splits(spec, k)
         if part.shared:   # two units of the first permutation: lockstep training and shared evaluation
             first = part.units[0].permutation
             run_shared(plan, tiny, [u for u in part.units if u.permutation == first][:2], splits)
         else:
-            run_unit(ucfg, tiny, part.units[0], ucfg=ucfg, splits=splits)
+            run_unit(spec, tiny, part.units[0], splits=splits)
     except Exception:   # noqa: BLE001 -- the run raises it again on the real data
         pass
     finally:

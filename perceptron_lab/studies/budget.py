@@ -128,20 +128,21 @@ def panel_data(config: str, data_dir=None):
     kernel and seed (the RBP's removals)."""
     from perceptron_lab.config.load import load_config
     from perceptron_lab.engine.budget import unit_diag_kernel
-    from perceptron_lab.engine.kernels import Kernel
     from perceptron_lab.config.overrides import resolve_config
     from perceptron_lab.run.inputs import load_data, preprocess
     from perceptron_lab.run.plan import plan_units as plan
+    from perceptron_lab.run.spec import unit_spec
     from perceptron_lab.run.units import unit_data, unit_order
 
     cfg = load_config(resolve_config(config))
+    spec = unit_spec(cfg)
     ds = load_data(cfg, data_dir)
     unit = plan(cfg, ds.X_test is not None)[0]
-    Xtr, ytr, Xte, yte = unit_data(cfg, ds, unit)
-    Xtr, Xte = preprocess(cfg.dataset.preprocess, Xtr, Xte)
+    Xtr, ytr, Xte, yte = unit_data(spec, ds, unit)
+    Xtr, Xte = preprocess(spec.preprocess, Xtr, Xte)
     Xtr, Xte = np.ascontiguousarray(Xtr, dtype=np.float64), np.ascontiguousarray(Xte, dtype=np.float64)
-    order, seed = unit_order(cfg, unit, len(ytr))
-    kernel = unit_diag_kernel(Kernel.from_config(cfg.kernel), Xtr)
+    order, seed = unit_order(spec, unit, len(ytr))
+    kernel = unit_diag_kernel(spec.kernel, Xtr)
     return cfg, ds, Xtr, ytr, Xte, yte, order, kernel, seed
 
 
@@ -220,8 +221,9 @@ def mistake_curves(panel: Panel, data_dir=None, budget: int = CURVE_BUDGET, poin
     """Online mistakes (summed over the labels) against examples seen, one pass in the config's
     order: every budgeted algorithm at ``budget`` per label, and the unbudgeted perceptron."""
     from perceptron_lab.config.load import with_overrides
-    from perceptron_lab.engine.budget import EV_MISTAKE, params_from_config, train_budget
+    from perceptron_lab.engine.budget import EV_MISTAKE, train_budget
     from perceptron_lab.engine.perceptron import PerceptronParams, label_matrix, train
+    from perceptron_lab.run.spec import unit_spec
 
     cfg, ds, Xtr, ytr, _, _, order, kernel, seed = panel_data(panel.budgeted, data_dir)
     Y = label_matrix(ytr, len(ds.classes))
@@ -231,9 +233,9 @@ def mistake_curves(panel: Panel, data_dir=None, budget: int = CURVE_BUDGET, poin
     log = train(Xtr, Y, kernel, PerceptronParams(), order, 1.0, [1.0])
     out["perceptron"] = np.searchsorted(np.sort(log.upd_step), seen, side="left")
     for alg in ALGORITHMS:
-        ucfg = with_overrides(cfg, {"algorithm.name": alg, "algorithm.budget": int(budget)})
-        blog = train_budget(Xtr, Y, kernel, params_from_config(ucfg.algorithm, seed), order, 1.0, [1.0],
-                            chunk_size=ucfg.training.chunk_size)
+        spec = unit_spec(with_overrides(cfg, {"algorithm.name": alg, "algorithm.budget": int(budget)}))
+        blog = train_budget(Xtr, Y, kernel, spec.settings.params(seed), order, 1.0, [1.0],
+                            chunk_size=spec.chunk_size)
         steps = np.sort(blog.ev_step[blog.ev_kind == EV_MISTAKE])
         out[alg] = np.searchsorted(steps, seen, side="left")
     return pd.DataFrame(out)

@@ -106,29 +106,32 @@ def _margin_runs(cfg, overrides: dict, epochs, rules, permutations: int, data_di
     """Train ``cfg`` with ``overrides`` on permutations 0..permutations-1 (the training orders of
     the config's own runs) and return ``{(epoch, rule): [margins per permutation]}``."""
     from perceptron_lab.config.load import with_overrides
-    from perceptron_lab.engine import label_matrix, train_from_config
+    from perceptron_lab.engine import label_matrix, train_algorithm
     from perceptron_lab.model.margins import training_margins
     from perceptron_lab.run.plan import Unit
     from perceptron_lab.run.inputs import load_data, preprocess
+    from perceptron_lab.run.spec import unit_spec
     from perceptron_lab.run.units import unit_kernel, unit_order
 
     ucfg = with_overrides(cfg, overrides) if overrides else cfg
+    spec = unit_spec(ucfg)
     ds = load_data(ucfg, data_dir)
-    X, _ = preprocess(ucfg.dataset.preprocess, ds.X_train, ds.X_test)
+    X, _ = preprocess(spec.preprocess, ds.X_train, ds.X_test)
     y = ds.y_train
     binary = ds.n_classes == 2
-    dtype, kernel = unit_kernel(ucfg, X)
+    dtype, kernel = unit_kernel(spec, X)
     X = kernel.features(X)
     Y = label_matrix(y, ds.n_classes)
     epochs = sorted(float(e) for e in epochs)
     out = {(e, r): [] for e in epochs for r in rules}
     for perm in range(permutations):
-        order, _ = unit_order(ucfg, Unit(0, dict(overrides), -1, perm), len(y))
-        log = train_from_config(ucfg, X, Y, kernel, order, epochs, dtype)
+        order, _ = unit_order(spec, Unit(0, dict(overrides), -1, perm), len(y))
+        log = train_algorithm(spec.settings, X, Y, kernel, order, spec.epochs, epochs, dtype=dtype,
+                              chunk_size=spec.chunk_size, cache_limit_gb=spec.cache_limit_gb, source=spec.source)
         for i, e in enumerate(epochs):
             for r in rules:
                 out[(e, r)].append(training_margins(log, kernel, X, y, binary, rule=r, cp_index=i,
-                                                    vote_weight=ucfg.prediction.vote_weight))
+                                                    vote_weight=spec.vote_weight))
         bar.update(1)
     return out, ucfg, ds
 

@@ -74,14 +74,14 @@ import numpy as np
 import pandas as pd
 
 from perceptron_lab.config.load import load_config, with_overrides
-from perceptron_lab.engine import label_matrix, train_from_config
 from perceptron_lab.engine.base import UNBOUNDED, TrainLog
 from perceptron_lab.errors import PlabError
 from perceptron_lab.model.hypotheses import Hypotheses
 from perceptron_lab.model.predict import RULE_INDEX, evaluate
 from perceptron_lab.run.inputs import load_data, preprocess
-from perceptron_lab.run.plan import Unit, eval_epochs
-from perceptron_lab.run.units import unit_data, unit_kernel, unit_order
+from perceptron_lab.run.plan import Unit
+from perceptron_lab.run.spec import unit_spec
+from perceptron_lab.run.units import train_unit, unit_data, unit_kernel
 from perceptron_lab.sparse import issparse
 
 HERE = Path(__file__).resolve().parent
@@ -212,18 +212,17 @@ def train_config(cfg, data_dir=None):
     ``cfg``'s run on its fixed train/test split, as its outer unit trains it
     (:func:`perceptron_lab.run.units.run_unit`)."""
     ds = load_data(cfg, data_dir)
+    spec = unit_spec(cfg)
     unit = Unit(0, {}, -1, 0, -1)
-    Xtr, ytr, Xte, yte = unit_data(cfg, ds, unit)
-    Xtr, Xte = preprocess(cfg.dataset.preprocess, Xtr, Xte)
-    dtype, kernel = unit_kernel(cfg, Xtr)
+    Xtr, ytr, Xte, yte = unit_data(spec, ds, unit)
+    Xtr, Xte = preprocess(spec.preprocess, Xtr, Xte)
+    dtype, kernel = unit_kernel(spec, Xtr)
     if kernel.name != "linear":
         raise ReadingError(f"{cfg.source}: the readings build weight vectors and need kernel.type: linear, "
                            f"got {kernel.name}")
-    Xtr, Xte = kernel.features(Xtr), kernel.features(Xte)
-    order, rule_seed = unit_order(cfg, unit, len(ytr))
-    log = train_from_config(cfg, Xtr, label_matrix(ytr, ds.n_classes), kernel, order, eval_epochs(cfg)[0], dtype,
-                            seed=rule_seed)
-    return log, Xtr, Xte, yte, kernel, dtype, rule_seed
+    data = (kernel.features(Xtr), ytr, kernel.features(Xte), yte, dtype, kernel)
+    log, rule_seed = train_unit(spec, ds, unit, data)
+    return log, data[0], data[2], yte, kernel, dtype, rule_seed
 
 
 def score_readings(cfg, log, Xtr, Xte, yte, kernel, dtype, rule_seed) -> dict:
