@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterable
 from perceptron_lab import constants as C
 from perceptron_lab.config.checks import (  # noqa: F401  (re-exported)
     _FILE_STEM, _PATH_CUTOFF, _REQUIRED, INVALID, _did_you_mean, _fmt_num, _ParamScalar, _plain, _render_path, _show)
-from perceptron_lab.config.schema import off_text
+from perceptron_lab.config.schema import ALGORITHM_TITLES, algorithms_using, off_text
 from perceptron_lab.config.schema import (  # noqa: F401  (re-exported)
     _TOP_KEYS, MAX_CONFIG_BYTES, PACKAGE_CONFIG_DIR, SCHEMA, SECTIONS, Param, _attr, _params_of)
 from perceptron_lab.config.algorithm import rule_alma_primal, rule_budget_rules, rule_primal_kernel
@@ -211,6 +211,16 @@ class ExperimentConfig:
     source: str | None = dataclasses.field(default=None, compare=False)
 
     @property
+    def written(self) -> frozenset | None:
+        """The keys the config wrote, as dotted paths (``'algorithm.eta'``; ``'dataset.params'``
+        for any key under it): those of its file and of every file it ``extends``, and those set by
+        :func:`with_overrides`; every other key carries its default. None where not known (a copy
+        made by :func:`dataclasses.replace`): every key then counts as written. Recorded by the
+        validator beside the config's fields, so not part of its value (equality, :meth:`to_dict`,
+        hashes)."""
+        return self.__dict__.get("_written")
+
+    @property
     def run_dir(self) -> Path:
         """``output.dir``, or ``runs/<name>`` when it is not set."""
         return Path(self.output.dir) if self.output.dir else Path(C.DEFAULT_RUNS_DIR) / self.name
@@ -249,12 +259,22 @@ _SECTION_TYPES = {"dataset": DatasetConfig, "kernel": KernelConfig, "algorithm":
 class _Validator:
     """Walks :data:`SCHEMA` over one mapping and collects every problem."""
 
-    def __init__(self, origins: dict, default_file: str, default_name: str, dataset_names):
+    def __init__(self, origins: dict, default_file: str, default_name: str, dataset_names,
+                 written: frozenset | None = None):
         self.origins, self.default_file = origins, default_file
         self.default_name, self.dataset_names = default_name, dataset_names
         self.lines: list[str] = []
         self.values: dict[str, dict] = {}
         self.given: dict[tuple, Any] = {}
+        self._written = written
+
+    @property
+    def written(self) -> frozenset:
+        """The keys the config wrote (:attr:`ExperimentConfig.written`): as given by
+        :func:`with_overrides`, else every key of the mapping validated."""
+        if self._written is None:
+            return frozenset(".".join(map(str, k)) for k in self.given)
+        return self._written
 
     # ---- reporting
     def file_of(self, path: tuple) -> str:
@@ -388,8 +408,10 @@ class _Validator:
             values = self.values[section]
             attrs = {p.attr: p.key for p in _params_of(section)}
             sections[section] = cls(**{attr: values[key] for attr, key in attrs.items()})
-        return ExperimentConfig(name=top["name"], description=top["description"], paper=top["paper"],
-                                source=source, **sections)
+        cfg = ExperimentConfig(name=top["name"], description=top["description"], paper=top["paper"],
+                               source=source, **sections)
+        object.__setattr__(cfg, "_written", self.written)   # ExperimentConfig.written
+        return cfg
 
 
 def _is_neutral(value: Any, neutral: Any) -> bool:
@@ -439,6 +461,35 @@ def _rule_nested_grid(v: _Validator) -> None:
                "parameters the inner folds choose, e.g. search: [[algorithm.tau]]")
 
 
+def _rule_grid_algorithms(v: _Validator) -> None:
+    """A grid over ``algorithm.name`` runs each of its algorithms with the keys of the config that
+    algorithm uses (:func:`with_overrides`); a key the config wrote that none of them uses would
+    change nothing, and is refused."""
+    alg, grid = v.values["algorithm"], v.values["evaluation"].get("grid")
+    name = alg.get("name")
+    if not _valid(name, grid) or not isinstance(grid, Mapping) or "algorithm.name" not in grid:
+        return
+    names, written = grid["algorithm.name"], v.written
+    unused = {}
+    for p in _params_of("algorithm"):
+        if p.when is None or p.path not in written or not p.applies(lambda _k: name) or p.key in unused:
+            continue
+        users = algorithms_using(p.path)
+        if any(n in users for n in names):
+            continue
+        value = alg.get(p.key, INVALID)
+        if _valid(value) and not _is_neutral(value, p.neutral):
+            unused[p.key] = users
+    if unused:
+        keys = ", ".join(f"algorithm.{k} = {v.shown('algorithm', k)}" for k in unused)
+        them = "it" if len(unused) == 1 else "them"
+        users = "; ".join(f"algorithm.{k}: {', '.join(u)}" for k, u in unused.items())
+        v.line(("algorithm", next(iter(unused))),
+               f"{keys}: {'it is' if len(unused) == 1 else 'they are'} used by no algorithm of evaluation.grid "
+               f"(algorithm.name: {', '.join(names)}); remove {them} from the config, or add to the grid an "
+               f"algorithm that uses {them} ({users})")
+
+
 _COMBINATIONS: tuple[Callable[[_Validator], None], ...] = (
     rule_budget_rules,
     rule_dataset_source,
@@ -446,6 +497,7 @@ _COMBINATIONS: tuple[Callable[[_Validator], None], ...] = (
     rule_primal_kernel,
     _rule_checkpoints,
     _rule_nested_grid,
+    _rule_grid_algorithms,
 )
 
 
@@ -476,14 +528,14 @@ def _default_name(label: str) -> str:
 
 
 def _finish(result: Any, problems: list[str], src: _Source, dataset_names, default_name=None,
-            origins_extra: dict | None = None) -> ExperimentConfig:
+            origins_extra: dict | None = None, written: frozenset | None = None) -> ExperimentConfig:
     if problems:
         raise ConfigError(problems)
     data, origins = result
     if origins_extra:
         origins.update(origins_extra)
     validator = _Validator(origins, src.label, default_name or _default_name(src.label),
-                           _known_dataset_names(dataset_names))
+                           _known_dataset_names(dataset_names), written)
     return validator.run(data, src.label)
 
 
@@ -560,11 +612,30 @@ def with_overrides(cfg: ExperimentConfig, overrides: Mapping[str, Any] | None = 
     """A copy of ``cfg`` with parameters replaced, validated like a loaded config.
 
     Keys are dotted paths, e.g. ``with_overrides(cfg, {"algorithm.tau": 0.5})`` or
-    ``with_overrides(cfg, **{"kernel.degree": 3})``. Changing a selector (``kernel.type``,
-    ``algorithm.name``) drops the parameters that belonged to the old choice only; changing
-    ``training.epochs`` keeps the intermediate checkpoints up to the new value and moves the final
-    one; setting ``dataset.path`` drops ``dataset.name`` and setting ``dataset.name`` drops the
-    keys of a file of one's own.
+    ``with_overrides(cfg, **{"kernel.degree": 3})``. Overrides compose with what the config
+    wrote (:attr:`ExperimentConfig.written`): the keys of its file and of every file it
+    ``extends`` -- a base file is written by its author as much as the file that extends it;
+    only the schema's defaults count as not written -- and those of earlier overrides.
+
+    * Changing ``algorithm.name`` keeps every key the config wrote that the new algorithm uses
+      (:func:`~perceptron_lab.config.schema.algorithms_using`, from :data:`SCHEMA`: a NORMA
+      config's ``eta`` and ``lambda`` stay with the perceptron), and gives every key it did not
+      write the new algorithm's default (NORMA's ``eta`` 0.1, not the perceptron's 1; the
+      budgeted algorithms' prediction rules). A key the config wrote that the new algorithm does
+      not use is refused, in one line naming it and the ways out (remove it, override it to null,
+      or sweep over both algorithms) -- never dropped silently; one that carries a null (e.g.
+      ``alpha_bound: null``) changes nothing and goes. When the new name is one of the values of
+      ``evaluation.grid`` for ``algorithm.name`` (a grid point, as
+      :func:`perceptron_lab.run.plan.make_plan` resolves it), each point uses the keys its
+      algorithm has and leaves the others: a key no algorithm of the grid uses is refused when
+      the config is validated. (``plab run CONFIG algorithm.name=X`` takes ``algorithm.name`` out
+      of such a grid: :func:`perceptron_lab.config.overrides.apply_overrides`.)
+    * Changing another selector (``kernel.type``, ``evaluation.mode``) drops the parameters that
+      belonged to the old choice only.
+    * Changing ``training.epochs`` keeps the intermediate checkpoints up to the new value and
+      moves the final one; setting ``dataset.path`` drops ``dataset.name`` and setting
+      ``dataset.name`` drops the keys of a file of one's own.
+
     Problems caused by an override are reported against ``<source> (override)``.
     """
     changes = dict(overrides or {})
@@ -574,9 +645,17 @@ def with_overrides(cfg: ExperimentConfig, overrides: Mapping[str, Any] | None = 
         if not isinstance(path, str) or not path:
             raise ConfigError(f"{cfg.source or '<dict>'} (override): override keys must be dotted "
                               f"parameter paths such as 'algorithm.tau', got {_show(path)}")
-    # parameters whose meaning depends on a selector that changes
+    label = f"{cfg.source or '<dict>'} (override)"
+    written = _put_back_written(cfg, data)
+    changed = {_key_path(path) for path in changes}
+    unused = []
+    if "algorithm.name" in changes and changes["algorithm.name"] != cfg.algorithm.name:
+        grid = changes.get("evaluation.grid", cfg.evaluation.grid)
+        point = isinstance(grid, Mapping) and changes["algorithm.name"] in grid.get("algorithm.name", ())
+        unused = _compose_algorithm(data, written, changed, changes["algorithm.name"], point)
+    # parameters whose meaning depends on another selector that changes
     for p in SCHEMA:
-        if p.when is None or p.path in changes:
+        if p.when is None or p.section == "algorithm" or p.path in changes:
             continue
         sel_path = f"{p.section}.{p.when[0]}"
         if sel_path in changes and p.key in data.get(p.section, {}):
@@ -589,7 +668,7 @@ def with_overrides(cfg: ExperimentConfig, overrides: Mapping[str, Any] | None = 
         new = changes["training.epochs"]  # an invalid value is reported by the validator
         top = new + C.EPOCH_TOL if isinstance(new, numbers.Real) and not isinstance(new, bool) else float("inf")
         data["training"]["checkpoints"] = [c for c in cfg.training.checkpoints if c != cfg.training.epochs and c <= top]
-    label = f"{cfg.source or '<dict>'} (override)"
+    written = frozenset(w for w in written if _has(data, w)) | changed
     origins_extra = {}
     for path, value in changes.items():
         parts = path.split(".")
@@ -607,7 +686,73 @@ def with_overrides(cfg: ExperimentConfig, overrides: Mapping[str, Any] | None = 
     result = (data, _origins(data, src.label))
     # an unchanged dataset name was checked when cfg was built, possibly against another list
     names = None if "dataset.name" in changes else _UNCHECKED
-    return _finish(result, [], src, names, default_name=cfg.name, origins_extra=origins_extra)
+    out = _finish(result, [], src, names, default_name=cfg.name, origins_extra=origins_extra, written=written)
+    if unused:   # the rest is valid: say what the new algorithm would leave unused
+        raise ConfigError(_unused_line(label, cfg.algorithm.name, out.algorithm.name, unused))
+    return out
+
+
+def _key_path(path: str) -> str:
+    """The key a dotted override path sets, as :attr:`ExperimentConfig.written` names it
+    (``dataset.params.noise`` -> ``dataset.params``)."""
+    parts = path.split(".")
+    return ".".join(parts[:2]) if parts[0] in SECTIONS else parts[0]
+
+
+def _has(data: Mapping, path: str) -> bool:
+    section, _, key = path.partition(".")
+    return section in data if not key else isinstance(data.get(section), Mapping) and key in data[section]
+
+
+def _put_back_written(cfg: ExperimentConfig, data: dict) -> frozenset:
+    """Put the ``algorithm`` keys ``cfg`` wrote but ``data`` (``cfg.to_dict()``) leaves out back
+    into ``data`` (``to_dict`` omits a default given for :attr:`Param.omit_default`), so that they
+    compose like the others; return the keys ``cfg`` wrote (every key of ``data`` when not known)."""
+    if cfg.written is None:
+        return frozenset(f"{s}.{k}" if s in SECTIONS else s for s in data
+                         for k in (data[s] if s in SECTIONS else (None,)))
+    obj, body = cfg.algorithm, data.setdefault("algorithm", {})
+    for p in _params_of("algorithm"):
+        if p.path in cfg.written and p.key not in body and p.applies(lambda k: getattr(obj, _attr("algorithm", k))):
+            body[p.key] = _plain(getattr(obj, p.attr))
+    return cfg.written
+
+
+def _compose_algorithm(data: dict, written: frozenset, changed: set, new: Any, point: bool) -> list:
+    """Prepare ``data`` (``cfg.to_dict()``) for ``algorithm.name`` = ``new``: keys not written and
+    not overridden go (the validator fills in the new algorithm's defaults); written ``algorithm``
+    keys ``new`` does not use go too, and are returned as (path, value) unless they carry a null
+    or ``new`` is a ``point`` of the config's grid over ``algorithm.name`` (:func:`with_overrides`)."""
+    body = data.get("algorithm", {})
+    if not isinstance(new, str) or new not in C.ALGORITHMS:   # the validator names the bad value
+        for p in _params_of("algorithm"):
+            if p.when is not None and p.path not in changed:
+                body.pop(p.key, None)
+        return []
+    unused = []
+    for section in SECTIONS:
+        items = data.get(section)
+        for key in list(items or ()):
+            path = f"{section}.{key}"
+            if path in changed:
+                continue
+            if path not in written:
+                del items[key]
+            elif section == "algorithm" and new not in algorithms_using(path):
+                value = items.pop(key)
+                if not point and not _is_neutral(value, next(p.neutral for p in _params_of(section) if p.key == key)):
+                    unused.append((path, value))
+    return unused
+
+
+def _unused_line(label: str, old: str, new: str, unused: list) -> str:
+    """The one line refusing keys written for algorithm ``old`` that an override to ``new`` leaves unused."""
+    keys = ", ".join(f"{path} = {_show(value)}" for path, value in unused)
+    them = "it" if len(unused) == 1 else "them"
+    nulls = " ".join(f"{path}=null" for path, _ in unused)
+    return (f"{label}: algorithm.name = {new!r}: {ALGORITHM_TITLES.get(new, new)} does not use {keys}, which the "
+            f"config sets for {ALGORITHM_TITLES.get(old, old)}; remove {them} from the config, override {them} "
+            f"to null ({nulls}), or sweep -m algorithm.name={old},{new} to run each algorithm with the keys it uses")
 
 
 def config_hash(cfg: ExperimentConfig, length: int = C.CONFIG_HASH_LENGTH) -> str:

@@ -12,6 +12,12 @@
   training.epochs=1,10`` adds those keys to ``evaluation.grid`` and the run covers the product as
   one grid (:class:`perceptron_lab.run.evaluation.Grid`), each point in its own part. Only grid keys
   can be swept.
+* Overrides compose with what the config wrote (:func:`perceptron_lab.config.load.with_overrides`):
+  ``algorithm.name=X`` keeps the keys the config wrote that X has (a NORMA config's ``eta`` and
+  ``lambda`` for the perceptron), gives the keys it did not write X's defaults, and refuses in one
+  line a written key X does not have. A sweep ``-m algorithm.name=a,b`` runs each algorithm with the
+  keys it has (a written key none of them has is refused), and ``plab config show`` with the same
+  arguments prints the config the points start from; each point's config is what the run trains.
 * An overridden run is a variant: it is not scored against the paper table its config names
   (unless ``paper=`` is overridden too), and it writes to its own folder, ``<the config's
   folder>/<key-value_...>`` (sorted by key, shell-safe: :func:`override_dirname`), never to the
@@ -23,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -178,7 +185,10 @@ def apply_overrides(cfg: ExperimentConfig, overrides: list[Override]) -> Experim
     key the grid already has replaces its values), validated by the config schema. An override that
     changes what is computed drops the config's ``paper``: the run is a variant, not written in the
     paper's layout nor scored against it (and so never counted in the report), unless the overrides
-    set ``paper`` themselves."""
+    set ``paper`` themselves. ``algorithm.name=X`` runs X: on a config whose grid is over
+    ``algorithm.name`` it takes that key out of the grid (which would otherwise set another name at
+    each point), and it composes with the config's keys as
+    :func:`perceptron_lab.config.load.with_overrides` says."""
     overrides = _absolute_paths(overrides)
     changes = {o.key: o.values[0] for o in overrides if not o.sweep}
     sweeps = {o.key: list(o.values) for o in overrides if o.sweep}
@@ -201,6 +211,11 @@ def apply_overrides(cfg: ExperimentConfig, overrides: list[Override]) -> Experim
         if "evaluation.grid" in changes:
             raise ConfigError("override evaluation.grid cannot be combined with -m sweeps; sweep with -m only")
         changes["evaluation.grid"] = {**cfg.evaluation.grid, **sweeps}
+    grid = changes.get("evaluation.grid", cfg.evaluation.grid)
+    if "algorithm.name" in changes and isinstance(grid, Mapping) and "algorithm.name" in grid \
+            and not any(o.key == "evaluation.grid" for o in overrides):
+        # algorithm.name=X runs X: out of a grid that would set the name of every point again
+        changes["evaluation.grid"] = {k: v for k, v in grid.items() if k != "algorithm.name"}
     return with_overrides(cfg, changes) if changes else cfg
 
 

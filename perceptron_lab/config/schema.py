@@ -253,6 +253,16 @@ SCHEMA: tuple[Param, ...] = (
 )
 
 
+@lru_cache(maxsize=None)
+def algorithms_using(path: str) -> tuple[str, ...]:
+    """The algorithms (``algorithm.name`` values, in :data:`~perceptron_lab.constants.ALGORITHMS`
+    order) for which key ``path`` of the ``algorithm`` section is in effect: those some row of
+    :data:`SCHEMA` for ``path`` applies to (every algorithm for a key without ``when``; none for a
+    key of another section). ``algorithms_using('algorithm.lambda')`` is ``('perceptron', 'norma')``."""
+    rows = [p for p in SCHEMA if p.path == path and p.section == "algorithm"]
+    return tuple(n for n in C.ALGORITHMS if any(p.applies(lambda _k, n=n: n) for p in rows))
+
+
 def _users(path: str) -> str:
     """``a perceptron parameter`` or ``a parameter of the perceptron, the Projectron ... and NORMA``:
     the algorithms whose schema entries for ``path`` apply."""
