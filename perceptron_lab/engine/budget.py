@@ -420,9 +420,268 @@ def _run_chunk(chunk, p_start, rule, st, out):
     return n_out, n_ch, nb_
 
 
+def _grow(a: np.ndarray, shape: tuple) -> np.ndarray:
+    """``a`` zero-padded at the end of each axis to ``shape``."""
+    out = np.zeros(shape, dtype=a.dtype)
+    out[tuple(slice(0, s) for s in a.shape)] = a
+    return out
+
+
+class BudgetRun:
+    """One budgeted run that continues: :meth:`steps` on examples (rows of ``X``), as many times as
+    wanted, then :meth:`log`. :func:`train_budget` (``plab run``'s units, ``BudgetPerceptron.fit``),
+    ``BudgetPerceptron.partial_fit`` and the online classes' ``learn_one`` are all this one driver.
+
+    X: (n, f) features; Y: (n, L) labels in {-1, +1} (:func:`~perceptron_lab.engine.perceptron.label_matrix`).
+    ``record``: keep every change of the hypotheses (``BudgetLog.ch_*``, what the voted rule
+    replays). ``capacity``: support slots per label allocated at once, and the most a support set
+    holds while :attr:`limit` is not raised (:func:`train_budget` gives the number of training
+    examples: a budget beyond it acts as that number); None: slots grown as the support sets grow,
+    up to the budget, for a run whose length is not known. The Forgetron and the
+    Projectrons keep a budget x budget matrix per label; growing it past ``memory_limit_gb``
+    stops with an :class:`~perceptron_lab.engine.base.EngineError`.
+
+    Rows can be added (:meth:`add_examples`, :meth:`add_label`, :meth:`widen`) and dropped when
+    no hypothesis refers to them (:meth:`compact`); ``pos[r]`` is row r's position in the stream
+    of examples seen, which the events record.
+    """
+
+    def __init__(self, X, Y, kernel: Kernel, params: BudgetParams, record: bool = False,
+                 memory_limit_gb: float = 8.0, capacity: int | None = None, change_buffer: int = 1 << 16):
+        if kernel.name == "precomputed":
+            raise EngineError("the budgeted engine needs a kernel function, not a precomputed Gram matrix")
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        Y = np.ascontiguousarray(Y, dtype=np.int8)
+        n, L = Y.shape
+        if X.shape[0] != n:
+            raise EngineError(f"X has {X.shape[0]} rows but Y has {n}")
+        params.validate(n)
+        self.kernel, self.params, self.record = kernel, params, record
+        self.memory_limit_gb, self.change_buffer = float(memory_limit_gb), int(change_buffer)
+        self.alg = ALGORITHM_CODES[params.algorithm]
+        self.X, self.Y = X, Y
+        self.kdiag, self.sq = kernel_diag(kernel, X), sq_norms(X)
+        # integer features (raw pixels, 0/1 indicators): kernel blocks by exact float32 GEMMs, the same values
+        self.exact = exact32_ok(X)
+        self.X32 = X.astype(np.float32) if self.exact else None
+        self.pos, self.n_seen = np.arange(n), n
+        self.steps_done = 0
+        self.cap = 0
+        B = 1 if capacity is None else max(1, int(min(params.budget, capacity)))
+        #: The most support vectors a label holds (the budget, or ``capacity`` when given).
+        self.limit = int(params.budget) if capacity is None else B
+        self._check_memory(B, L)
+        self.sv_ex, self.sv_coef = np.zeros((L, B), np.int64), np.zeros((L, B))
+        self.sv_ord, self.free, self.slot_acc = np.zeros((L, B), np.int64), np.zeros((L, B), np.int64), np.zeros((L, B))
+        self.size, self.nfree, self.refc = np.zeros(L, np.int64), np.zeros(L, np.int64), np.zeros(n, np.int64)
+        self.Gs = np.zeros((L, B, B) if self.alg == ALG_FORGETRON else (1, 1, 1))
+        self.Kinv = np.zeros((L, B + 1, B + 1) if self._proj else (1, 1, 1))
+        self.Q, self.M = np.zeros(L), np.zeros(L, np.int64)
+        self.acc, self.mistakes = np.zeros((L, n)), np.zeros(L, np.int64)
+        self.rng = np.random.default_rng(params.seed)
+        self.cap = B
+        self.kbuf, self.dbuf = np.zeros(B + 1), np.zeros(B + 1)
+        self._bufs, self._ch, self._ch_val = None, None, None
+        self.keep_events = True   # the events of the log (the online classes keep counts only)
+        self.events, self.changes = [], []
+        self.max_support, self.kernel_seconds, self.chunks = 0, 0.0, 0
+
+    @property
+    def _proj(self) -> bool:
+        return self.alg in (ALG_PROJECTRON, ALG_PROJECTRON_PP)
+
+    def _check_memory(self, B: int, L: int) -> None:
+        if self.alg in (ALG_FORGETRON, ALG_PROJECTRON, ALG_PROJECTRON_PP):
+            need = L * (B + 1) ** 2 * 8 / 1e9
+            if need > self.memory_limit_gb:
+                raise EngineError(f"{self.params.algorithm} keeps a {B} x {B} kernel matrix per label: {need:.1f} GB "
+                                  f"for {L} labels, more than the {self.memory_limit_gb:g} GB allowed (cache_limit_gb); "
+                                  "set a smaller budget")
+
+    def _reserve(self, extra: int) -> None:
+        """Room for ``extra`` more insertions per label (up to the budget)."""
+        want = int(min(self.limit, int(self.size.max(initial=0)) + extra))
+        if want <= self.cap:
+            return
+        want = int(min(self.limit, max(want, 2 * self.cap)))
+        L = self.Y.shape[1]
+        self._check_memory(want, L)
+        for k in ("sv_ex", "sv_coef", "sv_ord", "free", "slot_acc"):
+            setattr(self, k, _grow(getattr(self, k), (L, want)))
+        if self.alg == ALG_FORGETRON:
+            self.Gs = _grow(self.Gs, (L, want, want))
+        if self._proj:
+            self.Kinv = _grow(self.Kinv, (L, want + 1, want + 1))
+        self.cap = want
+        self.kbuf, self.dbuf = np.zeros(want + 1), np.zeros(want + 1)
+
+    # ------------------------------------------------------------------ the examples it holds
+
+    def add_label(self) -> None:
+        """A new label column (one-vs-rest), empty, its examples so far all negative."""
+        L = self.Y.shape[1]
+        self.Y = np.concatenate([self.Y, -np.ones((self.Y.shape[0], 1), np.int8)], axis=1)
+        for k in ("sv_ex", "sv_coef", "sv_ord", "size", "free", "nfree", "Gs", "Kinv", "Q", "M", "acc", "slot_acc",
+                  "mistakes"):
+            a = getattr(self, k)
+            if k in ("Gs", "Kinv") and a.shape[0] != L:
+                continue  # the (1, 1, 1) placeholder of an algorithm that does not use it
+            setattr(self, k, _grow(a, (L + 1, *a.shape[1:])))
+
+    def widen(self, n_features: int) -> None:
+        """Zero columns for features that appear only now (every earlier example lacks them)."""
+        if n_features > self.X.shape[1]:
+            self.X = _grow(self.X, (self.X.shape[0], n_features))
+            if self.X32 is not None:
+                self.X32 = self.X.astype(np.float32)
+
+    def add_examples(self, X, Y) -> np.ndarray:
+        """Append new examples (their features and label columns); returns their row indices."""
+        X = np.asarray(X, dtype=np.float64)
+        n0 = self.X.shape[0]
+        self.X = np.concatenate([self.X, X])
+        self.Y = np.concatenate([self.Y, np.asarray(Y, dtype=np.int8)])
+        self.kdiag = np.concatenate([self.kdiag, kernel_diag(self.kernel, X)])
+        self.sq = np.concatenate([self.sq, sq_norms(X)])
+        self.refc = np.concatenate([self.refc, np.zeros(len(X), np.int64)])
+        self.acc = np.concatenate([self.acc, np.zeros((self.Y.shape[1], len(X)))], axis=1)
+        self.pos = np.concatenate([self.pos, np.arange(self.n_seen, self.n_seen + len(X))])
+        self.n_seen += len(X)
+        self.exact = self.exact and exact32_ok(X)
+        self.X32 = self.X.astype(np.float32) if self.exact else None
+        return np.arange(n0, self.X.shape[0])
+
+    def drop_last_unused(self) -> None:
+        """Forget the last example if no hypothesis refers to it (the common case of a step
+        without an insertion; :meth:`compact` in O(1))."""
+        i = self.X.shape[0] - 1
+        if i >= 0 and self.refc[i] == 0 and not self.acc[:, i].any() and not self.record:
+            for k in ("X", "Y", "kdiag", "sq", "refc", "pos"):
+                setattr(self, k, getattr(self, k)[:i])
+            self.acc = self.acc[:, :i]
+            if self.X32 is not None:
+                self.X32 = self.X32[:i]
+
+    def compact(self, keep_avg: bool = True) -> None:
+        """Keep the rows some hypothesis refers to (in a copy: never the caller's array), renumbered
+        in order: those in a support set, in the averaged hypothesis, or in a recorded change.
+        Without ``keep_avg`` the averaged hypothesis is given up (for a run that never predicts
+        with it): only the support sets' rows (and the changes') are kept."""
+        used = (self.refc > 0) | (self.acc.any(axis=0) if keep_avg else False)
+        for ch, _ in self.changes:
+            used[ch[ch[:, 2] == CH_ADD, 3]] = True
+        keep = np.flatnonzero(used)
+        new = np.zeros(self.X.shape[0], dtype=np.int64)
+        new[keep] = np.arange(keep.size)
+        for k in ("X", "Y", "kdiag", "sq", "refc", "pos"):
+            setattr(self, k, np.ascontiguousarray(getattr(self, k)[keep]))
+        if self.X32 is not None:
+            self.X32 = np.ascontiguousarray(self.X32[keep])
+        self.acc = np.ascontiguousarray(self.acc[:, keep])
+        self.sv_ex = new[self.sv_ex]  # free slots keep some row: never read before an insertion sets them
+        for ch, _ in self.changes:
+            adds = ch[:, 2] == CH_ADD
+            ch[adds, 3] = new[ch[adds, 3]]
+
+    # ------------------------------------------------------------------ training
+
+    def steps(self, seq, chunk_size: int = 512) -> None:
+        """Steps on the examples ``seq`` (row indices), in order, ``chunk_size`` at a time: each
+        chunk's kernel block (its examples against the support vectors and against themselves)
+        by one GEMM, then the jitted loop of :func:`_run_chunk`."""
+        seq = np.asarray(seq, dtype=np.int64)
+        L = self.Y.shape[1]
+        p = self.params
+        for a in range(0, len(seq), chunk_size):
+            ex = np.ascontiguousarray(seq[a:a + chunk_size])
+            self._reserve(ex.size)
+            B = int(min(self.limit, self.cap))
+            pool = np.flatnonzero(self.refc)
+            colmap = np.full(self.X.shape[0], -1, dtype=np.int64)
+            colmap[pool] = np.arange(pool.size)
+            sv_col = colmap[self.sv_ex]  # slots not in use get garbage, never read
+            cols = np.concatenate([pool, ex])
+            tg = time.perf_counter()
+            Kall = gram(self.kernel, self.X[ex], self.X[cols], self.sq[ex], self.sq[cols], exact32=self.exact,
+                        B32=self.X32[cols] if self.exact else None)
+            urand = self.rng.random((ex.size, L))
+            self.kernel_seconds += time.perf_counter() - tg
+            if self._bufs is None or self._bufs[0].size < 3 * ex.size * L:
+                self._bufs = [np.empty(3 * ex.size * L, dtype=np.int64) for _ in range(4)]
+            need_ch = max(self.change_buffer, 2 * L * (B + 3)) if self.record else 1
+            if self._ch is None or self._ch.shape[0] < need_ch:
+                self._ch, self._ch_val = np.empty((need_ch, 4), dtype=np.int64), np.empty(need_ch)
+            p_start = 0
+            while p_start < ex.size:
+                m, n_ch, p_start = _run_chunk(
+                    BudgetChunk(ex, self.steps_done + a, self.Y, self.kdiag, Kall, pool.size, urand), p_start,
+                    resolve_rule(p, self.alg, B),
+                    Support(self.sv_ex, self.sv_coef, sv_col, self.sv_ord, self.size, self.free, self.nfree,
+                            self.refc, self.Gs, self.Kinv, self.Q, self.M, self.acc, self.slot_acc, self.mistakes,
+                            self.kbuf, self.dbuf),
+                    Events(*self._bufs, self.record, self._ch, self._ch_val))
+                if m and self.keep_events:
+                    ev = np.stack([b[:m] for b in self._bufs], axis=1)
+                    ev[:, 3] = self.pos[ev[:, 3]]  # events name stream positions, which compact() keeps
+                    self.events.append(ev)
+                if n_ch:
+                    self.changes.append((self._ch[:n_ch].copy(), self._ch_val[:n_ch].copy()))
+            self.max_support = max(self.max_support, int(self.size.max(initial=0)))
+            self.chunks += 1
+        self.steps_done += len(seq)
+
+    # ------------------------------------------------------------------ what it holds
+
+    def hypotheses(self, avg: bool = True):
+        """(last, avg) now: per label, (examples, coefficients) of the current hypothesis and of
+        the summed one (empty without ``avg``)."""
+        L = self.Y.shape[1]
+        live = [self.sv_ord[c, :self.size[c]] for c in range(L)]
+        last = [(self.sv_ex[c, o].copy(), self.sv_coef[c, o].copy()) for c, o in enumerate(live)]
+        summed = [_avg_state(self.acc[c], self.sv_ex[c], self.sv_coef[c], self.slot_acc[c], o) if avg
+                  else (np.empty(0, np.int64), np.empty(0)) for c, o in enumerate(live)]
+        return last, summed
+
+    def log(self, avg: bool = True, snapshots=None, order=None, checkpoint_steps=None, seconds: float = 0.0) -> BudgetLog:
+        """The :class:`BudgetLog` of the run so far: at the checkpoints ``snapshots`` (a list of
+        (mistakes, last, avg) taken by :meth:`snapshot`, at ``checkpoint_steps``), or at one
+        checkpoint, now (without ``avg``, the averaged hypothesis is left empty)."""
+        L = self.Y.shape[1]
+        if snapshots is None:
+            last, summed = self.hypotheses(avg)
+            snapshots, checkpoint_steps = [(self.mistakes.copy(), last, summed)], np.array([self.steps_done])
+        ev = np.concatenate(self.events) if self.events else np.empty((0, 4), np.int64)
+        chs = {}
+        if self.record:
+            allc = np.concatenate([c for c, _ in self.changes]) if self.changes else np.empty((0, 4), np.int64)
+            chs = dict(ch_step=allc[:, 0].copy(), ch_cls=allc[:, 1].copy(), ch_kind=allc[:, 2].copy(),
+                       ch_ex=allc[:, 3].copy(),
+                       ch_val=np.concatenate([v for _, v in self.changes]) if self.changes else np.empty(0))
+        info = {"algorithm": self.params.algorithm, "budget": int(min(self.limit, self.cap)),
+                "Q": self.Q.tolist() if self.alg == ALG_FORGETRON else None,
+                "kernel_seconds": round(self.kernel_seconds, 3), "chunks": self.chunks}
+        return BudgetLog(n_train=self.X.shape[0], n_labels=L, total_steps=int(self.steps_done),
+                         order=np.empty(0, np.int64) if order is None else order,
+                         checkpoint_steps=np.asarray(checkpoint_steps, dtype=np.int64), params=self.params,
+                         ev_step=ev[:, 0].copy(), ev_cls=ev[:, 1].copy(), ev_kind=ev[:, 2].copy(),
+                         ev_ex=ev[:, 3].copy(), mistakes_cp=np.array([m for m, _, _ in snapshots]).reshape(-1, L),
+                         last=[la for _, la, _ in snapshots], avg=[av for _, _, av in snapshots],
+                         max_support=self.max_support, seconds=seconds, info=info, **chs)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)   # the scratch buffers of the jitted step are not the model
+        state.update(_bufs=None, _ch=None, _ch_val=None)
+        return state
+
+    def snapshot(self):
+        """(mistakes per label, last, avg) now: one checkpoint of :meth:`log`."""
+        last, summed = self.hypotheses()
+        return self.mistakes.copy(), last, summed
+
+
 def train_budget(X, Y, kernel: Kernel, params: BudgetParams, order, epochs: float, checkpoints=None,
                  chunk_size: int = 512, progress=None, memory_limit_gb: float = 8.0,
-                 record_changes: bool = False, change_buffer: int = 1 << 20, state: dict | None = None) -> BudgetLog:
+                 record_changes: bool = False, change_buffer: int = 1 << 20, run: BudgetRun | None = None) -> BudgetLog:
     """Train one-vs-rest budgeted kernel perceptrons (or NORMA) on ``order`` repeated for ``epochs``.
 
     X: (n, f) features; Y: (n, L) in {-1, +1} (:func:`~perceptron_lab.engine.perceptron.label_matrix`);
@@ -430,29 +689,14 @@ def train_budget(X, Y, kernel: Kernel, params: BudgetParams, order, epochs: floa
     Kernel values are float64. Forgetron and the Projectrons keep a budget x budget matrix per
     label; a run whose matrices would exceed ``memory_limit_gb`` stops with an error.
     ``record_changes``: keep every change of the hypotheses (``BudgetLog.ch_*``, what the voted
-    rule replays), gathered ``change_buffer`` at a time. ``state``: a dict that receives the run's
-    final state (the support sets, their coefficients and kernel matrices, the running sums of the
-    averaged hypothesis, the random generator; see the code for the keys), from which
-    :mod:`perceptron_lab.estimators.budget` continues the run on new examples; it changes nothing
-    in the run. Returns a :class:`BudgetLog`; :func:`budget_scores` predicts from it.
+    rule replays), gathered ``change_buffer`` at a time. ``run``: a :class:`BudgetRun` started on
+    ``(X, Y)`` to drive (an estimator keeps it to continue the run); by default one is started
+    here. Returns a :class:`BudgetLog`; :func:`budget_scores` predicts from it.
     """
     t0 = time.perf_counter()
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    Y = np.ascontiguousarray(Y, dtype=np.int8)
-    n, L = Y.shape
-    if X.shape[0] != n:
-        raise EngineError(f"X has {X.shape[0]} rows but Y has {n}")
-    if kernel.name == "precomputed":
-        raise EngineError("the budgeted engine needs a kernel function, not a precomputed Gram matrix")
-    params.validate(n)
-    alg = ALGORITHM_CODES[params.algorithm]
-    B = int(min(params.budget, n))
-    if alg in (ALG_FORGETRON, ALG_PROJECTRON, ALG_PROJECTRON_PP):
-        need = L * (B + 1) ** 2 * 8 / 1e9
-        if need > memory_limit_gb:
-            raise EngineError(f"{params.algorithm} keeps a {B} x {B} kernel matrix per label: {need:.1f} GB for "
-                              f"{L} labels, more than the {memory_limit_gb:g} GB allowed (training.cache_limit_gb); "
-                              "set a smaller algorithm.budget")
+    n = np.shape(Y)[0]
+    if run is None:
+        run = BudgetRun(X, Y, kernel, params, record_changes, memory_limit_gb, capacity=n, change_buffer=change_buffer)
     order = np.ascontiguousarray(order, dtype=np.int64)
     checkpoints = [epochs] if checkpoints is None else list(checkpoints)
     total = epochs_to_steps(epochs, n)
@@ -460,96 +704,18 @@ def train_budget(X, Y, kernel: Kernel, params: BudgetParams, order, epochs: floa
     if total < 1 or cp_steps[0] < 1 or cp_steps[-1] > total:
         raise EngineError(f"checkpoints {checkpoints} must lie in (0, {epochs}] and cover >= 1 step")
     bounds = chunk_bounds(n, total, cp_steps, chunk_size)
-
-    kdiag = kernel_diag(kernel, X)
-    sq = sq_norms(X)
-    sv_ex = np.zeros((L, B), dtype=np.int64)
-    sv_coef = np.zeros((L, B), dtype=np.float64)
-    sv_ord = np.zeros((L, B), dtype=np.int64)
-    size = np.zeros(L, dtype=np.int64)
-    free = np.zeros((L, B), dtype=np.int64)
-    nfree = np.zeros(L, dtype=np.int64)
-    refc = np.zeros(n, dtype=np.int64)
-    use_gs = alg == ALG_FORGETRON
-    Gs = np.zeros((L, B, B) if use_gs else (1, 1, 1))
-    proj = alg in (ALG_PROJECTRON, ALG_PROJECTRON_PP)
-    Kinv = np.zeros((L, B + 1, B + 1) if proj else (1, 1, 1))
-    kbuf = np.zeros(B + 1)
-    dbuf = np.zeros(B + 1)
-    Q = np.zeros(L)
-    M = np.zeros(L, dtype=np.int64)
-    acc = np.zeros((L, n))
-    mistakes = np.zeros(L, dtype=np.int64)
-    colmap = np.full(n, -1, dtype=np.int64)
-    sv_col = np.zeros((L, B), dtype=np.int64)
-    slot_acc = np.zeros((L, B))
-    rng = np.random.default_rng(params.seed)
-    maxb = int(np.max(np.diff(bounds)))
-    bufs = {k: np.empty(3 * maxb * L, dtype=np.int64) for k in ("step", "cls", "kind", "ex")}
-    logs = {k: [] for k in bufs}
-    ch = np.empty((max(int(change_buffer), 2 * L * (B + 3)) if record_changes else 1, 4), dtype=np.int64)
-    ch_val = np.empty(ch.shape[0])
-    rule = resolve_rule(params, alg, B)
-    support = Support(sv_ex, sv_coef, sv_col, sv_ord, size, free, nfree, refc, Gs, Kinv, Q, M, acc, slot_acc,
-                      mistakes, kbuf, dbuf)
-    events = Events(bufs["step"], bufs["cls"], bufs["kind"], bufs["ex"], record_changes, ch, ch_val)
-    ch_logs, ch_val_logs = [], []
-    mist_cp = np.zeros((cp_steps.size, L), dtype=np.int64)
-    last, avg = [], []
+    snapshots = []
     cp_ptr = 0
-    max_support = 0
-    # integer features (raw pixels, 0/1 indicators): kernel blocks by exact float32 GEMMs, the same values
-    exact = exact32_ok(X)
-    X32 = X.astype(np.float32) if exact else None
-    t_gram = 0.0
     for a, b in zip(bounds[:-1], bounds[1:]):
-        ex = order[np.arange(a, b) % n]
-        pool = np.flatnonzero(refc)
-        colmap[pool] = np.arange(pool.size)
-        sv_col[:] = colmap[sv_ex]  # slots not in use get garbage, never read
-        colmap[pool] = -1
-        # one kernel block: the chunk's examples against the support vectors and against themselves
-        cols = np.concatenate([pool, ex])
-        tg = time.perf_counter()
-        Kall = gram(kernel, X[ex], X[cols], sq[ex], sq[cols], exact32=exact, B32=X32[cols] if exact else None)
-        urand = rng.random((b - a, L))
-        t_gram += time.perf_counter() - tg
-        p_start = 0
-        while p_start < b - a:
-            m, n_ch, p_start = _run_chunk(BudgetChunk(ex, a, Y, kdiag, Kall, pool.size, urand), p_start, rule,
-                                          support, events)
-            if m:
-                for k in bufs:
-                    logs[k].append(bufs[k][:m].copy())
-            if n_ch:
-                ch_logs.append(ch[:n_ch].copy())
-                ch_val_logs.append(ch_val[:n_ch].copy())
-        max_support = max(max_support, int(size.max()))
+        run.steps(order[np.arange(a, b) % n], chunk_size=b - a)
         while cp_ptr < cp_steps.size and cp_steps[cp_ptr] == b:
-            mist_cp[cp_ptr] = mistakes
-            last.append([(sv_ex[c, sv_ord[c, :size[c]]].copy(), sv_coef[c, sv_ord[c, :size[c]]].copy())
-                         for c in range(L)])
-            avg.append([_avg_state(acc[c], sv_ex[c], sv_coef[c], slot_acc[c], sv_ord[c, :size[c]]) for c in range(L)])
+            snapshots.append(run.snapshot())
             cp_ptr += 1
         if progress is not None:
             progress(b - a)
-    if state is not None:
-        state.update(B=B, steps=total, sv_ex=sv_ex, sv_coef=sv_coef, sv_ord=sv_ord, size=size, free=free,
-                     nfree=nfree, refc=refc, Gs=Gs, Kinv=Kinv, Q=Q, M=M, acc=acc, slot_acc=slot_acc,
-                     mistakes=mistakes, rng=rng)
-    cat = {k: (np.concatenate(v) if v else np.empty(0, dtype=np.int64)) for k, v in logs.items()}
-    info = {"algorithm": params.algorithm, "budget": B, "Q": Q.tolist() if use_gs else None,
-            "kernel_seconds": round(t_gram, 3), "chunks": int(bounds.size - 1)}
-    chs = {}
-    if record_changes:
-        allc = np.concatenate(ch_logs) if ch_logs else np.empty((0, 4), dtype=np.int64)
-        chs = {"ch_step": allc[:, 0].copy(), "ch_cls": allc[:, 1].copy(), "ch_kind": allc[:, 2].copy(),
-               "ch_ex": allc[:, 3].copy(),
-               "ch_val": np.concatenate(ch_val_logs) if ch_val_logs else np.empty(0)}
-    return BudgetLog(n_train=n, n_labels=L, total_steps=total, order=order, checkpoint_steps=cp_steps,
-                     params=params, ev_step=cat["step"], ev_cls=cat["cls"], ev_kind=cat["kind"], ev_ex=cat["ex"],
-                     mistakes_cp=mist_cp, last=last, avg=avg, max_support=max_support,
-                     seconds=time.perf_counter() - t0, info=info, **chs)
+    log = run.log(snapshots=snapshots, order=order, checkpoint_steps=cp_steps, seconds=time.perf_counter() - t0)
+    run.limit = int(params.budget)   # a run continued after this one (partial_fit) has the whole budget
+    return log
 
 
 def resolve_rule(params: BudgetParams, alg: int, B: int) -> BudgetRule:

@@ -41,207 +41,16 @@ from sklearn.utils.validation import check_is_fitted
 from perceptron_lab.constants import (BUDGET_ALGORITHMS, BUDGET_RULES, DEFAULT_CACHE_LIMIT_GB, DEFAULT_CHUNK,
                         DEFAULT_NORMA_ETA, DEFAULT_NORMA_RHO, DEFAULT_PROJECTRON_ETA, KERNELS, NORMA_SCHEDULES)
 from perceptron_lab.engine import label_matrix
-from perceptron_lab.engine.budget import (CH_ADD, ALG_FORGETRON, ALG_PROJECTRON, ALG_PROJECTRON_PP, ALGORITHM_CODES,
-                            BudgetChunk, BudgetLog, BudgetParams, Events, Support, _avg_state, _run_chunk,
-                            budget_scores, resolve_rule, train_budget, unit_diag_kernel)
+from perceptron_lab.engine.budget import BudgetLog, BudgetParams, BudgetRun, budget_scores, train_budget, unit_diag_kernel
+from perceptron_lab.engine.families import default_eta
 from perceptron_lab.errors import PlabError
 from perceptron_lab.estimators.perceptron import _EngineClassifier, _validate_data, _value_error
-from perceptron_lab.engine.kernels import Kernel, exact32_ok, gram, kernel_diag, sq_norms
+from perceptron_lab.engine.kernels import Kernel, kernel_diag
 from perceptron_lab.engine.threads import threads_for
 
 __all__ = ["BudgetPerceptron"]
 
 _NO_LIMIT = int(np.iinfo(np.int64).max)
-
-
-def default_eta(algorithm: str) -> float:
-    """A config's default ``algorithm.eta`` for a budgeted algorithm (unused by the others)."""
-    return DEFAULT_NORMA_ETA if algorithm == "norma" else DEFAULT_PROJECTRON_ETA
-
-
-def _grow(a: np.ndarray, shape: tuple) -> np.ndarray:
-    """``a`` zero-padded at the end of each axis to ``shape``."""
-    out = np.zeros(shape, dtype=a.dtype)
-    out[tuple(slice(0, s) for s in a.shape)] = a
-    return out
-
-
-class _BudgetRun:
-    """The state of a budgeted run, continued example by example with the engine's jitted step
-    (:func:`perceptron_lab.engine.budget._run_chunk`): what :func:`train_budget` holds between
-    chunks, kept between calls; the support sets grow up to ``budget``.
-
-    The engine indexes examples by row of ``X``. Only the rows some hypothesis refers to are kept
-    (:meth:`compact`: those of the support sets, of the averaged hypothesis and of the recorded
-    changes, i.e. every example ever inserted); ``pos[r]`` is row r's position in the stream of
-    examples seen (fit's rows, then each batch's), which the events record."""
-
-    def __init__(self, X, Y, kernel: Kernel, params: BudgetParams, record: bool, state: dict | None,
-                 log: BudgetLog | None, cache_limit_gb: float):
-        n, L = Y.shape
-        self.kernel, self.params, self.record, self.cache_limit_gb = kernel, params, record, cache_limit_gb
-        self.alg = ALGORITHM_CODES[params.algorithm]
-        self.X, self.Y = np.asarray(X, dtype=np.float64), np.asarray(Y, dtype=np.int8)  # compact() copies
-        self.kdiag, self.sq = kernel_diag(kernel, self.X), sq_norms(self.X)
-        self.pos, self.n_seen = np.arange(len(self.X)), len(self.X)
-        if state is None:  # a run that starts here
-            B = 1
-            state = dict(B=B, steps=0, sv_ex=np.zeros((L, B), np.int64), sv_coef=np.zeros((L, B)),
-                         sv_ord=np.zeros((L, B), np.int64), size=np.zeros(L, np.int64),
-                         free=np.zeros((L, B), np.int64), nfree=np.zeros(L, np.int64), refc=np.zeros(n, np.int64),
-                         Gs=np.zeros((L, B, B) if self.alg == ALG_FORGETRON else (1, 1, 1)),
-                         Kinv=np.zeros((L, B + 1, B + 1) if self._proj else (1, 1, 1)),
-                         Q=np.zeros(L), M=np.zeros(L, np.int64), acc=np.zeros((L, n)), slot_acc=np.zeros((L, B)),
-                         mistakes=np.zeros(L, np.int64), rng=np.random.default_rng(params.seed))
-        self.__dict__.update(state)
-        self.cap = int(self.sv_ex.shape[1])  # slots per label allocated (train_budget's B)
-        self.keep_events = True  # the events of the log (the online classes keep counts only)
-        ev = (log.ev_step, log.ev_cls, log.ev_kind, log.ev_ex) if log is not None else ()
-        self.events = [np.stack(ev, axis=1)] if ev and ev[0].size else []
-        self.changes = ([(np.stack([log.ch_step, log.ch_cls, log.ch_kind, log.ch_ex], axis=1), log.ch_val)]
-                        if log is not None and log.ch_step is not None and log.ch_step.size else [])
-
-    @property
-    def _proj(self) -> bool:
-        return self.alg in (ALG_PROJECTRON, ALG_PROJECTRON_PP)
-
-    def _reserve(self, extra: int) -> None:
-        """Room for ``extra`` more insertions per label (up to the budget), and the engine's B."""
-        want = int(min(self.params.budget, int(self.size.max(initial=0)) + extra))
-        if want <= self.cap:
-            return
-        want = int(min(self.params.budget, max(want, 2 * self.cap)))
-        L = self.Y.shape[1]
-        if self.alg in (ALG_FORGETRON, ALG_PROJECTRON, ALG_PROJECTRON_PP):
-            need = L * (want + 1) ** 2 * 8 / 1e9
-            if need > self.cache_limit_gb:
-                raise ValueError(f"{self.params.algorithm} keeps a {want} x {want} kernel matrix per label: "
-                                 f"{need:.1f} GB for {L} labels, more than cache_limit_gb={self.cache_limit_gb:g}; "
-                                 "set a smaller budget")
-        for k in ("sv_ex", "sv_coef", "sv_ord", "free", "slot_acc"):
-            setattr(self, k, _grow(getattr(self, k), (L, want)))
-        if self.alg == ALG_FORGETRON:
-            self.Gs = _grow(self.Gs, (L, want, want))
-        if self._proj:
-            self.Kinv = _grow(self.Kinv, (L, want + 1, want + 1))
-        self.cap = want
-
-    def add_label(self) -> None:
-        """A new label column (one-vs-rest), empty, its examples so far all negative."""
-        L = self.Y.shape[1]
-        self.Y = np.concatenate([self.Y, -np.ones((self.Y.shape[0], 1), np.int8)], axis=1)
-        for k in ("sv_ex", "sv_coef", "sv_ord", "size", "free", "nfree", "Gs", "Kinv", "Q", "M", "acc", "slot_acc",
-                  "mistakes"):
-            a = getattr(self, k)
-            if k in ("Gs", "Kinv") and a.shape[0] != L:
-                continue  # the (1, 1, 1) placeholder of an algorithm that does not use it
-            setattr(self, k, _grow(a, (L + 1, *a.shape[1:])))
-
-    def widen(self, n_features: int) -> None:
-        """Zero columns for features that appear only now (every earlier example lacks them)."""
-        if n_features > self.X.shape[1]:
-            self.X = _grow(self.X, (self.X.shape[0], n_features))
-
-    def drop_last_unused(self) -> None:
-        """Forget the last example if no hypothesis refers to it (the common case of a step
-        without an insertion; :meth:`compact` in O(1))."""
-        i = self.X.shape[0] - 1
-        if i >= 0 and self.refc[i] == 0 and not self.acc[:, i].any() and not self.record:
-            for k in ("X", "Y", "kdiag", "sq", "refc", "pos"):
-                setattr(self, k, getattr(self, k)[:i])
-            self.acc = self.acc[:, :i]
-
-    def compact(self, keep_avg: bool = True) -> None:
-        """Keep the rows some hypothesis refers to (in a copy: never the caller's array), renumbered
-        in order: those in a support set, in the averaged hypothesis, or in a recorded change.
-        Without ``keep_avg`` the averaged hypothesis is given up (for a run that never predicts
-        with it): only the support sets' rows (and the changes') are kept."""
-        used = (self.refc > 0) | (self.acc.any(axis=0) if keep_avg else False)
-        for ch, _ in self.changes:
-            used[ch[ch[:, 2] == CH_ADD, 3]] = True
-        keep = np.flatnonzero(used)
-        new = np.zeros(self.X.shape[0], dtype=np.int64)
-        new[keep] = np.arange(keep.size)
-        for k in ("X", "Y", "kdiag", "sq", "refc", "pos"):
-            setattr(self, k, np.ascontiguousarray(getattr(self, k)[keep]))
-        self.acc = np.ascontiguousarray(self.acc[:, keep])
-        self.sv_ex = new[self.sv_ex]  # free slots keep some row: never read before an insertion sets them
-        for ch, _ in self.changes:
-            adds = ch[:, 2] == CH_ADD
-            ch[adds, 3] = new[ch[adds, 3]]
-
-    def add_examples(self, X, Y) -> np.ndarray:
-        """Append new examples (their features and label columns); returns their indices."""
-        n0 = self.X.shape[0]
-        self.X = np.concatenate([self.X, np.asarray(X, dtype=np.float64)])
-        self.Y = np.concatenate([self.Y, np.asarray(Y, dtype=np.int8)])
-        self.kdiag = np.concatenate([self.kdiag, kernel_diag(self.kernel, self.X[n0:])])
-        self.sq = np.concatenate([self.sq, sq_norms(self.X[n0:])])
-        self.refc = np.concatenate([self.refc, np.zeros(len(X), np.int64)])
-        self.acc = np.concatenate([self.acc, np.zeros((self.Y.shape[1], len(X)))], axis=1)
-        self.pos = np.concatenate([self.pos, np.arange(self.n_seen, self.n_seen + len(X))])
-        self.n_seen += len(X)
-        return np.arange(n0, self.X.shape[0])
-
-    def run(self, seq, chunk_size: int) -> None:
-        """Steps on the examples ``seq`` (indices into X), in order, a chunk at a time as train_budget."""
-        L = self.Y.shape[1]
-        p = self.params
-        for a in range(0, len(seq), chunk_size):
-            ex = np.ascontiguousarray(seq[a:a + chunk_size], dtype=np.int64)
-            self._reserve(ex.size)
-            B = int(min(p.budget, self.cap))
-            pool = np.flatnonzero(self.refc)
-            colmap = np.full(self.X.shape[0], -1, dtype=np.int64)
-            colmap[pool] = np.arange(pool.size)
-            sv_col = colmap[self.sv_ex]  # slots not in use get garbage, never read
-            cols = np.concatenate([pool, ex])
-            Xc = self.X[cols]
-            exact = exact32_ok(Xc)
-            Kall = gram(self.kernel, self.X[ex], Xc, self.sq[ex], self.sq[cols], exact32=exact,
-                        B32=Xc.astype(np.float32) if exact else None)
-            urand = self.rng.random((ex.size, L))
-            kbuf, dbuf = np.zeros(self.cap + 1), np.zeros(self.cap + 1)
-            bufs = [np.empty(3 * ex.size * L, dtype=np.int64) for _ in range(4)]
-            ch = np.empty((max(1 << 16, 2 * L * (B + 3)) if self.record else 1, 4), dtype=np.int64)
-            ch_val = np.empty(ch.shape[0])
-            p_start = 0
-            while p_start < ex.size:
-                m, n_ch, p_start = _run_chunk(
-                    BudgetChunk(ex, int(self.steps) + a, self.Y, self.kdiag, Kall, pool.size, urand), p_start,
-                    resolve_rule(p, self.alg, B),
-                    Support(self.sv_ex, self.sv_coef, sv_col, self.sv_ord, self.size, self.free, self.nfree,
-                            self.refc, self.Gs, self.Kinv, self.Q, self.M, self.acc, self.slot_acc, self.mistakes,
-                            kbuf, dbuf),
-                    Events(*bufs, self.record, ch, ch_val))
-                if m and self.keep_events:
-                    ev = np.stack([b[:m] for b in bufs], axis=1)
-                    ev[:, 3] = self.pos[ev[:, 3]]  # events name stream positions, which compact() keeps
-                    self.events.append(ev)
-                if n_ch:
-                    self.changes.append((ch[:n_ch].copy(), ch_val[:n_ch].copy()))
-        self.steps = int(self.steps) + len(seq)
-
-    def log(self, avg: bool = True) -> BudgetLog:
-        """The :class:`BudgetLog` of the run so far, one checkpoint (now), for budget_scores
-        (without ``avg``, the averaged hypothesis is left empty)."""
-        L = self.Y.shape[1]
-        ev = np.concatenate(self.events) if self.events else np.empty((0, 4), np.int64)
-        live = [self.sv_ord[c, :self.size[c]] for c in range(L)]
-        last = [(self.sv_ex[c, o].copy(), self.sv_coef[c, o].copy()) for c, o in enumerate(live)]
-        avg = [_avg_state(self.acc[c], self.sv_ex[c], self.sv_coef[c], self.slot_acc[c], o) if avg
-               else (np.empty(0, np.int64), np.empty(0)) for c, o in enumerate(live)]
-        chs = {}
-        if self.record:
-            allc = np.concatenate([c for c, _ in self.changes]) if self.changes else np.empty((0, 4), np.int64)
-            chs = dict(ch_step=allc[:, 0].copy(), ch_cls=allc[:, 1].copy(), ch_kind=allc[:, 2].copy(),
-                       ch_ex=allc[:, 3].copy(),
-                       ch_val=np.concatenate([v for _, v in self.changes]) if self.changes else np.empty(0))
-        return BudgetLog(n_train=self.X.shape[0], n_labels=L, total_steps=int(self.steps),
-                         order=np.empty(0, np.int64), checkpoint_steps=np.array([int(self.steps)]), params=self.params,
-                         ev_step=ev[:, 0], ev_cls=ev[:, 1], ev_kind=ev[:, 2], ev_ex=ev[:, 3],
-                         mistakes_cp=self.mistakes[None, :].copy(), last=[last], avg=[avg],
-                         max_support=int(self.size.max(initial=0)), **chs)
 
 
 class BudgetPerceptron(_EngineClassifier):
@@ -498,29 +307,29 @@ class BudgetPerceptron(_EngineClassifier):
         X = kernel.features(X)
         params = self._params(self._rule_seed)
         Y = label_matrix(y_enc, len(self.classes_))
-        state: dict = {}
         try:
+            run = BudgetRun(X, Y, kernel, params, record=True, memory_limit_gb=float(self.cache_limit_gb),
+                            capacity=len(y_enc))
             with threads_for(X.size):
-                log = train_budget(X, Y, kernel, params, order, epochs, [epochs], chunk_size=int(self.chunk_size),
-                                   memory_limit_gb=float(self.cache_limit_gb), record_changes=True, state=state)
+                train_budget(X, Y, kernel, params, order, epochs, [epochs], chunk_size=int(self.chunk_size), run=run)
         except PlabError as exc:
             raise ValueError(str(exc)) from None
-        self._run = _BudgetRun(X, Y, kernel, params, True, state, log, float(self.cache_limit_gb))
+        self._run = run
         self._run.compact()
         self._set_log(self._run.log())
 
     def _start(self, X) -> None:
         """An empty run (the first call of partial_fit): the kernel is scaled on its first batch."""
         kernel = self._budget_kernel(X)
-        self._run = _BudgetRun(kernel.features(X[:0]), np.zeros((0, self._n_labels()), np.int8), kernel,
-                               self._params(self._rule_seed), True, None, None, float(self.cache_limit_gb))
+        self._run = BudgetRun(kernel.features(X[:0]), np.zeros((0, self._n_labels()), np.int8), kernel,
+                              self._params(self._rule_seed), record=True, memory_limit_gb=float(self.cache_limit_gb))
 
     def _continue(self, X, y_enc) -> None:
         """One pass over the new examples, in order, from the run's state."""
         run = self._run
         idx = run.add_examples(self._features(run.kernel, X), label_matrix(y_enc, len(self.classes_)))
         with threads_for(run.X.size):
-            run.run(idx, int(self.chunk_size))
+            run.steps(idx, int(self.chunk_size))
         run.compact()
         self._set_log(run.log())
 

@@ -7,9 +7,9 @@
   any p >= 2).
 
 Each learns on the state of the engine that ``plab run`` trains with, one example at a time and
-with the same jitted step: :func:`perceptron_lab.engine.budget._run_chunk` (the state of
-:func:`~perceptron_lab.engine.budget.train_budget`, as :class:`~perceptron_lab.BudgetPerceptron`'s
-``partial_fit`` continues it) and :func:`perceptron_lab.engine.alma._primal_chunk` (the state of
+with the same driver: :class:`perceptron_lab.engine.budget.BudgetRun` (the run that
+:func:`~perceptron_lab.engine.budget.train_budget` drives, and :class:`~perceptron_lab.BudgetPerceptron`'s
+``fit`` and ``partial_fit``) and :func:`perceptron_lab.engine.alma._primal_chunk` (the state of
 :func:`~perceptron_lab.engine.alma.train_primal`). A step costs O(labels x support set) kernel
 values for the kernel perceptrons and O(labels x features) for ALMA. The memory is the support
 sets (with ``rule="last"``: bounded by the budget), plus, with ``rule="avg"``, the features of
@@ -55,8 +55,8 @@ import numpy as np
 from perceptron_lab.constants import DEFAULT_ALMA_C, DEFAULT_NORMA_RHO
 from perceptron_lab.engine.alma import PNormSet, PNormState, _primal_chunk, alma_rule, pnormalize, resolve_B
 from perceptron_lab.engine.base import update_buffers
-from perceptron_lab.estimators.budget import _BudgetRun, default_eta
-from perceptron_lab.engine.budget import BudgetParams, budget_scores
+from perceptron_lab.engine.budget import BudgetParams, BudgetRun, budget_scores
+from perceptron_lab.engine.families import default_eta
 from perceptron_lab.errors import PlabError
 from perceptron_lab.estimators.perceptron import _plab_order, _seed
 from perceptron_lab.engine.kernels import Kernel
@@ -315,13 +315,13 @@ class BudgetKernelPerceptron(_Online):
         row = self._row(x, grow=True)
         if self._run is None:
             L = max(self._n_labels(), 1)
-            self._run = _BudgetRun(np.zeros((0, row.size)), np.zeros((0, L), np.int8), self._kernel, self._params,
-                                   False, None, None, float("inf"))
+            self._run = BudgetRun(np.zeros((0, row.size)), np.zeros((0, L), np.int8), self._kernel, self._params,
+                                  record=False, memory_limit_gb=float("inf"))
             self._run.keep_events = False
         run = self._run
         run.widen(row.size)
         idx = run.add_examples(row[None, :], self._label_row(k))
-        run.run(idx, 1)
+        run.steps(idx, 1)
         run.drop_last_unused()
         if self.rule == "last" and run.X.shape[0] > 2 * int(run.size.sum()) + 64:
             run.compact(keep_avg=False)  # rows of removed support vectors: the last rule never reads them
