@@ -28,7 +28,7 @@ def _estimator(alg, **kw):
     s = dict(SETTINGS[alg])
     if "lambda" in s:
         s["lambda_"] = s.pop("lambda")
-    return BudgetPerceptron(alg, **s, **kw)
+    return BudgetPerceptron(algorithm=alg, **s, **kw)
 
 
 def _sonar(n_classes=2):
@@ -199,7 +199,7 @@ def test_bad_settings_raise_value_errors(kw, match):
 
 def test_budget_bounds_the_support_and_the_kernel_is_scaled_as_plab_run():
     X, y = _sonar(3)
-    est = BudgetPerceptron("rbp", budget=7, kernel="poly", degree=4, random_state=0).fit(X, y)
+    est = BudgetPerceptron(algorithm="rbp", budget=7, kernel="poly", degree=4, random_state=0).fit(X, y)
     assert all(len(e) <= 7 for e, _ in est.log_.last[-1]) and est.log_.max_support == 7
     assert est.kernel_.base_div == pytest.approx(1.0 + float(np.max(np.einsum("ij,ij->i", X, X))))
     est.partial_fit(X, y)
@@ -256,7 +256,7 @@ def test_the_model_keeps_the_rows_it_refers_to_not_the_training_set():
     changes nothing), its pickle is that small, and partial_fit goes on from the unpickled state."""
     X, y = _sonar()
     X = X.copy()
-    est = BudgetPerceptron("forgetron", budget=10, kernel="gaussian", sigma=2.0, rule="avg", random_state=0)
+    est = BudgetPerceptron(algorithm="forgetron", budget=10, kernel="gaussian", sigma=2.0, rule="avg", random_state=0)
     est.fit(X, y)
     before = est.decision_function(X)
     kept = est._run.X.shape[0]

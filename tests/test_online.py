@@ -91,7 +91,7 @@ def test_budget_online_is_the_batch_estimators_run(alg, rule):
     model = online.BudgetKernelPerceptron(alg, **kw, rule=rule, classes=[0, 1, 2], seed=4)
     for x, t in zip(_dicts(X[:150]), y[:150]):
         model.learn_one(x, int(t))
-    batch = BudgetPerceptron(alg, **kw, rule=rule, shuffle=False, random_state=4).fit(X[:150], y[:150])
+    batch = BudgetPerceptron(algorithm=alg, **kw, rule=rule, shuffle=False, random_state=4).fit(X[:150], y[:150])
     assert model.n_mistakes_ == batch.n_mistakes_ > 0
     assert list(model.n_support_.values()) == [len(e) for e, _ in batch.log_.last[-1]]
     Xt = _dicts(X[150:])
@@ -147,11 +147,11 @@ def test_classes_learned_as_they_come_and_bad_input():
         model.learn_one({"a": "red"}, "x")
     with pytest.raises(ValueError, match="not in classes"):
         online.ALMA(classes=[0, 1]).learn_one({"a": 1.0}, 2)
-    with pytest.raises(ValueError, match="rule must be"):
+    with pytest.raises(ValueError, match="The 'rule' parameter of KernelPerceptron must be one of 'last', 'avg'"):
         online.KernelPerceptron(rule="vote")
-    with pytest.raises(ValueError, match="budget must be"):
+    with pytest.raises(ValueError, match="The 'budget' parameter of BudgetKernelPerceptron must be an integer >= 1"):
         online.BudgetKernelPerceptron(budget=0)
-    with pytest.raises(ValueError, match="unknown budgeted algorithm"):
+    with pytest.raises(ValueError, match="The 'algorithm' parameter of BudgetKernelPerceptron must be one of"):
         online.BudgetKernelPerceptron("nope")
 
 

@@ -25,26 +25,25 @@ and voted rules need them), not the training set.
 Example::
 
     >>> from perceptron_lab import BudgetPerceptron
-    >>> clf = BudgetPerceptron("forgetron", budget=100, kernel="gaussian", sigma=2.0).fit(X, y)  # doctest: +SKIP
+    >>> clf = BudgetPerceptron(algorithm="forgetron", budget=100, kernel="gaussian", sigma=2.0).fit(X, y)  # doctest: +SKIP
     >>> clf.set_params(rule="avg").score(X_test, y_test)                                          # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import warnings
-from numbers import Integral, Real
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from perceptron_lab.config.settings import door
 from perceptron_lab.constants import (BUDGET_ALGORITHMS, BUDGET_RULES, DEFAULT_CACHE_LIMIT_GB, DEFAULT_CHUNK,
-                        DEFAULT_NORMA_ETA, DEFAULT_NORMA_RHO, DEFAULT_PROJECTRON_ETA, KERNELS, NORMA_SCHEDULES)
+                        DEFAULT_NORMA_ETA, DEFAULT_NORMA_RHO, DEFAULT_PROJECTRON_ETA)
 from perceptron_lab.engine import label_matrix
 from perceptron_lab.engine.budget import BudgetLog, BudgetParams, BudgetRun, budget_scores, train_budget, unit_diag_kernel
 from perceptron_lab.engine.families import default_eta
 from perceptron_lab.errors import PlabError
-from perceptron_lab.estimators.perceptron import _EngineClassifier, _validate_data, _value_error
+from perceptron_lab.estimators.perceptron import _constraints, _EngineClassifier, _validate_data, _value_error
 from perceptron_lab.engine.kernels import Kernel, kernel_diag
 from perceptron_lab.engine.threads import threads_for
 
@@ -167,19 +166,14 @@ class BudgetPerceptron(_EngineClassifier):
     True
     """
 
-    _parameter_constraints = {
-        **{k: v for k, v in _EngineClassifier._parameter_constraints.items() if k not in ("kernel", "rule")},
-        "kernel": [StrOptions(set(KERNELS))],
-        "rule": [StrOptions(set(BUDGET_RULES))],
-        "algorithm": [StrOptions(set(BUDGET_ALGORITHMS))],
-        "budget": [Interval(Integral, 1, None, closed="left"), None],
-        "eta": [Interval(Real, 0, None, closed="neither"), None],
-        "lambda_": [Interval(Real, 0, None, closed="left")],
-        "rho": [Interval(Real, 0, None, closed="left")],
-        "schedule": [StrOptions(set(NORMA_SCHEDULES))],
-    }
+    #: The config schema's settings (perceptron_lab.config.settings) with the budgeted algorithms'
+    #: choices: their kernels (no "precomputed") and rules; ``eta=None`` is the config's default.
+    _schema_settings = {**_EngineClassifier._schema_settings, **door(
+        of="norma", algorithm={"options": BUDGET_ALGORITHMS}, budget={}, eta={"none": True}, lambda_={}, rho={},
+        schedule={}, kernel={}, rule={"options": BUDGET_RULES})}
+    _parameter_constraints = {**_EngineClassifier._parameter_constraints, **_constraints(_schema_settings)}
 
-    def __init__(self, algorithm="forgetron", budget=100, eta=None, lambda_=0.0, rho=DEFAULT_NORMA_RHO,
+    def __init__(self, *, algorithm="forgetron", budget=100, eta=None, lambda_=0.0, rho=DEFAULT_NORMA_RHO,
                  schedule="constant", kernel="linear", degree=3, scale=1.0, sigma=1.0, epochs=1.0, rule="last",
                  vote_weight="survival", shuffle=True, random_state=None, dtype="float64", chunk_size=DEFAULT_CHUNK,
                  cache_limit_gb=DEFAULT_CACHE_LIMIT_GB):

@@ -49,16 +49,18 @@ Accuracy: 8...%
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
 
 import numpy as np
 
-from perceptron_lab.constants import DEFAULT_ALMA_C, DEFAULT_NORMA_RHO
+from perceptron_lab.config.settings import check_settings, door
+from perceptron_lab.constants import BUDGET_ALGORITHMS, DEFAULT_ALMA_C, DEFAULT_NORMA_RHO
 from perceptron_lab.engine.alma import PNormSet, PNormState, _primal_chunk, alma_rule, pnormalize, resolve_B
 from perceptron_lab.engine.base import update_buffers
 from perceptron_lab.engine.budget import BudgetParams, BudgetRun, budget_scores
 from perceptron_lab.engine.families import default_eta
 from perceptron_lab.errors import PlabError
-from perceptron_lab.estimators.perceptron import _plab_order, _seed
+from perceptron_lab.estimators.perceptron import _plab_order
 from perceptron_lab.engine.kernels import Kernel
 
 try:
@@ -72,6 +74,10 @@ __all__ = ["ALMA", "BudgetKernelPerceptron", "KernelPerceptron"]
 
 _NO_LIMIT = int(np.iinfo(np.int64).max)
 
+#: The rules an online class predicts with: the voted rule's cost grows with the stream.
+_ONLINE_RULES = ("last", "avg")
+#: The settings of the kernel perceptrons, from the config schema (perceptron_lab.config.settings).
+_KERNEL_SETTINGS = dict(kernel={}, degree={}, scale={}, sigma={}, rule={"options": _ONLINE_RULES})
 
 
 _F64 = np.finfo(np.float64)
@@ -96,10 +102,31 @@ def _label_kind(y) -> str:
         return "bool"
     return "number" if isinstance(y, numbers.Number) else "other"
 
+
+def _check_label(y, what: str = "y") -> None:
+    """Refuse what cannot be a class: None, NaN (never equal to itself, so never found again), a
+    missing value such as pandas.NA, and values that cannot be dict keys (lists, arrays)."""
+    try:
+        hash(y)
+        missing = y is None or bool(y != y)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} = {y!r} is not a class label: give a str, a number or a bool") from None
+    if missing:
+        raise ValueError(f"{what} = {y!r} is not a class label: every example needs its class (not None or NaN)")
+
 class _Online(_Classifier):
     """Features and labels of a stream: dict keys to columns, labels to one-vs-rest columns."""
 
     def _setup(self) -> None:
+        """Check the settings (the table of perceptron_lab.config.settings) and the classes; then
+        the empty state."""
+        check_settings(self._schema_settings, self)
+        if self.classes is not None:
+            for i, c in enumerate(self.classes):
+                _check_label(c, f"classes[{i}]")
+                if any(_label_kind(d) != _label_kind(c) and d == c for d in list(self.classes)[:i]):
+                    raise ValueError(f"classes {self.classes!r} mix {c!r} with a class of another type that equals "
+                                     "it; use classes of one type")
         self._features: dict = {}
         self._classes: list = [] if self.classes is None else list(self.classes)
         if self.classes is not None and len(set(self._classes)) != len(self._classes):
@@ -110,12 +137,12 @@ class _Online(_Classifier):
     def _multiclass(self) -> bool:
         return True
 
-    def _row(self, x: dict, grow: bool) -> np.ndarray:
-        """x as a row over the known features (``grow``: add its new ones), then its unknown ones."""
-        if grow:
-            for k in x:
-                if k not in self._features:
-                    self._features[k] = len(self._features)
+    def _row(self, x: dict) -> np.ndarray:
+        """x as a row over the known features, then its new ones in the order of x (the columns
+        :meth:`_add_features` gives them); ValueError, with nothing changed, for an x that is not a
+        mapping of finite numbers in float64's range."""
+        if not isinstance(x, Mapping):
+            raise ValueError(f"x must be a dict of features, got {type(x).__name__}")
         row = np.zeros(len(self._features) + sum(k not in self._features for k in x))
         extra = len(self._features)
         for k, v in x.items():
@@ -131,8 +158,16 @@ class _Online(_Classifier):
         _check_range(row)
         return row
 
-    def _label(self, y) -> int:
-        """The class index of y; a new class (when ``classes`` is not given) gets a new column."""
+    def _add_features(self, x: dict) -> None:
+        """Columns for the features of x not seen before, in the order of x (as :meth:`_row`)."""
+        for k in x:
+            if k not in self._features:
+                self._features[k] = len(self._features)
+
+    def _class_index(self, y) -> int | None:
+        """The class index of y, or None for a class not seen yet; ValueError, with nothing
+        changed, for a y that is no class label or that the given ``classes`` do not list."""
+        _check_label(y)
         for k, c in enumerate(self._classes):
             if c == y:
                 if _label_kind(c) != _label_kind(y):
@@ -142,9 +177,19 @@ class _Online(_Classifier):
                 return k
         if self.classes is not None:
             raise ValueError(f"label {y!r} is not in classes {self.classes!r}")
-        self._classes.append(y)
-        self._new_label()
-        return len(self._classes) - 1
+        return None
+
+    def _checked(self, x: dict, y) -> tuple[np.ndarray, int]:
+        """Check the example (x, then y) before anything changes; then register its new features
+        and, if new, its class (a new label column). Returns x's row and y's class index."""
+        row = self._row(x)
+        k = self._class_index(y)
+        self._add_features(x)
+        if k is None:
+            self._classes.append(y)
+            self._new_label()
+            k = len(self._classes) - 1
+        return row, k
 
     def _n_labels(self) -> int:
         fixed_binary = self.classes is not None and len(self._classes) == 2
@@ -256,6 +301,11 @@ class BudgetKernelPerceptron(_Online):
     ('yes', 'no')
     """
 
+    #: The settings, from the config schema (perceptron_lab.config.settings): their ranges are the
+    #: config keys' ranges; ``eta=None`` is the config's default, and the rules are those of a stream.
+    _schema_settings = door(of="norma", algorithm={"options": BUDGET_ALGORITHMS}, budget={}, eta={"none": True},
+                            lambda_={}, rho={}, schedule={}, seed={}, **_KERNEL_SETTINGS)
+
     def __init__(self, algorithm: str = "forgetron", budget: int | None = 100, eta: float | None = None,
                  lambda_: float = 0.0, rho: float = DEFAULT_NORMA_RHO, schedule: str = "constant",
                  kernel: str = "gaussian", degree: int = 3, scale: float = 1.0, sigma: float = 1.0,
@@ -273,21 +323,17 @@ class BudgetKernelPerceptron(_Online):
         self.rule = rule
         self.classes = classes
         self.seed = seed
-        if rule not in ("last", "avg"):
-            raise ValueError(f"rule must be 'last' or 'avg', got {rule!r}")
-        if budget is not None and (not isinstance(budget, numbers.Integral) or budget < 1):
-            raise ValueError(f"budget must be a positive integer or None, got {budget!r}")
+        self._setup()
         try:
             self._kernel = Kernel(kernel, int(degree) if kernel in ("poly", "poly_gaussian") else 1, float(scale),
                                   float(sigma))
             self._params = BudgetParams(algorithm=algorithm, budget=_NO_LIMIT if budget is None else int(budget),
                                         eta=default_eta(algorithm) if eta is None else float(eta),
                                         lam=float(lambda_), rho=float(rho), schedule=schedule,
-                                        seed=_plab_order(_seed(seed), 1)[1])
-            self._params.validate(1)
-        except (PlabError, ValueError) as exc:
+                                        seed=_plab_order(int(seed), 1)[1])
+            self._params.validate(1)  # the settings together (NORMA: eta * lambda < 1)
+        except PlabError as exc:
             raise ValueError(str(exc)) from None
-        self._setup()
         self._run = None
 
     @classmethod
@@ -309,10 +355,14 @@ class BudgetKernelPerceptron(_Online):
             earlier example).
         y : object
             Its class (a class not seen before is added, unless the classes were given).
-        """
 
-        k = self._label(y)
-        row = self._row(x, grow=True)
+        Raises
+        ------
+        ValueError
+            For an x that is not a dict of finite numbers in float64's range, or a y that is no
+            class label (None, NaN) or not among the given classes; the model is then unchanged.
+        """
+        row, k = self._checked(x, y)
         if self._run is None:
             L = max(self._n_labels(), 1)
             self._run = BudgetRun(np.zeros((0, row.size)), np.zeros((0, L), np.int8), self._kernel, self._params,
@@ -329,7 +379,7 @@ class BudgetKernelPerceptron(_Online):
 
     def _scores(self, x: dict) -> np.ndarray:
         run = self._run
-        row = self._row(x, grow=False)
+        row = self._row(x)
         Xtr = run.X if row.size == run.X.shape[1] else np.pad(run.X, ((0, 0), (0, row.size - run.X.shape[1])))
         return budget_scores(run.log(avg=self.rule == "avg"), self._kernel, Xtr, row[None, :], self.rule)[0]
 
@@ -383,6 +433,8 @@ class KernelPerceptron(BudgetKernelPerceptron):
     [1, 0, 1, 0]
     """
 
+    _schema_settings = door(**_KERNEL_SETTINGS)
+
     def __init__(self, kernel: str = "poly", degree: int = 3, scale: float = 1.0, sigma: float = 1.0,
                  rule: str = "last", classes: list | None = None):
         super().__init__("stoptron", None, kernel=kernel, degree=degree, scale=scale, sigma=sigma, rule=rule,
@@ -427,6 +479,9 @@ class ALMA(_Online):
     (True, False)
     """
 
+    #: The settings, from the config schema (perceptron_lab.config.settings).
+    _schema_settings = door(of="alma", p={}, alpha={}, B={}, C={})
+
     def __init__(self, p: float = 2.0, alpha: float = 1.0, B: float | str | None = None, C: float = DEFAULT_ALMA_C,
                  classes: list | None = None):
         self.p = p
@@ -434,17 +489,8 @@ class ALMA(_Online):
         self.B = B
         self.C = C
         self.classes = classes
-        if not float(p) >= 2.0:
-            raise ValueError(f"ALMA_p needs p >= 2, got p = {p}")
-        if not 0.0 < float(alpha) <= 1.0:
-            raise ValueError(f"ALMA's alpha must be in (0, 1], got {alpha}")
-        try:
-            self._B = float(resolve_B(B, float(alpha)))
-        except PlabError as exc:
-            raise ValueError(str(exc)) from None
-        if not (self._B > 0 and float(C) > 0):
-            raise ValueError(f"ALMA's B and C must be positive, got B = {B}, C = {C}")
         self._setup()
+        self._B = float(resolve_B(B, float(alpha)))
         L = self._n_labels()
         self._theta, self._W = np.zeros((L, 0)), np.zeros((L, 0))
         self._ncorr, self._cum = np.zeros(L, np.int64), np.zeros(L, np.int64)
@@ -474,9 +520,14 @@ class ALMA(_Online):
             earlier example).
         y : object
             Its class (a class not seen before is added, unless the classes were given).
+
+        Raises
+        ------
+        ValueError
+            For an x that is not a dict of finite numbers in float64's range, or a y that is no
+            class label (None, NaN) or not among the given classes; the model is then unchanged.
         """
-        k = self._label(y)
-        row = self._row(x, grow=True)
+        row, k = self._checked(x, y)
         f = row.size
         if f > self._W.shape[1]:
             pad = ((0, 0), (0, f - self._W.shape[1]))
@@ -492,7 +543,7 @@ class ALMA(_Online):
         self._started = True
 
     def _scores(self, x: dict) -> np.ndarray:
-        row = self._row(x, grow=False)[:self._W.shape[1]]  # features never learned have weight 0
+        row = self._row(x)[:self._W.shape[1]]  # features never learned have weight 0
         return self._W[:, :row.size] @ row
 
     @property

@@ -42,18 +42,20 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import InvalidParameterError, Options
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from perceptron_lab.constants import DEFAULT_ALMA_C, DEFAULT_CACHE_LIMIT_GB, DEFAULT_CHUNK, KERNELS, RULES, VOTE_WEIGHTS
+from perceptron_lab.config.settings import Setting, door
+from perceptron_lab.constants import DEFAULT_ALMA_C, DEFAULT_CACHE_LIMIT_GB, DEFAULT_CHUNK
 from perceptron_lab.engine import label_matrix, train_algorithm
 from perceptron_lab.engine.families import AlmaSettings, PerceptronSettings, Settings
 from perceptron_lab.engine.seeds import training_order
 from perceptron_lab.engine.linear import has_affine_form, sparse_refusal
 from perceptron_lab.errors import PlabError
 from perceptron_lab.engine.kernels import Kernel, as_csr
+from perceptron_lab.model import bounds
 from perceptron_lab.model.predict import _EXPANSION_RULES as COMBINED_RULES
 from perceptron_lab.model.predict import RULE_INDEX, combined_decision_scores, decision_scores, distinct
 from perceptron_lab.engine.threads import threads_for
@@ -66,7 +68,45 @@ except ImportError:  # pragma: no cover
 
 __all__ = ["VotedPerceptron", "MarginPerceptron", "ALMA"]
 
-_KERNELS = (*KERNELS, "precomputed")
+
+class _SchemaConstraint(Options):
+    """A scikit-learn constraint that is a setting of :mod:`perceptron_lab.config.settings`: the
+    config schema's check, so that an estimator's range is the config key's range. (An ``Options``
+    only because scikit-learn's ``make_constraint`` takes no constraint type of its own; it lists
+    no options and is satisfied by what the setting accepts.)"""
+
+    def __init__(self, setting: Setting):
+        super().__init__(object, set())
+        self.setting = setting
+
+    def is_satisfied_by(self, val) -> bool:
+        return self.setting.accepts(val)
+
+    def __str__(self) -> str:
+        return self.setting.noun
+
+
+def _constraints(settings: dict[str, Setting]) -> dict:
+    """scikit-learn ``_parameter_constraints`` entries of a door's settings."""
+    return {name: [_SchemaConstraint(s)] for name, s in settings.items()}
+
+
+def check_fit_size(owner: str, n: int, epochs: float | None = None) -> None:
+    """Refuse, before any work, a training run that ``plab run``'s size guard would refuse
+    (:func:`perceptron_lab.model.bounds.over_limit`, the limits of
+    :func:`~perceptron_lab.model.bounds.check_run_size`): ``epochs`` passes over ``n`` examples
+    (``fit``), or ``n`` steps (``epochs=None``: a ``partial_fit`` replaying its sequence)."""
+    e = bounds.estimate_size(1, 1.0 if epochs is None else float(epochs), int(n), 1)
+    if bounds.over_limit(e) is None:
+        return
+    limit = bounds.MAX_TRAIN_STEPS
+    cost = f"{e['steps']:.3g} training steps, about {e['hours']:.3g} hours of training"
+    if epochs is None:
+        raise ValueError(f"{owner}.partial_fit would train on a sequence of {n} steps ({cost}), more than plab's "
+                         f"size guard allows ({limit:.0e} training steps); fit on fewer examples")
+    raise ValueError(f"The 'epochs' parameter of {owner} must be at most {limit / max(n, 1):.3g} with {n} examples "
+                     f"(plab's size guard: at most {limit:.0e} training steps). Got {float(epochs):g} instead: "
+                     f"{cost}")
 
 
 def _plab_order(seed: int, n: int):
@@ -155,20 +195,13 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
     """What the three estimators share: data checks, training through the engine, scoring."""
 
     _algorithm = "perceptron"
-    _parameter_constraints: dict = {
-        "kernel": [StrOptions(set(_KERNELS))],
-        "degree": [Interval(Integral, 1, None, closed="left")],
-        "scale": [Interval(Real, 0, None, closed="neither")],
-        "sigma": [Interval(Real, 0, None, closed="neither")],
-        "epochs": [Interval(Real, 0, None, closed="neither")],
-        "rule": [StrOptions(set(RULES))],
-        "vote_weight": [StrOptions(set(VOTE_WEIGHTS))],
-        "shuffle": ["boolean"],
-        "random_state": ["random_state"],
-        "dtype": [StrOptions({"float32", "float64"})],
-        "chunk_size": [Interval(Integral, 1, None, closed="left")],
-        "cache_limit_gb": [Interval(Real, 0, None, closed="neither")],
-    }
+    #: The settings of the config schema this estimator has (perceptron_lab.config.settings): their
+    #: ranges are the config keys' ranges. ``kernel`` adds scikit-learn's "precomputed".
+    _schema_settings: dict[str, Setting] = door(
+        of="perceptron", kernel={"extra": ("precomputed",)}, degree={}, scale={}, sigma={}, epochs={}, rule={},
+        vote_weight={}, dtype={}, chunk_size={}, cache_limit_gb={})
+    _parameter_constraints: dict = {**_constraints(_schema_settings), "shuffle": ["boolean"],
+                                    "random_state": ["random_state"]}
 
     # ------------------------------------------------------------------ hooks of the subclasses
 
@@ -195,6 +228,16 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         return sparse_refusal(self._algorithm, kernel, float(getattr(self, "p", 2.0) or 2.0))
 
     # ------------------------------------------------------------------ scikit-learn protocol
+
+    def _validate_params(self):
+        """Check every parameter: the settings against the config schema's ranges (with its
+        wording and did-you-mean hints), then scikit-learn's own constraints (``shuffle``,
+        ``random_state``). Raises InvalidParameterError, a ValueError."""
+        for name, s in self._schema_settings.items():
+            problem = s.problem(getattr(self, name))
+            if problem is not None:
+                raise InvalidParameterError(f"The {name!r} parameter of {type(self).__name__} {problem}")
+        super()._validate_params()
 
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "log_")
@@ -231,6 +274,7 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         self._check_kernel()
         _check_label_types(y)
         X, y = _validate_data(self, X, y, dtype=np.float64, reset=True, accept_sparse=self._sparse_formats())
+        check_fit_size(type(self).__name__, X.shape[0], self.epochs)
         if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
             raise ValueError(f"kernel='precomputed' needs the square Gram matrix K(train, train), got X of shape "
                              f"{X.shape}")
@@ -305,6 +349,8 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
                              "partial_fit")
         _check_label_types(y)
         X, y = _validate_data(self, X, y, dtype=np.float64, reset=first, accept_sparse=self._sparse_formats())
+        seq = None if first else getattr(self, "_seq", None)
+        check_fit_size(type(self).__name__, X.shape[0] + (0 if seq is None else len(seq[2])))
         check_classification_targets(y)
         if first:
             if classes is None:
@@ -363,6 +409,7 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
             example and class (one-vs-rest). The ``vote`` rule's scores are vote counts; the
             others are in the units of the kernel.
         """
+        self._check_prediction_settings()
         S = self._scores(X)
         try:
             S = self.kernel_.from_values(S, _VALUE_POWER.get(self.rule, 1.0))
@@ -384,12 +431,21 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
             Values of ``classes_``: the class of the largest score (the first on ties), or with
             two classes ``classes_[1]`` where the score is positive.
         """
+        self._check_prediction_settings()
         S = self._scores(X)
         if S.shape[1] == 1:
             return self.classes_[(S[:, 0] > 0.0).astype(np.int64)]
         return self.classes_[np.argmax(S, axis=1)]
 
     # ------------------------------------------------------------------ internals
+
+    def _check_prediction_settings(self) -> None:
+        """The settings a fitted model reads when it predicts (``rule``, ``vote_weight``), which
+        ``set_params`` may change after ``fit``: checked against the table as fit checks them."""
+        for name in ("rule", "vote_weight"):
+            problem = self._schema_settings[name].problem(getattr(self, name))
+            if problem is not None:
+                raise InvalidParameterError(f"The {name!r} parameter of {type(self).__name__} {problem}")
 
     def _check_two_classes(self):
         if len(self.classes_) < 2:
@@ -548,7 +604,7 @@ class VotedPerceptron(_EngineClassifier):
     array([0, 1])
     """
 
-    def __init__(self, kernel="linear", degree=3, scale=1.0, sigma=1.0, epochs=1.0, rule="vote",
+    def __init__(self, *, kernel="linear", degree=3, scale=1.0, sigma=1.0, epochs=1.0, rule="vote",
                  vote_weight="survival", shuffle=True, random_state=None, dtype="float64",
                  chunk_size=DEFAULT_CHUNK, cache_limit_gb=DEFAULT_CACHE_LIMIT_GB):
         self.kernel = kernel
@@ -603,17 +659,11 @@ class MarginPerceptron(_EngineClassifier):
     array(['a', 'b'], dtype='<U1')
     """
 
-    _parameter_constraints = {
-        **_EngineClassifier._parameter_constraints,
-        "tau": [Interval(Real, 0, None, closed="left")],
-        "lambda_": [Interval(Real, 0, None, closed="left")],
-        "alpha_bound": [Interval(Integral, 1, None, closed="left"), None],
-        "theta_init": [Interval(Real, None, None, closed="neither"), StrOptions({"avg_sq_norm"})],
-        "C": [Interval(Real, 0, None, closed="left"), StrOptions({"theta_init"})],
-        "eta": [Interval(Real, 0, None, closed="neither")],
-    }
+    _schema_settings = {**_EngineClassifier._schema_settings,
+                        **door(of="perceptron", tau={}, lambda_={}, alpha_bound={}, theta_init={}, C={}, eta={})}
+    _parameter_constraints = {**_EngineClassifier._parameter_constraints, **_constraints(_schema_settings)}
 
-    def __init__(self, kernel="linear", degree=3, scale=1.0, sigma=1.0, epochs=1.0, tau=0.0, lambda_=0.0,
+    def __init__(self, *, kernel="linear", degree=3, scale=1.0, sigma=1.0, epochs=1.0, tau=0.0, lambda_=0.0,
                  alpha_bound=None, theta_init=0.0, C=0.0, eta=1.0, rule="last", vote_weight="correct",
                  shuffle=True, random_state=None, dtype="float64", chunk_size=DEFAULT_CHUNK,
                  cache_limit_gb=DEFAULT_CACHE_LIMIT_GB):
@@ -639,7 +689,8 @@ class MarginPerceptron(_EngineClassifier):
     def _check_continuable(self):
         # both count what the hypothesis holds per example, which a replay with one row per step loses
         steps = self._seq[2]
-        if (float(self.lambda_) > 0 or self.alpha_bound is not None) and np.unique(steps).size < steps.size:
+        bounded = self.alpha_bound is not None and float(self.alpha_bound) != float("inf")  # math.inf: unbounded
+        if (float(self.lambda_) > 0 or bounded) and np.unique(steps).size < steps.size:
             raise ValueError(f"partial_fit cannot continue a run that visits examples more than once with "
                              f"lambda_={self.lambda_} or alpha_bound={self.alpha_bound}: both depend on which "
                              "examples the hypothesis already holds; fit with epochs <= 1, or with lambda_=0 and "
@@ -681,15 +732,10 @@ class ALMA(_EngineClassifier):
     """
 
     _algorithm = "alma"
-    _parameter_constraints = {
-        **_EngineClassifier._parameter_constraints,
-        "p": [Interval(Real, 2, None, closed="left")],
-        "alpha": [Interval(Real, 0, 1, closed="right")],
-        "B": [Interval(Real, 0, None, closed="neither"), StrOptions({"1/alpha", "sqrt8/alpha"}), None],
-        "C": [Interval(Real, 0, None, closed="neither")],
-    }
+    _schema_settings = {**_EngineClassifier._schema_settings, **door(of="alma", p={}, alpha={}, B={}, C={})}
+    _parameter_constraints = {**_EngineClassifier._parameter_constraints, **_constraints(_schema_settings)}
 
-    def __init__(self, p=2.0, alpha=1.0, B=None, C=DEFAULT_ALMA_C, kernel="linear", degree=3, scale=1.0,
+    def __init__(self, *, p=2.0, alpha=1.0, B=None, C=DEFAULT_ALMA_C, kernel="linear", degree=3, scale=1.0,
                  sigma=1.0, epochs=1.0, rule="last", vote_weight="survival", shuffle=True, random_state=None,
                  dtype="float64", chunk_size=DEFAULT_CHUNK, cache_limit_gb=DEFAULT_CACHE_LIMIT_GB):
         self.p = p

@@ -51,15 +51,34 @@ def fold_pairs(cfg) -> int:
     return (1 if ev.outer == "holdout" else ev.folds) * (1 + ev.inner_folds)
 
 
+def estimate_size(units: int, epochs: float, n_train: int, checkpoints: float = 1) -> dict:
+    """Units, training steps, checkpoints per unit, plan memory and time of ``units`` runs of
+    ``epochs`` passes over ``n_train`` examples, from plain numbers: the estimate behind
+    :func:`check_run_size` (a config) and the estimators' ``fit`` (one run)."""
+    steps = float(units) * float(epochs) * n_train
+    return {"units": units, "steps": steps, "checkpoints": checkpoints, "plan_gb": units * BYTES_PER_UNIT / 2**30,
+            "hours": steps / STEPS_PER_SECOND / 3600.0}
+
+
+def over_limit(e: dict) -> str | None:
+    """Which limit the estimate ``e`` (:func:`estimate_size`) exceeds: ``"units"``, ``"checkpoints"``
+    or ``"steps"`` (checked in that order), or None."""
+    if e["units"] > MAX_UNITS:
+        return "units"
+    if e["checkpoints"] > MAX_CHECKPOINTS_PER_UNIT:
+        return "checkpoints"
+    if e["steps"] > MAX_TRAIN_STEPS:
+        return "steps"
+    return None
+
+
 def estimate(cfg, n_train: int) -> dict:
     """Units, training steps, checkpoints per unit, plan memory and time of a run."""
     units = grid_size(cfg) * fold_pairs(cfg) * cfg.training.permutations
-    steps = float(units) * float(cfg.training.epochs) * n_train
     cps = len(cfg.training.checkpoints) + 1
     if cfg.training.curve_every:
         cps += cfg.training.epochs / cfg.training.curve_every
-    return {"units": units, "steps": steps, "checkpoints": cps, "plan_gb": units * BYTES_PER_UNIT / 2**30,
-            "hours": steps / STEPS_PER_SECOND / 3600.0}
+    return estimate_size(units, cfg.training.epochs, n_train, cps)
 
 
 def check_folds(cfg, n_train: int) -> None:
@@ -123,12 +142,13 @@ def check_run_size(cfg, n_train: int, allow_large: bool = False) -> dict:
         check_steps(cfg, n_train)
         return e
     what = None
-    if e["units"] > MAX_UNITS:
+    limit = over_limit(e)
+    if limit == "units":
         what = f"{e['units']:.3g} runs (grid points x folds x permutations; at most {MAX_UNITS:.0e})"
-    elif e["checkpoints"] > MAX_CHECKPOINTS_PER_UNIT:
+    elif limit == "checkpoints":
         what = (f"{e['checkpoints']:.3g} checkpoints per run (training.epochs / training.curve_every; at most "
                 f"{MAX_CHECKPOINTS_PER_UNIT:.0e})")
-    elif e["steps"] > MAX_TRAIN_STEPS:
+    elif limit == "steps":
         what = (f"{e['steps']:.3g} training steps (runs x epochs x {n_train} examples; at most "
                 f"{MAX_TRAIN_STEPS:.0e})")
     if what:
@@ -140,4 +160,4 @@ def check_run_size(cfg, n_train: int, allow_large: bool = False) -> dict:
 
 
 __all__ = ["check_folds", "check_steps", "smallest_training_part", "MAX_UNITS", "MAX_TRAIN_STEPS", "MAX_CHECKPOINTS_PER_UNIT", "grid_size", "fold_pairs", "estimate",
-           "check_run_size"]
+           "estimate_size", "over_limit", "check_run_size"]

@@ -85,7 +85,7 @@ def reference() -> pd.DataFrame:
 def _fit(algorithm, budget, eta, X, y, seed):
     from perceptron_lab.estimators.budget import BudgetPerceptron
 
-    return BudgetPerceptron(algorithm, budget=budget, eta=eta, kernel="gaussian", sigma=SIGMA, shuffle=False,
+    return BudgetPerceptron(algorithm=algorithm, budget=budget, eta=eta, kernel="gaussian", sigma=SIGMA, shuffle=False,
                             random_state=seed).fit(X, y)
 
 
