@@ -39,7 +39,8 @@ def test_linear_perceptron_on_integer_features_with_integer_eta_is_exact():
     ({"dataset.preprocess": "standardize"}, "standardize"),
     ({"prediction.rules": ["last", "avg_norm"]}, "avg_norm"),
     ({"evaluation.grid": {"algorithm.eta": [1, 0.5]}}, "algorithm.eta"),
-    ({"algorithm.name": "alma", "algorithm.alpha": 1.0, "evaluation.grid": {}}, "alma"),
+    ({"algorithm.name": "alma", "algorithm.alpha": 1.0, "algorithm.C": 1.0, "evaluation.grid": {},
+      **{f"algorithm.{k}": None for k in ("eta", "theta_init", "tau", "lambda")}}, "alma"),  # the perceptron's keys
 ])
 def test_each_setting_that_rounds_is_named(change, words):
     cfg = with_overrides(EXACT, change)

@@ -1,6 +1,7 @@
 """Overrides compose with what a config wrote (issue 52, item 4). Changing ``algorithm.name`` -- by
-an override, a sweep (``-m``) or ``evaluation.grid`` -- keeps every key the config wrote that the new
-algorithm uses, refuses in one line a written key it does not use (never drops it silently), and
+an override, a sweep (``-m``) or ``evaluation.grid`` -- keeps every key the config wrote that is the
+same setting of the new algorithm (one schema row for both), refuses in one line a written key that
+is not (never drops it silently), and
 gives the keys the config did not write the new algorithm's defaults; and ``plab config show``
 prints what the plan's grid points run (``Plan.points``)."""
 
@@ -13,7 +14,8 @@ from clitools import one_error, plab
 from perceptron_lab import constants as C
 from perceptron_lab.config.load import SCHEMA, config_from_dict, load_config, with_overrides
 from perceptron_lab.config.overrides import load_with_overrides
-from perceptron_lab.config.schema import algorithms_using
+from perceptron_lab.config.schema import algorithms_using, same_setting
+from perceptron_lab.errors import ConfigError
 from perceptron_lab.run.inputs import load_data
 from perceptron_lab.run.plan import make_plan
 
@@ -36,6 +38,11 @@ evaluation: {mode: kfold, folds: 2}
 def keys_of(name):
     """The algorithm keys (besides name) algorithm ``name`` uses, from the schema."""
     return [k for k in ALGORITHM_KEYS if name in algorithms_using(f"algorithm.{k}")]
+
+
+def shared(k, a, b):
+    """Whether key ``k`` is one setting of algorithms ``a`` and ``b`` (one schema row for both)."""
+    return same_setting(f"algorithm.{k}", a, b)
 
 
 def config_of(name, grid=None):
@@ -92,7 +99,7 @@ def test_the_settings_cover_every_key_of_every_algorithm():
 def test_an_override_of_the_algorithm_keeps_what_both_use_and_shows_what_runs(here, sonar, a, b):
     (here / "a.yaml").write_text(config_of(a))
     base = load_config("a.yaml")
-    unused = [k for k in keys_of(a) if k not in keys_of(b)]
+    unused = [k for k in keys_of(a) if not shared(k, a, b)]
     args = ["a.yaml", f"algorithm.name={b}"]
     if unused:   # written for a, not used by b: refused in one line that names each and the fixes
         line = one_error(2, "config", "show", *args)
@@ -105,7 +112,7 @@ def test_an_override_of_the_algorithm_keeps_what_both_use_and_shows_what_runs(he
     ran = runs[b].algorithm
     for k in keys_of(b):
         attr = next(p.attr for p in SCHEMA if p.path == f"algorithm.{k}")
-        if k in keys_of(a):      # used by both: a's value
+        if shared(k, a, b):      # one setting of both: a's value
             assert getattr(ran, attr) == getattr(base.algorithm, attr), (k, shown)
         else:                    # not written: b's default
             default = next(p.default for p in SCHEMA if p.path == f"algorithm.{k}" and p.applies(lambda _k: b))
@@ -118,7 +125,7 @@ def test_an_override_of_the_algorithm_keeps_what_both_use_and_shows_what_runs(he
 def test_a_sweep_and_a_grid_over_algorithms_run_what_config_show_prints(here, sonar, a, b):
     (here / "a.yaml").write_text(config_of(a))
     (here / "grid.yaml").write_text(config_of(a, grid=(a, b)))
-    single = ["a.yaml", f"algorithm.name={b}"] + [f"algorithm.{k}=null" for k in keys_of(a) if k not in keys_of(b)]
+    single = ["a.yaml", f"algorithm.name={b}"] + [f"algorithm.{k}=null" for k in keys_of(a) if not shared(k, a, b)]
     alone = show(*single)
     for args, multirun in ((["a.yaml", f"algorithm.name={a},{b}"], True), (["grid.yaml"], False)):
         shown = show(*args[:1], *(["-m"] if multirun else []), *args[1:])
@@ -144,10 +151,11 @@ def test_a_norma_sweep_with_rbp_keeps_norma_eta_and_lambda(here, sonar):
 
 def test_an_override_to_an_algorithm_without_the_keys_is_one_line_with_the_fix(here):
     line = one_error(2, "run", "norma.yaml", "algorithm.name=rbp", "--out", here / "never", "-q")
-    assert line == ("plab: error: norma.yaml (override): algorithm.name = 'rbp': the RBP does not use "
-                    "algorithm.eta = 0.5, algorithm.lambda = 0.2, which the config sets for NORMA; remove them "
-                    "from the config, override them to null (algorithm.eta=null algorithm.lambda=null), or sweep "
-                    "-m algorithm.name=norma,rbp to run each algorithm with the keys it uses")
+    assert line == ("plab: error: norma.yaml (override): algorithm.name = 'rbp': algorithm.eta = 0.5, "
+                    "algorithm.lambda = 0.2, which the config sets for NORMA, are not settings of the RBP (a key of "
+                    "the same name there is another setting, or none); remove them from the config, override them "
+                    "in the same call (algorithm.eta=null algorithm.lambda=null, or the new algorithm's values), or "
+                    "sweep -m algorithm.name=norma,rbp to run each algorithm with the keys it uses")
     assert not (here / "never").exists()
     ran = show("norma.yaml", "algorithm.name=rbp", "algorithm.eta=null", "algorithm.lambda=null")["algorithm"]
     assert ran == {"name": "rbp", "budget": 30}
@@ -173,19 +181,27 @@ def test_defaults_follow_the_algorithm_and_written_values_follow_the_config(here
     to_rbp = show("p.yaml", "algorithm.name=rbp")
     assert to_rbp["algorithm"] == {"name": "rbp", "budget": None}
     assert tuple(to_rbp["prediction"]["rules"]) == C.BUDGET_DEFAULT_RULES
-    # written, even when equal to the default (which to_dict leaves out), and through chained overrides
+    # written, even when equal to the default (which to_dict leaves out), and through chained overrides:
+    # NORMA's learning rate is not the perceptron's, so it is refused, not carried
     (here / "n.yaml").write_text("dataset: {name: sonar}\nalgorithm: {name: norma, eta: 0.1}\n")
     cfg = with_overrides(load_config("n.yaml"), {"training.epochs": 3})
-    assert with_overrides(cfg, {"algorithm.name": "perceptron"}).algorithm.eta == 0.1
+    with pytest.raises(ConfigError, match=r"algorithm.eta = 0.1, which the config sets for NORMA, is not a setting"):
+        with_overrides(cfg, {"algorithm.name": "perceptron"})
+    assert with_overrides(cfg, {"algorithm.name": "perceptron", "algorithm.eta": None}).algorithm.eta == C.DEFAULT_ETA
+    # one setting of both (the Projectron's distance threshold is the Projectron++'s): carried
+    (here / "pj.yaml").write_text("dataset: {name: sonar}\nalgorithm: {name: projectron, eta: 0.3}\n")
+    assert with_overrides(load_config("pj.yaml"), {"algorithm.name": "projectron++"}).algorithm.eta == 0.3
 
 
 def test_keys_written_in_a_base_config_count_as_written(here, sonar):
     (here / "child.yaml").write_text("extends: norma.yaml\nname: child\ntraining: {epochs: 2}\n")
     assert "algorithm.eta" in load_config("child.yaml").written
     line = one_error(2, "config", "show", "child.yaml", "algorithm.name=perceptron")
-    assert "does not use algorithm.budget = 30, which the config sets for NORMA" in line, line
+    assert ("algorithm.budget = 30, algorithm.eta = 0.5, algorithm.lambda = 0.2, which the config sets for NORMA, "
+            "are not settings of the perceptron") in line, line
     runs = points(["child.yaml", "algorithm.name=norma,perceptron"], sonar, multirun=True)
-    assert (runs["perceptron"].algorithm.eta, runs["perceptron"].algorithm.lambda_) == (0.5, 0.2)
+    # NORMA's eta and lambda are not the perceptron's learning rate and lambda-trick: its defaults
+    assert (runs["perceptron"].algorithm.eta, runs["perceptron"].algorithm.lambda_) == (C.DEFAULT_ETA, 0.0)
     assert runs["norma"].algorithm == load_config("child.yaml").algorithm
 
 
@@ -194,7 +210,8 @@ def test_an_override_of_the_algorithm_of_a_grid_over_algorithms_runs_that_algori
     (here / "g.yaml").write_text(NORMA.replace("folds: 2}", "folds: 2, grid: {algorithm.name: [norma, rbp], "
                                                             "algorithm.budget: [10, 20]}}"))
     line = one_error(2, "config", "show", "g.yaml", "algorithm.name=rbp")
-    assert "the RBP does not use algorithm.eta = 0.5, algorithm.lambda = 0.2" in line, line
+    assert "algorithm.eta = 0.5, algorithm.lambda = 0.2, which the config sets for NORMA, are not settings of the RBP" \
+        in line, line
     runs = points(["g.yaml", "algorithm.name=norma"], sonar)
     assert list(runs) == ["norma"] and (runs["norma"].algorithm.eta, runs["norma"].algorithm.lambda_) == (0.5, 0.2)
     assert show("g.yaml", "algorithm.name=norma")["evaluation"]["grid"] == {"algorithm.budget": [10, 20]}

@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterable
 from perceptron_lab import constants as C
 from perceptron_lab.config.checks import (  # noqa: F401  (re-exported)
     _FILE_STEM, _PATH_CUTOFF, _REQUIRED, INVALID, _did_you_mean, _fmt_num, _ParamScalar, _plain, _render_path, _show)
-from perceptron_lab.config.schema import ALGORITHM_TITLES, algorithms_using, off_text
+from perceptron_lab.config.schema import ALGORITHM_TITLES, algorithms_using, off_text, same_setting
 from perceptron_lab.config.schema import (  # noqa: F401  (re-exported)
     _TOP_KEYS, MAX_CONFIG_BYTES, PACKAGE_CONFIG_DIR, SCHEMA, SECTIONS, Param, _attr, _params_of)
 from perceptron_lab.config.algorithm import rule_alma_primal, rule_budget_rules, rule_primal_kernel
@@ -617,9 +617,11 @@ def with_overrides(cfg: ExperimentConfig, overrides: Mapping[str, Any] | None = 
     ``extends`` -- a base file is written by its author as much as the file that extends it;
     only the schema's defaults count as not written -- and those of earlier overrides.
 
-    * Changing ``algorithm.name`` keeps every key the config wrote that the new algorithm uses
-      (:func:`~perceptron_lab.config.schema.algorithms_using`, from :data:`SCHEMA`: a NORMA
-      config's ``eta`` and ``lambda`` stay with the perceptron), and gives every key it did not
+    * Changing ``algorithm.name`` keeps every key the config wrote that is the same setting of
+      the new algorithm (:func:`~perceptron_lab.config.schema.same_setting`: one row of
+      :data:`SCHEMA` applies to both, so a perceptron's ``eta`` stays with the perceptron and a
+      Projectron's with the Projectron++, but NORMA's learning rate is not the perceptron's),
+      and gives every key it did not
       write the new algorithm's default (NORMA's ``eta`` 0.1, not the perceptron's 1; the
       budgeted algorithms' prediction rules). A key the config wrote that the new algorithm does
       not use is refused, in one line naming it and the ways out (remove it, override it to null,
@@ -647,12 +649,19 @@ def with_overrides(cfg: ExperimentConfig, overrides: Mapping[str, Any] | None = 
                               f"parameter paths such as 'algorithm.tau', got {_show(path)}")
     label = f"{cfg.source or '<dict>'} (override)"
     written = _put_back_written(cfg, data)
+    renamed = "algorithm.name" in changes and changes["algorithm.name"] != cfg.algorithm.name
+    if renamed:   # key=null with a new algorithm: the old algorithm's value goes (not a setting of the new one)
+        for path in [p for p, v in changes.items() if v is None and isinstance(p, str) and p.startswith("algorithm.")
+                     and not same_setting(p, cfg.algorithm.name, changes["algorithm.name"])]:
+            del changes[path]
+            data.get("algorithm", {}).pop(path.split(".", 1)[1], None)
+            written = written - {path}
     changed = {_key_path(path) for path in changes}
     unused = []
-    if "algorithm.name" in changes and changes["algorithm.name"] != cfg.algorithm.name:
+    if renamed:
         grid = changes.get("evaluation.grid", cfg.evaluation.grid)
         point = isinstance(grid, Mapping) and changes["algorithm.name"] in grid.get("algorithm.name", ())
-        unused = _compose_algorithm(data, written, changed, changes["algorithm.name"], point)
+        unused = _compose_algorithm(data, written, changed, cfg.algorithm.name, changes["algorithm.name"], point)
     # parameters whose meaning depends on another selector that changes
     for p in SCHEMA:
         if p.when is None or p.section == "algorithm" or p.path in changes:
@@ -718,10 +727,11 @@ def _put_back_written(cfg: ExperimentConfig, data: dict) -> frozenset:
     return cfg.written
 
 
-def _compose_algorithm(data: dict, written: frozenset, changed: set, new: Any, point: bool) -> list:
-    """Prepare ``data`` (``cfg.to_dict()``) for ``algorithm.name`` = ``new``: keys not written and
-    not overridden go (the validator fills in the new algorithm's defaults); written ``algorithm``
-    keys ``new`` does not use go too, and are returned as (path, value) unless they carry a null
+def _compose_algorithm(data: dict, written: frozenset, changed: set, old: str, new: Any, point: bool) -> list:
+    """Prepare ``data`` (``cfg.to_dict()``) for ``algorithm.name`` = ``new`` (from ``old``): keys not
+    written and not overridden go (the validator fills in the new algorithm's defaults); written
+    ``algorithm`` keys that are not one setting of ``old`` and ``new``
+    (:func:`~perceptron_lab.config.schema.same_setting`) go too, and are returned as (path, value) unless they carry a null
     or ``new`` is a ``point`` of the config's grid over ``algorithm.name`` (:func:`with_overrides`)."""
     body = data.get("algorithm", {})
     if not isinstance(new, str) or new not in C.ALGORITHMS:   # the validator names the bad value
@@ -738,7 +748,7 @@ def _compose_algorithm(data: dict, written: frozenset, changed: set, new: Any, p
                 continue
             if path not in written:
                 del items[key]
-            elif section == "algorithm" and new not in algorithms_using(path):
+            elif section == "algorithm" and not same_setting(path, old, new):
                 value = items.pop(key)
                 if not point and not _is_neutral(value, next(p.neutral for p in _params_of(section) if p.key == key)):
                     unused.append((path, value))
@@ -750,9 +760,12 @@ def _unused_line(label: str, old: str, new: str, unused: list) -> str:
     keys = ", ".join(f"{path} = {_show(value)}" for path, value in unused)
     them = "it" if len(unused) == 1 else "them"
     nulls = " ".join(f"{path}=null" for path, _ in unused)
-    return (f"{label}: algorithm.name = {new!r}: {ALGORITHM_TITLES.get(new, new)} does not use {keys}, which the "
-            f"config sets for {ALGORITHM_TITLES.get(old, old)}; remove {them} from the config, override {them} "
-            f"to null ({nulls}), or sweep -m algorithm.name={old},{new} to run each algorithm with the keys it uses")
+    settings = "a setting" if len(unused) == 1 else "settings"
+    return (f"{label}: algorithm.name = {new!r}: {keys}, which the config sets for "
+            f"{ALGORITHM_TITLES.get(old, old)}, {'is' if len(unused) == 1 else 'are'} not {settings} of "
+            f"{ALGORITHM_TITLES.get(new, new)} (a key of the same name there is another setting, or none); remove "
+            f"{them} from the config, override {them} in the same call ({nulls}, or the new algorithm's values), "
+            f"or sweep -m algorithm.name={old},{new} to run each algorithm with the keys it uses")
 
 
 def config_hash(cfg: ExperimentConfig, length: int = C.CONFIG_HASH_LENGTH) -> str:

@@ -263,6 +263,17 @@ def algorithms_using(path: str) -> tuple[str, ...]:
     return tuple(n for n in C.ALGORITHMS if any(p.applies(lambda _k, n=n: n) for p in rows))
 
 
+def same_setting(path: str, a: str, b: str) -> bool:
+    """Whether key ``path`` of the ``algorithm`` section is one setting for the algorithms ``a``
+    and ``b``: one row of :data:`SCHEMA` applies to both (every row is one meaning). The
+    perceptron's ``eta`` (a learning rate) and NORMA's (another learning rate, with its own
+    default) are two rows, as are the Projectron's ``eta`` (a distance threshold) and the
+    perceptron's and ALMA's ``C``: a value written for one is not carried to the other."""
+    rows = [p for p in SCHEMA if p.path == path and p.section == "algorithm"]
+    in_a = [p for p in rows if p.applies(lambda _k: a)]
+    return bool(in_a) and in_a == [p for p in rows if p.applies(lambda _k: b)]
+
+
 def _users(path: str) -> str:
     """``a perceptron parameter`` or ``a parameter of the perceptron, the Projectron ... and NORMA``:
     the algorithms whose schema entries for ``path`` apply."""
