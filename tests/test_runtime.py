@@ -213,3 +213,13 @@ def test_run_json_records_the_cpu_numba_compiles_for(monkeypatch):
     import llvmlite.binding as llvm
 
     assert R.settings()["numba_cpu_name"] == llvm.get_host_cpu_name()
+
+
+def test_importing_the_runtime_module_loads_no_numpy():
+    """configure() must run before numpy loads (OpenBLAS reads its spin setting then): importing
+    the module that holds it, and the CLI that calls it, may not load numpy on the way."""
+    code = ("import sys; import perceptron_lab.run.runtime; import perceptron_lab.cli.main; "
+            "print('numpy' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

@@ -252,7 +252,7 @@ def _one_thread():
     numba.set_num_threads(1)
     with _LIMITS_LOCK:
         if "blas" not in _LIMITS:
-            from perceptron_lab.run.runtime import pin_blas_one_thread
+            from perceptron_lab.engine.threads import pin_blas_one_thread
 
             _LIMITS["blas"] = pin_blas_one_thread()
 
@@ -551,7 +551,7 @@ def _worker_init(queue, parent_pid=None, ready=None):
     the parallelism)."""
     if parent_pid is not None:
         _die_with_parent(parent_pid)
-    from perceptron_lab.run.runtime import pin_blas_one_thread
+    from perceptron_lab.engine.threads import pin_blas_one_thread
 
     _WORKER["limits"] = pin_blas_one_thread()
     import numba

@@ -142,8 +142,8 @@ __all__ = ["HUGEPAGE_ENV", "SPIN_ENV", "WAIT_ENV",
 
 
 # numba's and BLAS's thread counts around a jitted call belong to the engine
-# (:mod:`perceptron_lab.engine.threads`), which the estimators use too
-from perceptron_lab.engine.threads import blas_one_thread, pin_blas_one_thread, threads_for  # noqa: E402,F401
+# (:mod:`perceptron_lab.engine.threads`: threads_for, pin_blas_one_thread), which the estimators use
+# too. Not imported here: importing this module must load no numpy before :func:`configure`.
 
 
 def peak_rss_mb() -> float | None:
