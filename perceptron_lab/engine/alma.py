@@ -276,9 +276,83 @@ def _primal_chunk(data, ex, step0, rule, state, out, o_w):
     return n_out
 
 
+class PrimalRun:
+    """ALMA_p (any p >= 2) in primal form, every label, as one run that continues: :meth:`steps` on
+    p-normalized rows (:func:`pnormalize`) as many times as wanted. :func:`train_primal` drives it
+    through a training sequence; the online :class:`~perceptron_lab.estimators.online.ALMA` feeds it
+    one example at a time, adding labels (:meth:`add_label`) and features (:meth:`widen`) as they come.
+
+    ``record``: keep every update (step, example, label, coefficient, margin, correct predictions so
+    far, the new hypothesis and its q-norm) for :meth:`updates`; without it only the state is kept.
+    """
+
+    def __init__(self, n_labels: int, n_features: int, params: AlmaParams, record: bool = True):
+        self.p = float(params.p)
+        self.rule = alma_rule(self.p, float(params.alpha), float(params.B), float(params.C))
+        self.theta = np.zeros((n_labels, n_features))
+        self.W = np.zeros((n_labels, n_features))
+        self.ncorr = np.zeros(n_labels, dtype=np.int64)
+        self.cum_correct = np.zeros(n_labels, dtype=np.int64)
+        self.steps_done = 0
+        self.record = record
+        self._logs = {k: [] for k in ("step", "ex", "cls", "coef", "score", "cum", "norm", "w")}
+        self._bufs = self._out = self._wbuf = None
+
+    @property
+    def n_labels(self) -> int:
+        return self.W.shape[0]
+
+    def add_label(self) -> None:
+        """A new label, its hypothesis 0 (every earlier example a negative it never saw)."""
+        f = self.W.shape[1]
+        self.theta = np.concatenate([self.theta, np.zeros((1, f))])
+        self.W = np.concatenate([self.W, np.zeros((1, f))])
+        self.ncorr = np.concatenate([self.ncorr, np.zeros(1, np.int64)])
+        self.cum_correct = np.concatenate([self.cum_correct, np.zeros(1, np.int64)])
+
+    def widen(self, n_features: int) -> None:
+        """Zero weights for features that appear only now."""
+        if n_features > self.W.shape[1]:
+            pad = ((0, 0), (0, n_features - self.W.shape[1]))
+            self.theta, self.W = np.pad(self.theta, pad), np.pad(self.W, pad)
+
+    def steps(self, Xh, xnz, Y, ex) -> int:
+        """Steps on the rows ``ex`` of the p-normalized ``Xh`` (``xnz[i]``: row i is not all zero;
+        ``Y``: their labels in {-1, +1}, one column per label), in order (:func:`_primal_chunk`);
+        returns the number of updates."""
+        ex = np.ascontiguousarray(ex, dtype=np.int64)
+        L, nf = self.W.shape
+        size = max(1, ex.size * L)
+        if self._bufs is None or self._bufs["step"].size < size or self._wbuf.shape[1] != nf:
+            self._bufs, self._out = update_buffers(size, ("step", "ex", "cls", "coef", "score", "cum", "norm"))
+            self._wbuf = np.empty((size, nf))
+        m = _primal_chunk(PNormSet(Xh, xnz, np.ascontiguousarray(Y, dtype=np.int8)), ex, self.steps_done, self.rule,
+                          PNormState(self.theta, self.W, self.ncorr, self.cum_correct), self._out, self._wbuf)
+        if m and self.record:
+            for k in self._bufs:
+                self._logs[k].append(self._bufs[k][:m].copy())
+            self._logs["w"].append(self._wbuf[:m].copy())
+        self.steps_done += ex.size
+        return m
+
+    def updates(self) -> dict:
+        """Every update recorded so far, by field (``w``: the hypotheses, n_updates x n_features)."""
+        dt = {k: v.dtype for k, v in (self._bufs or {}).items()}
+        out = {k: (np.concatenate(v) if v else np.empty(0, dtype=dt.get(k, np.float64)))
+               for k, v in self._logs.items() if k != "w"}
+        out["w"] = np.concatenate(self._logs["w"]) if self._logs["w"] else np.empty((0, self.W.shape[1]))
+        return out
+
+    def __getstate__(self):
+        state = dict(self.__dict__)   # the jitted step's scratch buffers are not the model
+        state.update(_bufs=None, _out=None, _wbuf=None)
+        return state
+
+
 def train_primal(X, Y, params: AlmaParams, order, epochs: float, checkpoints, chunk_size: int = 512,
                  progress=None) -> TrainLog:
-    """ALMA_p (any p >= 2) in primal form (linear kernel), every label in one pass.
+    """ALMA_p (any p >= 2) in primal form (linear kernel), every label in one pass: a
+    :class:`PrimalRun` driven through ``order`` repeated for ``epochs`` passes.
 
     The log's ``hyp_w`` holds each update's new hypothesis (float64; n_updates x n_features), its
     ``upd_norm`` the q-norm of that hypothesis, ``upd_coef`` the learning rate times the label and
@@ -298,35 +372,17 @@ def train_primal(X, Y, params: AlmaParams, order, epochs: float, checkpoints, ch
     if total < 1 or cp_steps.size == 0 or cp_steps[0] < 1 or cp_steps[-1] > total:
         raise EngineError(f"checkpoints {list(checkpoints)} must lie in (0, {epochs}] and cover >= 1 step")
     bounds = chunk_bounds(n, total, cp_steps, chunk_size)
-    nf = Xh.shape[1]
-    theta = np.zeros((L, nf))
-    W = np.zeros((L, nf))
-    ncorr = np.zeros(L, dtype=np.int64)
-    cum_correct = np.zeros(L, dtype=np.int64)
-    maxb = int(np.max(np.diff(bounds)))
-    bufs, out = update_buffers(maxb * L, ("step", "ex", "cls", "coef", "score", "cum", "norm"))
-    data = PNormSet(Xh, xnz, Y)
-    rule = alma_rule(p, float(params.alpha), float(params.B), float(params.C))
-    state = PNormState(theta, W, ncorr, cum_correct)
-    wbuf = np.empty((maxb * L, nf))
-    logs = {k: [] for k in list(bufs) + ["w"]}
+    run = PrimalRun(L, Xh.shape[1], params)
     cum_cp = np.zeros((cp_steps.size, L), dtype=np.int64)
     cp_ptr = 0
     for a, b in zip(bounds[:-1], bounds[1:]):
-        ex = order[np.arange(a, b) % n]
-        m = _primal_chunk(data, ex, a, rule, state, out, wbuf)
-        if m:
-            for k in bufs:
-                logs[k].append(bufs[k][:m].copy())
-            logs["w"].append(wbuf[:m].copy())
+        run.steps(Xh, xnz, Y, order[np.arange(a, b) % n])
         while cp_ptr < cp_steps.size and cp_steps[cp_ptr] == b:
-            cum_cp[cp_ptr] = cum_correct
+            cum_cp[cp_ptr] = run.cum_correct
             cp_ptr += 1
         if progress is not None:
             progress(b - a)
-    dt = {**{k: v.dtype for k, v in bufs.items()}}
-    cat = {k: (np.concatenate(logs[k]) if logs[k] else np.empty(0, dtype=dt[k])) for k in bufs}
-    hyp_w = np.concatenate(logs["w"]) if logs["w"] else np.empty((0, nf))
+    cat = run.updates()
     nu = cat["step"].size
     return TrainLog(
         n_train=n, n_labels=L, total_steps=total, order=order, checkpoint_steps=cp_steps, theta_init=0.0,
@@ -335,7 +391,7 @@ def train_primal(X, Y, params: AlmaParams, order, epochs: float, checkpoints, ch
         upd_cum_correct=cat["cum"], cum_correct_cp=cum_cp, seconds=time.perf_counter() - t0,
         info={"form": "primal", "dtype": "float64", "chunks": int(bounds.size - 1), "algorithm": "alma",
               "p": p, "alpha": float(params.alpha), "B": float(params.B), "C": float(params.C)},
-        upd_norm=cat["norm"], hyp_w=hyp_w,
+        upd_norm=cat["norm"], hyp_w=cat["w"],
     )
 
 

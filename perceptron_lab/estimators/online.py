@@ -9,8 +9,8 @@
 Each learns on the state of the engine that ``plab run`` trains with, one example at a time and
 with the same driver: :class:`perceptron_lab.engine.budget.BudgetRun` (the run that
 :func:`~perceptron_lab.engine.budget.train_budget` drives, and :class:`~perceptron_lab.BudgetPerceptron`'s
-``fit`` and ``partial_fit``) and :func:`perceptron_lab.engine.alma._primal_chunk` (the state of
-:func:`~perceptron_lab.engine.alma.train_primal`). A step costs O(labels x support set) kernel
+``fit`` and ``partial_fit``) and :class:`perceptron_lab.engine.alma.PrimalRun` (the run that
+:func:`~perceptron_lab.engine.alma.train_primal` drives). A step costs O(labels x support set) kernel
 values for the kernel perceptrons and O(labels x features) for ALMA. The memory is the support
 sets (with ``rule="last"``: bounded by the budget), plus, with ``rule="avg"``, the features of
 every example that was ever a support vector (the averaged hypothesis is not budgeted); for ALMA,
@@ -55,8 +55,7 @@ import numpy as np
 
 from perceptron_lab.config.settings import check_settings, door
 from perceptron_lab.constants import BUDGET_ALGORITHMS, DEFAULT_ALMA_C, DEFAULT_NORMA_RHO
-from perceptron_lab.engine.alma import PNormSet, PNormState, _primal_chunk, alma_rule, pnormalize, resolve_B
-from perceptron_lab.engine.base import update_buffers
+from perceptron_lab.engine.alma import AlmaParams, PrimalRun, pnormalize, resolve_B
 from perceptron_lab.engine.budget import BudgetParams, BudgetRun, budget_scores
 from perceptron_lab.engine.families import default_eta
 from perceptron_lab.errors import PlabError
@@ -491,10 +490,9 @@ class ALMA(_Online):
         self.classes = classes
         self._setup()
         self._B = float(resolve_B(B, float(alpha)))
-        L = self._n_labels()
-        self._theta, self._W = np.zeros((L, 0)), np.zeros((L, 0))
-        self._ncorr, self._cum = np.zeros(L, np.int64), np.zeros(L, np.int64)
-        self._steps = 0
+        # the engine's ALMA_p run in primal form, continued one example at a time
+        self._run = PrimalRun(self._n_labels(), 0, AlmaParams(alpha=float(alpha), B=self._B, C=float(C), p=float(p)),
+                              record=False)
 
     @classmethod
     def _unit_test_params(cls):
@@ -502,13 +500,8 @@ class ALMA(_Online):
         yield {"p": 3.0, "alpha": 0.8, "B": "sqrt8/alpha"}
 
     def _new_label(self) -> None:
-        L = self._n_labels()
-        if L > self._W.shape[0]:
-            f = self._W.shape[1]
-            self._theta = np.concatenate([self._theta, np.zeros((L - self._W.shape[0], f))])
-            self._W = np.concatenate([self._W, np.zeros((L - self._W.shape[0], f))])
-            self._ncorr = np.concatenate([self._ncorr, np.zeros(L - self._ncorr.size, np.int64)])
-            self._cum = np.concatenate([self._cum, np.zeros(L - self._cum.size, np.int64)])
+        while self._n_labels() > self._run.n_labels:
+            self._run.add_label()
 
     def learn_one(self, x: dict, y) -> None:
         """One step of Figure 1 on ``(x, y)`` for every class's hypothesis.
@@ -528,26 +521,19 @@ class ALMA(_Online):
             class label (None, NaN) or not among the given classes; the model is then unchanged.
         """
         row, k = self._checked(x, y)
-        f = row.size
-        if f > self._W.shape[1]:
-            pad = ((0, 0), (0, f - self._W.shape[1]))
-            self._theta, self._W = np.pad(self._theta, pad), np.pad(self._W, pad)
-        L = self._W.shape[0]
-        p = float(self.p)
-        Xh = pnormalize(row[None, :], p)
-        _, out = update_buffers(L, ("step", "ex", "cls", "coef", "score", "cum", "norm"))
-        _primal_chunk(PNormSet(Xh, np.array([bool(np.any(row != 0))]), self._label_row(k)), np.zeros(1, np.int64),
-                      self._steps, alma_rule(p, float(self.alpha), self._B, float(self.C)),
-                      PNormState(self._theta, self._W, self._ncorr, self._cum), out, np.empty((L, f)))
-        self._steps += 1
+        run = self._run
+        run.widen(row.size)
+        run.steps(pnormalize(row[None, :], run.p), np.array([bool(np.any(row != 0))]), self._label_row(k),
+                  np.zeros(1, np.int64))
         self._started = True
 
     def _scores(self, x: dict) -> np.ndarray:
-        row = self._row(x)[:self._W.shape[1]]  # features never learned have weight 0
-        return self._W[:, :row.size] @ row
+        W = self._run.W
+        row = self._row(x)[:W.shape[1]]  # features never learned have weight 0
+        return W[:, :row.size] @ row
 
     @property
     def n_corrections_(self) -> int:
         """Corrections so far (the k of Figure 1, summed over the classes' hypotheses)."""
-        return int(self._ncorr.sum())
+        return int(self._run.ncorr.sum())
 
