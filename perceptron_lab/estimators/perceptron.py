@@ -285,9 +285,9 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         if not self.shuffle:
             order = np.arange(len(y_enc))
         self._fit_sequence(X, y_enc, order, float(self.epochs))
-        # the steps of the training sequence, which partial_fit continues (X kept by reference, not pickled)
-        steps = int(round(float(self.epochs) * len(y_enc)))
-        self._seq = (X, y_enc, order[np.arange(steps) % len(y_enc)])
+        # the training sequence, which partial_fit continues (X kept by reference, not pickled): the
+        # order and the number of steps, never one index per step (epochs may be large)
+        self._seq = (X, y_enc, order, int(round(float(self.epochs) * len(y_enc))))
         self._seq_of_fit = True
         return self
 
@@ -350,7 +350,9 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         _check_label_types(y)
         X, y = _validate_data(self, X, y, dtype=np.float64, reset=first, accept_sparse=self._sparse_formats())
         seq = None if first else getattr(self, "_seq", None)
-        check_fit_size(type(self).__name__, X.shape[0] + (0 if seq is None else len(seq[2])))
+        check_fit_size(type(self).__name__, X.shape[0] + (0 if seq is None else seq[3]))
+        if seq is not None:
+            self._check_replay_memory(seq, X)
         check_classification_targets(y)
         if first:
             if classes is None:
@@ -380,19 +382,32 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
 
     def _start(self, X) -> None:
         """Start an empty run (the first call of partial_fit on a model not fit)."""
-        self._seq = (X[:0], np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
+        self._seq = (X[:0], np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), 0)
+
+    def _check_replay_memory(self, seq, X) -> None:
+        """Refuse (ValueError, before any change) a replay whose rows would take more than
+        ``cache_limit_gb``: partial_fit replays the run's steps so far as rows of their own."""
+        X0, _, _, steps = seq
+        rows = steps + X.shape[0]
+        per_row = 8.0 * (X0.nnz / max(1, X0.shape[0]) * 1.5 if sp.issparse(X0) else max(X0.shape[1], X.shape[1]))
+        need = rows * per_row / 1e9
+        if need > float(self.cache_limit_gb):
+            raise ValueError(f"partial_fit replays the run's {steps} steps so far and the {X.shape[0]} new examples "
+                             f"as {rows} rows: about {need:.3g} GB, more than cache_limit_gb={self.cache_limit_gb:g}; "
+                             "fit with fewer epochs before partial_fit, or raise cache_limit_gb")
 
     def _continue(self, X, y_enc) -> None:
         """One pass over the new examples ``(X, y_enc)`` after the run so far: the run's sequence
         with them appended, replayed through the engine as one pass (one row per step)."""
-        X0, y0, s0 = self._seq
+        X0, y0, order0, steps0 = self._seq
+        s0 = order0[np.arange(steps0) % max(1, len(order0))]
         if sp.issparse(X0) or sp.issparse(X):
             Xs = sp.vstack([as_csr(X0[s0]), as_csr(X)], format="csr")
         else:
             Xs = np.concatenate([X0[s0], X])
         ys = np.concatenate([y0[s0], y_enc])
         self._fit_sequence(Xs, ys, np.arange(len(ys)), 1.0)
-        self._seq, self._seq_of_fit = (Xs, ys, np.arange(len(ys))), False
+        self._seq, self._seq_of_fit = (Xs, ys, np.arange(len(ys)), len(ys)), False
 
     def decision_function(self, X):
         """Scores of the rule ``rule``, the ones ``predict`` takes its labels from.
@@ -688,9 +703,10 @@ class MarginPerceptron(_EngineClassifier):
 
     def _check_continuable(self):
         # both count what the hypothesis holds per example, which a replay with one row per step loses
-        steps = self._seq[2]
+        _, _, order, steps = self._seq
         bounded = self.alpha_bound is not None and float(self.alpha_bound) != float("inf")  # math.inf: unbounded
-        if (float(self.lambda_) > 0 or bounded) and np.unique(steps).size < steps.size:
+        repeats = steps > len(order) or np.unique(order).size < len(order)
+        if (float(self.lambda_) > 0 or bounded) and repeats:
             raise ValueError(f"partial_fit cannot continue a run that visits examples more than once with "
                              f"lambda_={self.lambda_} or alpha_bound={self.alpha_bound}: both depend on which "
                              "examples the hypothesis already holds; fit with epochs <= 1, or with lambda_=0 and "
