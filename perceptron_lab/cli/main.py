@@ -196,6 +196,7 @@ def run(config, overrides, multirun, out_dir, data_dir, force, quiet, jobs, exec
     """
     from perceptron_lab.run.executors import check_executor
     from perceptron_lab.run.experiment import run_experiment, summarize
+    from perceptron_lab.run.summary import format_summary
 
     from perceptron_lab.config.overrides import dropped_checkpoints, load_with_overrides, override_dir
 
@@ -225,89 +226,6 @@ def _check_overrides(args):
     if extra:
         raise click.UsageError(f"Got unexpected extra argument ({extra[0]}); after CONFIG come key=value "
                                "overrides, e.g. training.epochs=3", ctx=click.get_current_context())
-
-
-def format_summary(cfg, res, table) -> str:
-    """What ``plab run`` prints at the end: where the results are, then without a grid one table
-    (rules x checkpoints), with a grid one table of one row per grid point (:func:`grid_summary`)."""
-    from perceptron_lab.run.summary import COUNT_ROWS, rule_order, search_lines
-
-    lines = [f"{cfg.name}: {res.ran} run(s) computed, {res.skipped} reused; results in {res.out_dir}/results.csv"]
-    figs = sorted(p.name for p in res.out_dir.glob("*.png")) if cfg.output.figures else []
-    tail = [f"figures in {res.out_dir}: {', '.join(figs)} (plab plot redraws them)"] if figs else []
-    if table.empty:
-        return "\n".join(lines + tail)
-    if table["grid_point"].nunique() > 1:
-        return "\n".join(lines + grid_summary(res.out_dir, table, cfg.prediction.rules) + search_lines(res.out_dir)
-                         + tail)
-    piv_mean = table.pivot(index="rule", columns="epoch", values="mean")
-    piv_std = table.pivot(index="rule", columns="epoch", values="std")
-    cols = list(piv_mean.columns)
-    header = f"{'':16s}" + "".join(f"{'T=' + format(c, 'g'):>18s}" for c in cols)
-    lines.append("test error % (mean ± std over runs), then counts (totals over labels, mean ± std)")
-    lines.append(header)
-    for rule in rule_order(piv_mean.index, cfg.prediction.rules):
-        cells = []
-        for c in cols:
-            m, s = piv_mean.loc[rule, c], piv_std.loc[rule, c]
-            s = 0.0 if s != s else s
-            cells.append(f"{m:9.1f} ± {s:5.1f}" if rule in COUNT_ROWS else f"{m:9.2f} ± {s:5.2f}")
-        lines.append(f"{rule:16s}" + "".join(f"{c:>18s}" for c in cells))
-    return "\n".join(lines + search_lines(res.out_dir) + tail)
-
-
-def _grid_values(out_dir) -> "pd.DataFrame | None":
-    """The run's grid.csv with only the columns that vary between points, headed by their last
-    dotted part where that is unambiguous (``degree``), else the whole key; None without one."""
-    grid = out_dir / "grid.csv"
-    if not grid.exists():
-        return None
-    from perceptron_lab.run.store import read_back_csv
-
-    g = read_back_csv(grid, ["grid_point"])
-    cols = [c for c in g.columns if c != "grid_point" and g[c].nunique() > 1]
-    short = [c.split(".")[-1] for c in cols]
-    names = {c: (s if short.count(s) == 1 else c) for c, s in zip(cols, short)}
-    return g.set_index(g["grid_point"].astype(int))[cols].rename(columns=names)
-
-
-def grid_summary(out_dir, table, rules=()) -> list[str]:
-    """One table for a run with a grid (a sweep): a row per grid point -- the values that vary,
-    its last epoch when that varies, and the test error % of every rule at that epoch (mean ±
-    std over runs)."""
-    from perceptron_lab.run.summary import COUNT_ROWS, rule_order
-
-    t = table[~table["rule"].isin(COUNT_ROWS)].assign(gp=table["grid_point"].astype(int))
-    last = t.groupby("gp")["epoch"].transform("max")
-    t = t[t["epoch"] == last]
-    order = rule_order(dict.fromkeys(t["rule"]), rules)
-    values = _grid_values(out_dir)
-    head = [] if values is None else list(values.columns)
-    epochs = t.groupby("gp")["epoch"].first()
-    show_T = epochs.nunique() > 1 and not (values is not None and {"epochs", "training.epochs"} & set(values.columns))
-    rows = []
-    for g, part in t.groupby("gp", sort=True):
-        vals = part.set_index("rule")
-        row = [str(g)] + ([] if values is None else [str(v) for v in values.loc[g]])
-        row += [f"{epochs[g]:g}"] if show_T else []
-        for r in order:
-            if r in vals.index:
-                sd = vals.loc[r, "std"]
-                row.append(f"{vals.loc[r, 'mean']:.2f} ± {0.0 if sd != sd else sd:.2f}")
-            else:
-                row.append("")
-        rows.append(row)
-    header = ["point"] + head + (["T"] if show_T else []) + order
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    n_runs = int(t["count"].max()) if "count" in t and len(t) else 0
-    what = "at the last epoch" if epochs.nunique() == 1 else "at each point's last epoch" + (" T" if show_T else "")
-    out = [f"test error % {what} (mean ± std over {n_runs} runs), one row per grid point"]
-    out.append("  ".join(h.rjust(w) for h, w in zip(header, widths)))
-    out += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
-    for extra in ("search.csv", "nested.csv"):
-        if (out_dir / extra).exists():
-            out.append(f"parameter selection summary: {out_dir / extra} (error_pct, then accuracy_pct)")
-    return out
 
 
 @main.group()
