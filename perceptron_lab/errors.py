@@ -85,7 +85,9 @@ EXIT_STATUSES = (
         "fit its data (`train_size` beyond the data, a holdout on a dataset without a test split), "
         "a run whose estimated size is absurd (`--allow-large` insists), epochs or checkpoints that cover "
         "less than one training step, settings the engine cannot run with, `--executor` options that do not fit "
-        "together (`dask` without `--scheduler`) or need the dask extra, an invalid causes file"),
+        "together (`dask` without `--scheduler`) or need the dask extra, an invalid causes file, a folder given "
+        "as a run folder that is not one, runs `plab compare` cannot pair (other test sets, not two runs, "
+        "an unknown rule)"),
     (3, "data: a dataset missing, corrupt or not matching its sha256 (`plab run`, `plab data verify`; "
         "`--no-verify` insists), an unknown dataset name, a data file of your own that cannot be "
         "used (`dataset.path`)"),

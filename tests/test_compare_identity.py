@@ -62,7 +62,7 @@ def test_runs_on_different_files_of_the_same_name_are_not_paired(tmp_path):
     fb = json.loads((b / "run.json").read_text())["dataset"]["fingerprint"]
     assert fa != fb
     r = invoke("compare", a, b, "--paired")
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     line = one_error_line(r.output)
     assert f"{a} and {b} are not comparable" in line
     assert f"they read different data (data fingerprint {fa} vs {fb})" in line
@@ -70,7 +70,7 @@ def test_runs_on_different_files_of_the_same_name_are_not_paired(tmp_path):
                          "and evaluation settings (plab run CONFIG --out DIR), or compare rules within each run "
                          "with --rules")   # what to do
     r = invoke("compare", a, b, "--paired", "--csv")
-    assert r.exit_code == 1 and "data fingerprint" in r.output
+    assert r.exit_code == 2 and "data fingerprint" in r.output
 
 
 def test_the_same_data_under_another_file_name_is_paired(tmp_path):
@@ -99,7 +99,7 @@ def test_a_run_json_without_a_data_fingerprint_is_refused(sonar_run, tmp_path):
     del info["dataset"]["fingerprint"]
     (old / "run.json").write_text(json.dumps(info, indent=2) + "\n")
     r = invoke("compare", tmp / "s", old, "--paired")
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     line = one_error_line(r.output)
     assert f"{old / 'run.json'} records no data fingerprint" in line and "rerun it" in line
 
@@ -118,7 +118,7 @@ def test_a_grid_point_that_sets_the_data_is_not_paired_with_another_run(sonar_ru
     tmp, cfg = sonar_run
     g = one_point_grid(cfg, tmp_path, "dataset.train_size: [120]")
     r = invoke("compare", tmp / "s", g, "--paired")
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     line = one_error_line(r.output)
     assert "not comparable" in line and "grid point that sets dataset.train_size (120)" in line
 
@@ -128,7 +128,7 @@ def test_a_grid_point_with_other_folds_is_not_paired_with_another_run(sonar_run,
     tmp, cfg = sonar_run
     g = one_point_grid(cfg, tmp_path, "evaluation.fold_seed: [1]")
     r = invoke("compare", tmp / "s", g, "--paired")
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     line = one_error_line(r.output)
     assert "evaluation.fold_seed (0 vs 1)" in line
 

@@ -114,15 +114,33 @@ def test_rule_x_against_rule_y_in_each_run(runs):
 
 def test_runs_on_other_folds_are_not_comparable(runs):
     r = invoke("compare", runs["a"], runs["c"], "--paired")
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     assert r.output.strip().splitlines() == [
         f"plab: error: {runs['a']} and {runs['c']} are not comparable: they differ in evaluation.folds (3 vs 4), "
         "so fold k holds other examples; a paired difference needs the same test sets"]
 
 
+def test_a_refused_figure_prints_no_table(runs, tmp_path):
+    """--figure onto a file plab did not write: one error line, status 1, no table before it."""
+    mine = tmp_path / "mine.png"
+    mine.write_text("my notes")
+    r = invoke("compare", runs["a"], runs["b"], "--figure", mine)
+    assert r.exit_code == 1
+    assert r.output.splitlines() == [f"plab: error: {mine} was not written by plab, and plab never overwrites a file "
+                                     "it did not write: move it away, or name another file with --figure"]
+    assert mine.read_text() == "my notes"
+
+
+def test_a_folder_that_is_no_run_is_refused_before_anything_is_printed(runs, tmp_path):
+    r = invoke("compare", runs["a"], tmp_path)
+    assert r.exit_code == 2
+    (line,) = r.output.splitlines()
+    assert line.startswith(f"plab: error: {tmp_path}: no results.csv and no paper tables")
+
+
 def test_paired_needs_two_columns(runs):
     r = invoke("compare", runs["a"], runs["b"], runs["p2"], "--paired")
-    assert r.exit_code == 1 and "a paired comparison takes two runs" in r.output
+    assert r.exit_code == 2 and "a paired comparison takes two runs" in r.output
 
 
 # ----------------------------------------------------------------------------- the views
@@ -182,6 +200,6 @@ def test_grid_points_of_one_run_pair_unless_the_grid_changes_the_folds(runs):
     assert got.loc["vote", "A - B"] == pytest.approx(statistics.mean([x - y for x, y in zip(a, b)]), abs=1e-4)
     assert invoke("run", cfg, "-m", "evaluation.fold_seed=0,1", "--out", tmp / "fs", "-q").exit_code == 0
     r = invoke("compare", tmp / "fs", "--paired")
-    assert r.exit_code == 1 and r.output.strip() == (
+    assert r.exit_code == 2 and r.output.strip() == (
         f"plab: error: fold_seed=0 and fold_seed=1 of {tmp / 'fs'} are not comparable: their grid points differ in "
         "evaluation.fold_seed (0 vs 1); a paired difference needs the same test sets")

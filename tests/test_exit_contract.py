@@ -96,60 +96,115 @@ def _out_below_a_file(tmp):
     return ["run", _small(tmp), "--out", tmp / "file" / "out", "-q"]
 
 
+def _finished(tmp, name="r", *overrides):
+    """A finished small run of sonar (2 folds, 1 epoch) in ``tmp/name``."""
+    out = tmp / name
+    r = CliRunner().invoke(main, ["run", str(_small(tmp)), "--out", str(out), "-q", *overrides])
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def _damaged_results(tmp):
+    out = _finished(tmp)
+    res = out / "results.csv"
+    res.write_bytes(res.read_bytes()[:300])
+    return out
+
+
+def _empty_folder(tmp):
+    (tmp / "empty").mkdir()
+    return tmp / "empty"
+
+
 # (documented status, what the path is, a function of a temporary folder giving the arguments)
 PATHS = [
-    (0, "a small run", lambda t: ["run", _small(t), "--out", t / "ok", "-q"]),
-    (0, "a config check", lambda t: ["config", "check", _small(t)]),
-    (0, "the packaged configs", lambda t: ["configs"]),
-    (0, "epochs written as a YAML float", lambda t: ["run", _small(t), "--out", t / "f", "-q", "training.epochs=1.0e-1"]),
-    (1, "a folder in use by another run", _busy),
-    (1, "a folder holding another config's results", _other_config),
-    (1, "a results.csv plab did not write", _users_results),
-    (1, "--out below a file", _out_below_a_file),
-    (2, "--out is a file", lambda t: ["run", _small(t), "--out", _write(t, "file", "x"), "-q"]),
-    (1, "a damaged comparison", _damaged_comparison),
-    (2, "an unknown option", lambda t: ["run", "--no-such-option"]),
-    (2, "an unknown command", lambda t: ["no-such-command"]),
-    (2, "an extra argument", lambda t: ["run", _small(t), "notakeyvalue"]),
-    (2, "an invalid config", lambda t: ["run", _write(t, "bad.yaml", SMALL + "trainng: {}\n"), "--out", t / "b"]),
-    (2, "epochs below one training step", lambda t: ["run", _small(t), "--out", t / "e", "-q", "training.epochs=1.0e-9"]),
-    (2, "a YAML 1.1 float read as text", lambda t: ["run", _small(t), "--out", t / "e", "-q", "training.epochs=1e-9"]),
-    (2, "a YAML 1.1 float in a config file", lambda t: ["run", _write(t, "y.yaml", SMALL.replace(
+    (0, "run: a small run", lambda t: ["run", _small(t), "--out", t / "ok", "-q"]),
+    (0, "config check: a valid config", lambda t: ["config", "check", _small(t)]),
+    (0, "configs: the packaged configs", lambda t: ["configs"]),
+    (0, "run: epochs written as a YAML float", lambda t: ["run", _small(t), "--out", t / "f", "-q", "training.epochs=1.0e-1"]),
+    (1, "run: a folder in use by another run", _busy),
+    (1, "run: a folder holding another config's results", _other_config),
+    (1, "run: a results.csv plab did not write", _users_results),
+    (1, "run: --out below a file", _out_below_a_file),
+    (2, "run: --out is a file", lambda t: ["run", _small(t), "--out", _write(t, "file", "x"), "-q"]),
+    (1, "compare: a damaged comparison", _damaged_comparison),
+    (2, "run: an unknown option", lambda t: ["run", "--no-such-option"]),
+    (2, "plab: an unknown command", lambda t: ["no-such-command"]),
+    (2, "run: an extra argument", lambda t: ["run", _small(t), "notakeyvalue"]),
+    (2, "run: an invalid config", lambda t: ["run", _write(t, "bad.yaml", SMALL + "trainng: {}\n"), "--out", t / "b"]),
+    (2, "run: epochs below one training step", lambda t: ["run", _small(t), "--out", t / "e", "-q", "training.epochs=1.0e-9"]),
+    (2, "run: a YAML 1.1 float read as text", lambda t: ["run", _small(t), "--out", t / "e", "-q", "training.epochs=1e-9"]),
+    (2, "run: a YAML 1.1 float in a config file", lambda t: ["run", _write(t, "y.yaml", SMALL.replace(
         "{epochs: 1}", "{epochs: 1e-9}")), "--out", t / "y", "-q"]),
-    (2, "a YAML 1.1 float in a checkpoint list", lambda t: ["run", _write(t, "z.yaml", SMALL.replace(
+    (2, "run: a YAML 1.1 float in a checkpoint list", lambda t: ["run", _write(t, "z.yaml", SMALL.replace(
         "{epochs: 1}", "{epochs: 1, checkpoints: [5e-1]}")), "--out", t / "z", "-q"]),
-    (2, "a checkpoint below one step", lambda t: ["run", _write(t, "cp.yaml", SMALL.replace(
+    (2, "run: a checkpoint below one step", lambda t: ["run", _write(t, "cp.yaml", SMALL.replace(
         "{epochs: 1}", "{epochs: 1, checkpoints: [0.000001]}")), "--out", t / "cp", "-q"]),
-    (2, "train_size beyond the data", lambda t: ["run", _write(t, "big.yaml", "name: b\ndataset: {name: sonar, "
+    (2, "run: train_size beyond the data", lambda t: ["run", _write(t, "big.yaml", "name: b\ndataset: {name: sonar, "
                                                                "train_size: 5000}\n"), "--out", t / "big", "-q"]),
-    (2, "more folds than examples", lambda t: ["run", _write(t, "k.yaml", SMALL.replace("folds: 2", "folds: 500")),
+    (2, "run: more folds than examples", lambda t: ["run", _write(t, "k.yaml", SMALL.replace("folds: 2", "folds: 500")),
                                                "--out", t / "k", "-q"]),
-    (2, "--executor dask without --scheduler", lambda t: ["run", _small(t), "--out", t / "d", "--executor", "dask"]),
-    (2, "--scheduler without --executor dask", lambda t: ["run", _small(t), "--out", t / "d", "--scheduler",
+    (2, "run: --executor dask without --scheduler", lambda t: ["run", _small(t), "--out", t / "d", "--executor", "dask"]),
+    (2, "run: --scheduler without --executor dask", lambda t: ["run", _small(t), "--out", t / "d", "--scheduler",
                                                           "tcp://127.0.0.1:1"]),
-    (2, "--jobs with --executor dask", lambda t: ["run", _small(t), "--out", t / "d", "--executor", "dask",
+    (2, "run: --jobs with --executor dask", lambda t: ["run", _small(t), "--out", t / "d", "--executor", "dask",
                                                   "--scheduler", "tcp://127.0.0.1:1", "--jobs", "2"]),
-    (2, "an invalid causes file", lambda t: [(_write(t, "causes.yaml", "causes: [\n"), "report")[1], t,
+    (2, "report: an invalid causes file", lambda t: [(_write(t, "causes.yaml", "causes: [\n"), "report")[1], t,
                                              "--out", t / "rep"]),
-    (3, "a dataset not in the data folder", lambda t: ["run", _write(t, "m.yaml", "name: m\ndataset: {name: mnist}\n"),
+    (3, "run: a dataset not in the data folder", lambda t: ["run", _write(t, "m.yaml", "name: m\ndataset: {name: mnist}\n"),
                                                        "--out", t / "m", "-q", "--data-dir", t / "empty"]),
-    (3, "plab data verify without the files", lambda t: ["data", "verify", "mnist", "--data-dir", t / "empty"]),
-    (3, "an unknown dataset name", lambda t: ["data", "path", "no_such_data"]),
-    (3, "a data file of one's own that is missing", lambda t: ["run", _write(t, "u.yaml", "name: u\ndataset: "
+    (3, "data verify: without the files", lambda t: ["data", "verify", "mnist", "--data-dir", t / "empty"]),
+    (3, "data path: an unknown dataset name", lambda t: ["data", "path", "no_such_data"]),
+    (3, "run: a data file of one's own that is missing", lambda t: ["run", _write(t, "u.yaml", "name: u\ndataset: "
                                                                "{path: nowhere.csv, label: y}\nevaluation: {mode: kfold, "
                                                                "folds: 2}\n"), "--out", t / "u", "-q"]),
-    (3, "a data file of one's own that is empty", lambda t: ["run", _write(t, "v.yaml", f"name: v\ndataset: "
+    (3, "run: a data file of one's own that is empty", lambda t: ["run", _write(t, "v.yaml", f"name: v\ndataset: "
                                                              f"{{path: {_write(t, 'd.csv', '')}, label: y}}\n"
                                                              "evaluation: {mode: kfold, folds: 2}\n"), "--out", t / "v", "-q"]),
-    (4, "a Gaussian width that makes K the identity", lambda t: ["run", _write(t, "n.yaml", SMALL + "kernel: {type: "
+    (4, "run: a Gaussian width that makes K the identity", lambda t: ["run", _write(t, "n.yaml", SMALL + "kernel: {type: "
                                                                  "gaussian, sigma: 0.0001}\n"), "--out", t / "n", "-q"]),
-    (4, "a polynomial kernel that overflows float64", lambda t: ["run", _write(t, "p.yaml", SMALL.replace(
+    (4, "run: a polynomial kernel that overflows float64", lambda t: ["run", _write(t, "p.yaml", SMALL.replace(
         "{epochs: 1}", "{epochs: 1, dtype: float64}") + "kernel: {type: poly, degree: 300}\n"), "--out", t / "p", "-q"]),
-    (4, "a Gaussian width of 1e-200", lambda t: ["run", _write(t, "g.yaml", SMALL + "kernel: {type: gaussian, "
+    (4, "run: a Gaussian width of 1e-200", lambda t: ["run", _write(t, "g.yaml", SMALL + "kernel: {type: gaussian, "
                                                  "sigma: 1.0e-200}\n"), "--out", t / "g", "-q"]),
-    (5, "an unreachable Dask scheduler", lambda t: ["run", _small(t), "--out", t / "d", "-q", "--executor", "dask",
+    # every other command: a usage error (status 2) and, where it reads or writes files, one of
+    # those (the status the table gives that kind of file); FILE_ERRORS below names them
+    (2, "data list: an extra argument", lambda t: ["data", "list", "extra"]),
+    (2, "data path: no dataset name", lambda t: ["data", "path"]),
+    (2, "data fetch: no dataset name", lambda t: ["data", "fetch"]),
+    (3, "data fetch: a data folder below a file", lambda t: ["data", "fetch", "ionosphere", "--data-dir",
+                                                             _write(t, "file", "x") / "sub"]),
+    (2, "data verify: an unknown option", lambda t: ["data", "verify", "--no-such-option"]),
+    (2, "config docs: an extra argument", lambda t: ["config", "docs", "extra"]),
+    (2, "config check: no config", lambda t: ["config", "check"]),
+    (2, "config check: a config file that is not there", lambda t: ["config", "check", t / "nowhere.yaml"]),
+    (2, "config show: an unknown key overridden", lambda t: ["config", "show", _small(t), "training.epoch=3"]),
+    (2, "config show: a config file that is not there", lambda t: ["config", "show", t / "nowhere.yaml"]),
+    (2, "configs: an extra argument", lambda t: ["configs", "extra"]),
+    (2, "report: a folder that is not there", lambda t: ["report", t / "nowhere", "--out", t / "rep"]),
+    (1, "report: a report.md plab did not write", lambda t: ["report", _finished(t), "--out",
+                                                            _write((t / "rep").mkdir() or t / "rep", "report.md",
+                                                                   "mine\n").parent]),
+    (2, "tables: no run folder", lambda t: ["tables"]),
+    (2, "tables: a folder that is no run", lambda t: ["tables", _empty_folder(t)]),
+    (1, "tables: a damaged results.csv", lambda t: ["tables", _damaged_results(t)]),
+    (2, "figures gentile2001: a figure the paper has not", lambda t: ["figures", "gentile2001", "--figure", "7"]),
+    (3, "figures gentile2001: without the USPS files", lambda t: ["figures", "gentile2001", "--out", t / "fig",
+                                                                  "--data-dir", t / "empty", "-q"]),
+    (2, "plot: a folder without results.csv", lambda t: ["plot", _empty_folder(t)]),
+    (1, "plot: a damaged results.csv", lambda t: ["plot", _damaged_results(t), "--out", t / "figs"]),
+    (2, "compare: a folder that is no run", lambda t: ["compare", _finished(t), _empty_folder(t)]),
+    (2, "compare: runs on other folds", lambda t: ["compare", _finished(t), _finished(t, "k3", "evaluation.folds=3"),
+                                                   "--paired"]),
+    (2, "compare: three runs for --paired", lambda t: ["compare", _finished(t), _finished(t, "b"), _finished(t, "c"),
+                                                       "--paired"]),
+    (2, "compare: an unknown rule", lambda t: ["compare", _finished(t), "--rules", "vote,nope"]),
+    (1, "compare: a damaged results.csv", lambda t: ["compare", _damaged_results(t), "--paired"]),
+    (1, "compare: --figure onto a file plab did not write", lambda t: ["compare", _finished(t), "--figure",
+                                                                       _write(t, "mine.png", "x")]),
+    (5, "run: an unreachable Dask scheduler", lambda t: ["run", _small(t), "--out", t / "d", "-q", "--executor", "dask",
                                                     "--scheduler", "tcp://127.0.0.1:1"]),
-    (5, "a server that is not a Dask scheduler", lambda t: ["run", _small(t), "--out", t / "d", "-q", "--executor", "dask",
+    (5, "run: a server that is not a Dask scheduler", lambda t: ["run", _small(t), "--out", t / "d", "-q", "--executor", "dask",
                                                             "--scheduler", _not_dask_server()]),
 ]
 
@@ -158,6 +213,7 @@ PATHS = [
 def test_each_path_ends_with_its_documented_status(tmp_path, code, what, args):
     assert code in DOCUMENTED, f"{what}: status {code} is not in EXIT_STATUSES"
     argv = [str(a) for a in args(tmp_path)]
+    assert what.split(": ", 1)[0] == (_command_of(argv) or "plab"), f"{what}: the path runs {argv[:2]}"
     try:
         r = CliRunner().invoke(main, argv, catch_exceptions=False)
     finally:
@@ -169,6 +225,70 @@ def test_each_path_ends_with_its_documented_status(tmp_path, code, what, args):
     errors = [ln for ln in r.output.splitlines() if ln.startswith("plab: error:")]
     assert r.exit_code == code, f"{what}: exit status {r.exit_code}, documented {code}: {r.output[-500:]}"
     assert len(errors) == (code != 0), r.output
+
+
+#: Each command's path through a file it reads or writes (a description in PATHS), or why it has
+#: none. The status is the one EXIT_STATUSES gives that kind of file: 1 for output folders and the
+#: files plab reads back, 2 for config files, 3 for data.
+FILE_ERRORS = {
+    "run": "run: a results.csv plab did not write",
+    "data list": None,        # lists what is where; a missing folder is listed as missing, not an error
+    "data path": None,        # prints a path, opens nothing
+    "data fetch": "data fetch: a data folder below a file",
+    "data verify": "data verify: without the files",
+    "config docs": None,      # prints the schema, opens nothing
+    "config check": "config check: a config file that is not there",
+    "config show": "config show: a config file that is not there",
+    "configs": None,          # lists the packaged configs
+    "report": "report: a report.md plab did not write",
+    "tables": "tables: a damaged results.csv",
+    "figures gentile2001": "figures gentile2001: without the USPS files",
+    "compare": "compare: a damaged results.csv",
+    "plot": "plot: a damaged results.csv",
+}
+
+
+def _leaf_commands(group, prefix=()):
+    import click
+
+    for name, cmd in group.commands.items():
+        if isinstance(cmd, click.Group):
+            yield from _leaf_commands(cmd, prefix + (name,))
+        else:
+            yield " ".join(prefix + (name,))
+
+
+def _command_of(args) -> str:
+    import click
+
+    words, group = [], main
+    for a in (str(x) for x in args):
+        cmd = group.commands.get(a)
+        if cmd is None:
+            break
+        words.append(a)
+        if not isinstance(cmd, click.Group):
+            break
+        group = cmd
+    return " ".join(words)
+
+
+def test_every_command_has_a_usage_error_and_a_file_error():
+    """Every command of ``plab --help`` (and of its groups) has a usage path (status 2) in PATHS, and
+    one through a file it reads or writes, with the status the table gives that kind of file (each
+    path's description starts with its command, checked when the path runs)."""
+    leaves = set(_leaf_commands(main))
+    assert set(FILE_ERRORS) == leaves, "declare every command's file error (or why it has none) in FILE_ERRORS"
+    by_command: dict = {}
+    for code, what, _ in PATHS:
+        by_command.setdefault(what.split(": ", 1)[0], []).append((code, what))
+    for leaf in sorted(leaves):
+        paths = by_command.get(leaf, [])
+        assert any(code == 2 for code, what in paths if what != FILE_ERRORS[leaf]), f"{leaf}: no usage error path"
+        if FILE_ERRORS[leaf] is not None:
+            assert FILE_ERRORS[leaf] in [what for _, what in paths], f"{leaf}: its file error is not a path of it"
+            code = next(c for c, w in paths if w == FILE_ERRORS[leaf])
+            assert code in (1, 2, 3), f"{leaf}: a file error ends with {code}"
 
 
 def test_every_documented_status_has_several_paths():

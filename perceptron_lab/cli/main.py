@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from perceptron_lab.constants import __version__
-from perceptron_lab.errors import DatasetError, PlabError, UsageError, UserFileError
+from perceptron_lab.errors import DatasetError, PlabError, UsageError
 
 #: Signals that end a command the way Ctrl-C does: (signal name, exit status 128 + its number, as a shell
 #: reports a process that signal ended; batch schedulers and supervisors read it so).
@@ -539,14 +539,19 @@ def compare(run_dirs, only_outside, figure, diff_only, layout, as_csv, paired, r
       plab compare runs/a runs/b --paired
       plab compare runs/quickstart --rules vote,last --csv
     """
-    from perceptron_lab.report.compare import (_columns, differing, numbers, paired_rules, paired_runs, paired_text, plot_side_by_side,
-                          settings, short_rows, side_by_side, table_text)
+    from perceptron_lab.report.compare import (_columns, check_figure, differing, numbers, paired_rules, paired_runs,
+                                               paired_text, plot_side_by_side, settings, short_rows, side_by_side,
+                                               table_text)
     from perceptron_lab.report.tables import collect, compare_text
 
     papers = [d for d in run_dirs if collect([d], strict=True).tables]
     users = [d for d in run_dirs if (Path(d) / "results.csv").is_file()]
+    neither = [d for d in run_dirs if d not in users and d not in papers]
+    if neither:   # a usage problem: refused before anything is printed or drawn
+        raise UsageError(f"{neither[0]}: no results.csv and no paper tables, so not a finished run folder; give "
+                         "folders written by plab run (or plab tables)")
     if (paired or rule_pair) and not users:
-        raise PlabError("--paired and --rules compare run folders with a results.csv; none was given")
+        raise UsageError("--paired and --rules compare run folders with a results.csv; none was given")
     if len(run_dirs) == 1 and papers and not (paired or rule_pair or as_csv or diff_only):
         click.echo(compare_text(run_dirs[0], only_outside=only_outside))
         return
@@ -585,19 +590,13 @@ def compare(run_dirs, only_outside, figure, diff_only, layout, as_csv, paired, r
             if len(sets):
                 click.echo(table_text(sets.T if rows else sets))
             click.echo("")
+        target = Path(figure or "compare.png")
+        check_figure(cols, target)   # before anything is printed: a refused call prints no table
         click.echo("runs side by side: test error % of each rule at each run's last epoch T, then counts (totals "
                    "over labels); mean ± std over folds and permutations" + ("; only what differs" if diff_only else ""))
         click.echo(table_text(table.T if rows else table))
-        target = Path(figure or "compare.png")
-        try:
-            fig = plot_side_by_side(users, target)
-        except UserFileError:
-            raise UserFileError(f"{target} was not written by plab, and plab never overwrites a file it did not "
-                                "write: move it away, or name another file with --figure") from None
+        fig = plot_side_by_side(users, target, cols)
         click.echo(f"figure: {fig}")
-    for d in run_dirs:
-        if d not in users and d not in papers:
-            click.echo(f"{d}: no results.csv and no paper tables (not a finished run folder)")
     if as_csv:
         return
     for d in papers:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from perceptron_lab.errors import PlabError
+from perceptron_lab.errors import UsageError, UserFileError
 from perceptron_lab.run.figures import (COUNT_METRICS, _figure, epoch_axis, error_axis, label_outer, legend_outside, read_run, rule_order,
                     run_labels, save_figure, style, suptitle)
 
@@ -316,23 +316,23 @@ def _verdict(r: dict, a: str, b: str) -> str:
 def paired_runs(cols, confidence: float = PAIRED_CONFIDENCE) -> pd.DataFrame:
     """Column A against column B (exactly two), rule by rule: the test error % of each at its last
     epoch and the paired difference A - B over their shared folds and permutations
-    (:func:`paired_difference`). :class:`~perceptron_lab.errors.PlabError` when the two are not
-    comparable (:func:`not_comparable`) or share no fold and permutation."""
+    (:func:`paired_difference`). :class:`~perceptron_lab.errors.UsageError` (exit status 2) when the
+    two are not comparable (:func:`not_comparable`) or share no fold and permutation."""
     if len(cols) != 2:
-        raise PlabError(f"a paired comparison takes two runs (or a run with two grid points); these give {len(cols)}: "
-                        + ", ".join(c["name"] for c in cols))
+        raise UsageError(f"a paired comparison takes two runs (or a run with two grid points); these give {len(cols)}: "
+                         + ", ".join(c["name"] for c in cols))
     a, b = cols
     who = f"{a['name']} and {b['name']} of {a['dir']}" if a["dir"] == b["dir"] else f"{a['dir']} and {b['dir']}"
     why = why_not_comparable(a, b)
     if why:
-        raise PlabError(f"{who} are not comparable: {why[0]}; a paired difference needs the same test sets"
-                        + (f": {why[1]}" if why[1] else ""))
+        raise UsageError(f"{who} are not comparable: {why[0]}; a paired difference needs the same test sets"
+                         + (f": {why[1]}" if why[1] else ""))
     rules = [r for r in _rules([a]) if r in _rules([b])]
     rows = []
     for rule in rules:
         r = paired_difference(_errors(a, rule), _errors(b, rule), confidence)
         if r["n"] == 0:
-            raise PlabError(f"{who} are not comparable: they share no fold and permutation")
+            raise UsageError(f"{who} are not comparable: they share no fold and permutation")
         rows.append(_paired_row(rule, r, "A", "B", confidence))
     return pd.DataFrame(rows)
 
@@ -345,7 +345,7 @@ def paired_rules(cols, x: str, y: str, confidence: float = PAIRED_CONFIDENCE) ->
         have = _rules([c])
         for r in (x, y):
             if r not in have:
-                raise PlabError(f"{c['dir']}: no rule {r!r} in its results (it has {', '.join(have)})")
+                raise UsageError(f"{c['dir']}: no rule {r!r} in its results (it has {', '.join(have)})")
         res = paired_difference(_errors(c, x), _errors(c, y), confidence)
         rows.append({"run": c["name"], **_paired_row(f"{x} - {y}", res, x, y, confidence)})
     return pd.DataFrame(rows)
@@ -378,18 +378,29 @@ def _rules(cols) -> list[str]:
     return rules
 
 
-def plot_side_by_side(run_dirs, out) -> Path:
+def check_figure(cols, out) -> None:
+    """Refuse, before anything is printed, a figure that cannot be drawn: no test-error results
+    (:class:`~perceptron_lab.errors.UsageError`), or a file plab did not write at ``out``
+    (:class:`~perceptron_lab.errors.UserFileError`: plab never overwrites it)."""
+    from perceptron_lab.run.store import check_replaceable
+
+    if not _rules(cols):
+        raise UsageError("the runs have no test-error results to draw")
+    try:
+        check_replaceable(Path(out))
+    except UserFileError:
+        raise UserFileError(f"{out} was not written by plab, and plab never overwrites a file it did not write: "
+                            "move it away, or name another file with --figure") from None
+
+
+def plot_side_by_side(run_dirs, out, cols=None) -> Path:
     """Test error against epochs, a panel per rule, a line per run (per grid point), every panel on
     one y scale fitted to the data (:func:`perceptron_lab.run.figures.error_axis`); the legend, outside the panels, names each run by its shortest
-    distinguishing label (:func:`perceptron_lab.run.figures.run_labels`)."""
-    cols = _columns(run_dirs)[:MAX_LINES]
-    rules: list[str] = []
-    for c in cols:
-        rules += [r for r in dict.fromkeys(c["df"].loc[c["df"]["metric"] == "test_error_pct", "label"])
-                  if r not in rules]
-    if not rules:
-        raise PlabError("the runs have no test-error results to draw")
-    rules = rule_order(rules)
+    distinguishing label (:func:`perceptron_lab.run.figures.run_labels`). ``cols``: the runs'
+    columns (:func:`_columns`) when the caller has read them."""
+    cols = (_columns(run_dirs) if cols is None else cols)[:MAX_LINES]
+    check_figure(cols, out)
+    rules = rule_order(_rules(cols))
     ncols = min(3, len(rules))
     nrows = -(-len(rules) // ncols)
     longest = max(len(c["name"]) for c in cols)

@@ -52,7 +52,7 @@ from perceptron_lab.config.load import ExperimentConfig, with_overrides
 from perceptron_lab.constants import __version__
 from perceptron_lab.engine import columns
 from perceptron_lab.engine.kernels import load_jit
-from perceptron_lab.errors import PlabError
+from perceptron_lab.errors import PlabError, UsageError
 from perceptron_lab.run.evaluation import Grid
 from perceptron_lab.run.inputs import load_data, read_inputs
 from perceptron_lab.run.plan import RESULT_COLUMNS, Plan, make_plan, results_hash
@@ -621,7 +621,8 @@ def rewrite_paper_outputs(run_dir, figures: bool = False) -> list[Path]:
     run_dir = Path(run_dir)
     info_path, res_path = run_dir / "run.json", run_dir / "results.csv"
     if not info_path.exists() or not res_path.exists():
-        raise PlabError(f"{run_dir}: not a finished run folder (needs run.json and results.csv)")
+        raise UsageError(f"{run_dir}: not a finished run folder (needs run.json and results.csv); give a folder "
+                         "written by plab run")
     with RunFolder(run_dir) as folder:
         return _rewrite_paper_outputs(folder, info_path, res_path, figures)
 

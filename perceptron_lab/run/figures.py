@@ -36,7 +36,7 @@ import math
 import zlib
 from pathlib import Path
 
-from perceptron_lab.errors import PlabError
+from perceptron_lab.errors import PlabError, UsageError
 from perceptron_lab.run.store import read_back_csv, read_back_json
 
 #: (colour, line style, marker) per line that is not a prediction rule (grid points, runs,
@@ -313,7 +313,8 @@ def _figure(w: float, h: float):
 
 
 def read_run(run_dir, info: dict | None = None):
-    """(results, run.json, grid labels) of a finished run folder; PlabError when it is not one.
+    """(results, run.json, grid labels) of a finished run folder; UsageError (exit status 2) when it
+    is not one (no results.csv), PlabError when its results.csv holds no finished row.
 
     ``results`` holds the multiclass rows (class ``all``) of the outer units with numeric
     ``epoch`` and ``value`` and a ``label`` per rule (``vote``, ``avg (norm)``); nested runs keep
@@ -323,7 +324,7 @@ def read_run(run_dir, info: dict | None = None):
     run_dir = Path(run_dir)
     res = run_dir / "results.csv"
     if not res.is_file():
-        raise PlabError(f"{run_dir}: no results.csv; give a run folder written by 'plab run'")
+        raise UsageError(f"{run_dir}: no results.csv; give a run folder written by 'plab run'")
     if info is None:
         # a missing run.json leaves the run unnamed; a damaged one stops (DamagedFileError)
         info = read_back_json(run_dir / "run.json") if (run_dir / "run.json").exists() else {}
