@@ -192,3 +192,21 @@ def test_the_shell_check_finds_a_wrong_example(tmp_path):
     finally:
         ROOT = old
     assert len(problems) == 2 and "`echo one` printed" in problems[0] and "`false` exited with 1" in problems[1]
+
+
+def test_paper_summary_counts_variant_runs_not_tables():
+    """The paper summary's variant column names how many variant runs it counts: the run folders
+    under results/<paper>/variants/ with a comparison, not their tables (one Gentile variant run
+    holds Tables 1 and 2, and the README said 4 runs for 3)."""
+    from perceptron_lab.config import plugins
+
+    text = README.read_text(encoding="utf-8")
+    block = text.split("<!-- generated: paper-summary")[1].split("<!-- end generated: paper-summary")[0]
+    for p in plugins.papers():
+        row = next((ln for ln in block.splitlines() if ln.startswith(f"| {p.title.split(':')[0]} |")), None)
+        if row is None:
+            continue
+        runs = [d for d in (ROOT / "results" / p.name / "variants").glob("*")
+                if (d / "run.json").is_file() and any(d.glob(f"{p.name}_*_comparison.csv"))]
+        m = re.search(r"\((\d+) runs?\) \|$", row)
+        assert (m and int(m.group(1))) == (len(runs) or None), (row, [d.name for d in runs])

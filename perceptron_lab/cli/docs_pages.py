@@ -170,8 +170,9 @@ def paper_summary(root: Path) -> str:
             f"; Figure{'s' if len(figs) > 1 else ''} " + ", ".join(map(str, figs)) if figs else "")
         var = [t for t in rep.tables if t.paper == p.name and t.variant]
         vok, vn = sum(t.counts[0] for t in var), sum(t.counts[1] for t in var)
+        nruns = len({t.run_dir for t in var})   # a variant run may hold several tables
         rows.append([p.title.split(":")[0], what, f"{ok} / {n}", f"{cons} / {n}", _causes_text(causes),
-                     f"{vok} / {vn} ({len(var)} runs)" if var else "none"])
+                     f"{vok} / {vn} ({nruns} run{'s' if nruns > 1 else ''})" if var else "none"])
     return md_table(["paper", "results", "within tolerance", "consistent with sampling",
                      "causes of the rest", "variants (not in the totals)"], rows, ["l", "l", "r", "r", "l", "l"])
 
