@@ -27,7 +27,16 @@ float64, which is a different computation, not another machine, and is reported 
 Each variant writes one row to ``results/spread/<config>.csv``: the variant, its environment and
 the kernel OpenBLAS reports it used, the rows compared, the rows that differ and the largest
 absolute difference of test errors (percentage points) and of counts (mistakes, support vectors,
-corrections), per compared file. ``results/spread/summary.csv`` gathers every config's rows.
+corrections), per compared file. A value that is NaN (or not a number) on one side and a number
+(or another text) on the other is a difference, of size ``inf``; NaN on both sides is the same
+value. ``results/spread/summary.csv`` gathers every config's rows.
+
+Measurements are never lost: a run replaces the rows it has just measured (the same config,
+variant, overrides and compared file) and keeps every other row of the config's file, wherever
+it stands (``--append`` is that behaviour, kept as a name), and ``summary.csv`` is merged the
+same way. ``--exactness CONFIG ...`` replaces
+those configs' rows of ``exactness.csv`` and keeps the others. A committed file that cannot be
+read back whole stops the tool with one ``plab: error:`` line before anything is written.
 
 ``python -m perceptron_lab.cli.spread --exactness`` writes ``results/spread/exactness.csv``: every
 committed config, whether it is exact by construction (:mod:`perceptron_lab.model.exactness`) and why,
@@ -47,6 +56,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from perceptron_lab.errors import PlabError
+from perceptron_lab.run.store import atomic_write_text, read_back_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 SPREAD_DIR = ROOT / "results" / "spread"
@@ -73,6 +85,10 @@ COUNT_METRICS = ("mistakes", "support_vectors", "corrections", "updates")
 COLUMNS = ["config", "variant", "environment", "kernels", "overrides", "file", "rows_compared",
            "rows_missing", "rows_differing", "max_abs_diff_test_error_pct", "max_abs_diff_counts",
            "max_rel_diff_counts", "wall_seconds"]
+#: What one measurement row is of: a row with the same key is the same measurement, done again.
+KEY = ["config", "variant", "overrides", "file"]
+#: What to do about a spread file that cannot be read back.
+SPREAD_FIX = "restore it (git checkout -- FILE) before measuring again; nothing was written"
 
 
 def kernels_used(env: dict) -> str:
@@ -103,13 +119,29 @@ def _run(config: str, out: Path, overrides: list[str], env: dict) -> float:
     return time.perf_counter() - t0
 
 
+def differences(old: pd.Series, new: pd.Series) -> pd.Series:
+    """``|new - old|`` of aligned values (numbers or their text): 0 where they are the same value,
+    NaN on both sides included (``nan``, ``NaN``, an empty cell: the same missing value); ``inf``
+    where one side is NaN or not a number and the other is not the same (a comparison with NaN is
+    false, so ``d > 0`` alone would count such a row as equal)."""
+    o, n = pd.to_numeric(old, errors="coerce"), pd.to_numeric(new, errors="coerce")
+    text = lambda v: v.astype(str).str.strip().str.lower().replace({"": "nan"})   # noqa: E731
+    with np.errstate(invalid="ignore"):
+        d = (n - o).abs()
+    same_missing = o.isna() & n.isna() & (text(old) == text(new))
+    d = d.where(~(o.isna() | n.isna() | d.isna()), np.inf)   # NaN or text on a side, or inf - inf
+    d = d.where(~((o == n) | same_missing), 0.0)            # the same number, or the same missing value
+    return d.astype(float)
+
+
 def _diff_summary(old: pd.Series, new: pd.Series, counts: pd.Series) -> dict:
-    """Rows compared / differing and the largest differences of ``new`` against ``old`` (aligned)."""
+    """Rows compared / differing and the largest differences of ``new`` against ``old`` (aligned;
+    :func:`differences`, so NaN against a number counts, with size ``inf``)."""
     both = old.index.intersection(new.index)
-    o, n, c = old.loc[both].astype(float), new.loc[both].astype(float), counts.loc[both]
-    d = (n - o).abs()
+    o, c = pd.to_numeric(old.loc[both], errors="coerce"), counts.loc[both].astype(bool)
+    d = differences(old.loc[both], new.loc[both])
     err, cnt = d[~c], d[c]
-    rel = (cnt / np.maximum(o[c].abs(), 1.0)) if len(cnt) else cnt
+    rel = (cnt / np.maximum(o[c].abs().fillna(1.0), 1.0)) if len(cnt) else cnt
     return {"rows_compared": int(len(both)), "rows_missing": int(len(new.index.difference(old.index))),
             "rows_differing": int((d > 0).sum()),
             "max_abs_diff_test_error_pct": float(err.max()) if len(err) else 0.0,
@@ -117,10 +149,14 @@ def _diff_summary(old: pd.Series, new: pd.Series, counts: pd.Series) -> dict:
             "max_rel_diff_counts": float(rel.max()) if len(rel) else 0.0}
 
 
+def _read(path: Path) -> pd.DataFrame:
+    """A CSV plab wrote, every cell as text, read back whole (one ``plab: error:`` line otherwise)."""
+    return read_back_csv(path, fix=SPREAD_FIX.replace("FILE", str(path)))
+
+
 def compare_results(committed: Path, new: Path) -> dict:
     """``results.csv`` of a rerun against the committed one, row by row."""
-    read = lambda p: pd.read_csv(p, dtype=str, keep_default_na=False)  # noqa: E731
-    o, n = read(committed), read(new)
+    o, n = _read(committed), _read(new)
     key = [c for c in o.columns if c not in ("grid_point", "value")]
     if o.duplicated(key).any():
         # grid points that differ in a setting no other column names: the grid point is part of
@@ -136,12 +172,12 @@ def compare_results(committed: Path, new: Path) -> dict:
 def compare_search(committed: Path, new: Path) -> dict:
     """``search.csv`` of a rerun against the committed one: the error of each cell's choice, on the
     searches that saw the same number of candidates."""
-    o, n = pd.read_csv(committed, keep_default_na=False), pd.read_csv(new, keep_default_na=False)
+    o, n = _read(committed), _read(new)
     value_cols = {"error_pct", "accuracy_pct", "sd_pct", "ci_pct", "n_runs", "grid_point", "chosen", "n_candidates"}
     key = [c for c in o.columns if c not in value_cols]
     o, n = o.set_index(key), n.set_index(key)
     both = o.index.intersection(n.index)
-    same = both[(o.loc[both, "n_candidates"].to_numpy() == n.loc[both, "n_candidates"].to_numpy())]
+    same = both[(differences(o.loc[both, "n_candidates"], n.loc[both, "n_candidates"]) == 0).to_numpy()]
     n = n.loc[same]
     out = _diff_summary(o["error_pct"], n["error_pct"], pd.Series(False, index=n.index))
     out["rows_missing"] = int(len(n.index.difference(o.index)))
@@ -153,7 +189,7 @@ def compare_nested(committed: Path, new: Path, whole_grid: bool) -> dict:
     """``nested.csv`` (nested cross-validation) of a rerun against the committed one: every row
     after a rerun of the whole grid, the ``nothing`` rows (a single candidate whatever the grid)
     after a rerun of a subset."""
-    o, n = pd.read_csv(committed, keep_default_na=False), pd.read_csv(new, keep_default_na=False)
+    o, n = _read(committed), _read(new)
     value_cols = {"error_pct", "accuracy_pct", "sd_pct", "ci_pct", "n_folds", "choices"}
     key = [c for c in o.columns if c not in value_cols]
     if not whole_grid:
@@ -230,19 +266,72 @@ def measure(config: str, variants: list[str], overrides: list[str]) -> pd.DataFr
     return df.reindex(columns=COLUMNS + [c for c in df.columns if c not in COLUMNS])
 
 
-def write(config: str, df: pd.DataFrame, append: bool = False) -> Path:
-    """Write (or, with ``append``, add to) ``results/spread/<config>.csv`` and refresh summary.csv."""
-    SPREAD_DIR.mkdir(parents=True, exist_ok=True)
-    path = SPREAD_DIR / f"{_config_name(config)}.csv"
-    if append and path.exists():
-        old = pd.read_csv(path, keep_default_na=False)
-        df = pd.concat([old[~old.set_index(["variant", "overrides", "file"]).index.isin(
-            df.set_index(["variant", "overrides", "file"]).index)], df], ignore_index=True)
-    df.to_csv(path, index=False, lineterminator="\n", float_format="%.6g")
-    parts = [pd.read_csv(p, keep_default_na=False) for p in sorted(SPREAD_DIR.glob("*.csv"))
-             if p.name not in ("summary.csv", "exactness.csv")]
-    pd.concat(parts, ignore_index=True).to_csv(SPREAD_DIR / "summary.csv", index=False, lineterminator="\n",
-                                               float_format="%.6g")
+def _as_text(df: pd.DataFrame) -> pd.DataFrame:
+    """New rows as the text the file will hold (floats as ``%.6g``), so that old rows, read back
+    as text, are written again byte for byte."""
+    import io
+
+    text = df.to_csv(index=False, lineterminator="\n", float_format="%.6g")
+    return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+
+
+def merge_rows(old: pd.DataFrame, new: pd.DataFrame, key: list[str]) -> pd.DataFrame:
+    """``old`` with the rows whose ``key`` ``new`` holds replaced where they stood (by ``new``'s
+    rows of that key); ``new``'s other rows after the last row of ``old`` with the same first key
+    (the same config), else at the end; every other row of ``old`` kept as it was. Columns:
+    ``old``'s, then ``new``'s others. Both hold text."""
+    cols = list(old.columns) + [c for c in new.columns if c not in old.columns]
+    old, new = old.reindex(columns=cols, fill_value=""), new.reindex(columns=cols, fill_value="")
+    keys_new = list(zip(*(new[k] for k in key)))
+    by_key: dict = {}
+    for i, k in enumerate(keys_new):
+        by_key.setdefault(k, []).append(i)
+    keys_old = list(zip(*(old[k] for k in key)))
+    fresh = [k for k in by_key if k not in set(keys_old)]
+    last_of = {k[0]: i for i, k in enumerate(keys_old)}     # the last old row of each first key
+    after: dict = {}
+    for k in fresh:
+        after.setdefault(last_of.get(k[0], len(keys_old) - 1), []).extend(by_key[k])
+    out, done = [new.iloc[after.pop(-1)]] if -1 in after else [], set()
+    for i, k in enumerate(keys_old):
+        if k not in by_key:
+            out.append(old.iloc[[i]])
+        elif k not in done:
+            out.append(new.iloc[by_key[k]])
+            done.add(k)
+        if i in after:
+            out.append(new.iloc[after[i]])
+    return pd.concat(out, ignore_index=True) if out else new.iloc[:0]
+
+
+def _write_csv(path: Path, df: pd.DataFrame) -> None:
+    atomic_write_text(path, df.to_csv(index=False, lineterminator="\n"))
+
+
+def write(config: str, df: pd.DataFrame, append: bool = True, spread_dir: Path | None = None) -> Path:
+    """Merge the rows just measured into ``results/spread/<config>.csv`` and into summary.csv
+    (:func:`merge_rows`: the same config, variant, overrides and file replaced, every other row
+    kept as it was; a missing summary.csv is built from every config's file). Every
+    file is read back first: a damaged one stops it (:class:`~perceptron_lab.errors.DamagedFileError`)
+    before anything is written. ``append`` is accepted for the old interface: there is no other
+    way now (a run without ``--append`` used to overwrite the file with its own rows)."""
+    spread_dir = Path(spread_dir or SPREAD_DIR)
+    spread_dir.mkdir(parents=True, exist_ok=True)
+    path = spread_dir / f"{_config_name(config)}.csv"
+    new = _as_text(df)
+    merged = merge_rows(_read(path), new, KEY) if path.exists() else new
+    summary_path = spread_dir / "summary.csv"
+    if summary_path.exists():
+        # the rows just measured replace theirs; every other row stays as it was, the rows of
+        # configs whose own file is gone included
+        summary = merge_rows(_read(summary_path), new, KEY)
+    else:
+        files = sorted({*spread_dir.glob("*.csv"), path} - {summary_path, spread_dir / "exactness.csv"})
+        parts = [merged if p == path else _read(p) for p in files]
+        cols = list(dict.fromkeys(c for p in parts for c in p.columns))
+        summary = pd.concat([p.reindex(columns=cols, fill_value="") for p in parts], ignore_index=True)
+    _write_csv(path, merged)
+    _write_csv(summary_path, summary)
     return path
 
 
@@ -251,6 +340,7 @@ def read_spread(config: str | None = None) -> pd.DataFrame:
     path = SPREAD_DIR / ("summary.csv" if config is None else f"{_config_name(config)}.csv")
     if not path.exists():
         return pd.DataFrame(columns=COLUMNS)
+    _read(path)   # whole, or one plab: error: line
     return pd.read_csv(path, keep_default_na=False)
 
 
@@ -314,18 +404,34 @@ def main(argv=None):
                     choices=[*VARIANTS, DTYPE_VARIANT])
     ap.add_argument("--set", dest="overrides", action="append", default=[],
                     help="KEY=VALUE override for every rerun (e.g. a subset of the grid)")
-    ap.add_argument("--append", action="store_true", help="add to the config's spread file")
+    ap.add_argument("--append", action="store_true",
+                    help="(the default now) keep the rows of the config's spread file that this run does not measure")
     args = ap.parse_args(argv)
-    if args.exactness:
-        SPREAD_DIR.mkdir(parents=True, exist_ok=True)
-        table = exactness_table(args.configs or None, args.data_dir)
-        table.to_csv(SPREAD_DIR / "exactness.csv", index=False, lineterminator="\n", float_format="%.6g")
-        print(f"wrote results/spread/exactness.csv ({len(table)} configs, "
-              f"{int(table['exact_by_construction'].sum())} exact by construction)")
-        return
-    for config in args.configs:
-        df = measure(config, args.variants, args.overrides)
-        print("wrote", write(config, df, append=args.append).relative_to(ROOT), flush=True)
+    try:
+        if args.exactness:
+            path = write_exactness(exactness_table(args.configs or None, args.data_dir))
+            table = _read(path)
+            print(f"wrote {path} ({len(table)} configs, "
+                  f"{int((table['exact_by_construction'] == 'True').sum())} exact by construction)")
+            return
+        for config in args.configs:
+            df = measure(config, args.variants, args.overrides)
+            path = write(config, df)
+            print("wrote", path.relative_to(ROOT) if path.is_relative_to(ROOT) else path, flush=True)
+    except PlabError as exc:
+        print(f"plab: error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+
+
+def write_exactness(table: pd.DataFrame, spread_dir: Path | None = None) -> Path:
+    """Merge ``table`` into ``exactness.csv`` by config: the configs it holds replaced, every other
+    config's row kept (``--exactness CONFIG`` used to leave only that config's row)."""
+    spread_dir = Path(spread_dir or SPREAD_DIR)
+    spread_dir.mkdir(parents=True, exist_ok=True)
+    path = spread_dir / "exactness.csv"
+    new = _as_text(table)
+    _write_csv(path, merge_rows(_read(path), new, ["config"]) if path.exists() else new)
+    return path
 
 
 if __name__ == "__main__":
