@@ -427,8 +427,14 @@ def test_with_overrides_validates_and_keeps_the_rest():
 def test_with_overrides_follows_selector_and_epoch_changes():
     base = config_from_dict({"dataset": {"name": "sonar"}, "kernel": {"type": "gaussian", "sigma": 2},
                              "training": {"epochs": 2, "checkpoints": [0.5]}}, dataset_names=NAMES)
-    poly = with_overrides(base, {"kernel.type": "poly", "kernel.degree": 3})
+    # the written sigma is not used by the poly kernel: refused in one line, let go with sigma=null
+    with pytest.raises(ConfigError, match=r"kernel.sigma = 2.0, which the config sets, is not used with "
+                                          r"kernel.type = 'poly'.*\(kernel.sigma=null\)"):
+        with_overrides(base, {"kernel.type": "poly", "kernel.degree": 3})
+    poly = with_overrides(base, {"kernel.type": "poly", "kernel.degree": 3, "kernel.sigma": None})
     assert (poly.kernel.type, poly.kernel.degree, poly.kernel.sigma) == ("poly", 3, None)
+    # a key the config did not write goes quietly (the default degree 1 of a gaussian config)
+    assert with_overrides(poly, {"kernel.type": "gaussian", "kernel.sigma": 1.5, "kernel.degree": None}).kernel.sigma == 1.5
     alma = with_overrides(base, {"algorithm.name": "alma"})
     assert (alma.algorithm.name, alma.algorithm.C, alma.algorithm.tau) == ("alma", math.sqrt(2), None)
     assert with_overrides(base, {"training.epochs": 4}).training.checkpoints == (0.5, 4.0)

@@ -215,3 +215,18 @@ def test_an_override_of_the_algorithm_of_a_grid_over_algorithms_runs_that_algori
     runs = points(["g.yaml", "algorithm.name=norma"], sonar)
     assert list(runs) == ["norma"] and (runs["norma"].algorithm.eta, runs["norma"].algorithm.lambda_) == (0.5, 0.2)
     assert show("g.yaml", "algorithm.name=norma")["evaluation"]["grid"] == {"algorithm.budget": [10, 20]}
+
+
+def test_a_kernel_override_refuses_a_written_width_and_a_kernel_grid_keeps_each_points_keys(here, sonar):
+    """The same rule for the kernel's selector: a written sigma is not dropped silently by
+    kernel.type=poly; a grid over kernel.type gives each point the keys of its kernel."""
+    (here / "g.yaml").write_text("dataset: {name: sonar}\nkernel: {type: gaussian, sigma: 2.0}\n"
+                                 "evaluation: {mode: kfold, folds: 2}\n")
+    line = one_error(2, "config", "show", "g.yaml", "kernel.type=poly")
+    assert "kernel.sigma = 2.0, which the config sets, is not used with kernel.type = 'poly'" in line, line
+    assert show("g.yaml", "kernel.type=poly", "kernel.sigma=null")["kernel"].get("sigma") is None
+    (here / "grid.yaml").write_text("dataset: {name: sonar}\nkernel: {type: gaussian, sigma: 2.0}\n"
+                                    "evaluation: {mode: kfold, folds: 2, grid: {kernel.type: [gaussian, poly]}}\n")
+    _, cfg, _ = load_with_overrides("grid.yaml", [])
+    kernels = {p.kernel.type: p.kernel for p in make_plan(cfg, sonar).points.values()}
+    assert kernels["gaussian"].sigma == 2.0 and kernels["poly"].sigma is None

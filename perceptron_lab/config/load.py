@@ -663,6 +663,15 @@ def with_overrides(cfg: ExperimentConfig, overrides: Mapping[str, Any] | None = 
         point = isinstance(grid, Mapping) and changes["algorithm.name"] in grid.get("algorithm.name", ())
         unused = _compose_algorithm(data, written, changed, cfg.algorithm.name, changes["algorithm.name"], point)
     # parameters whose meaning depends on another selector that changes
+    off_keys = []
+    for p in SCHEMA:   # key=null with a new selector value the key does not apply to: the key goes
+        sel_path = f"{p.section}.{p.when[0]}" if p.when is not None and p.section != "algorithm" else None
+        if sel_path in changes and p.path in changes and changes[p.path] is None \
+                and not p.applies(lambda _k: changes[sel_path]):
+            del changes[p.path]
+            data.get(p.section, {}).pop(p.key, None)
+            written = written - {p.path}
+    changed = {_key_path(path) for path in changes}
     for p in SCHEMA:
         if p.when is None or p.section == "algorithm" or p.path in changes:
             continue
@@ -671,7 +680,13 @@ def with_overrides(cfg: ExperimentConfig, overrides: Mapping[str, Any] | None = 
             new = changes[sel_path]
             same = p.applies(lambda _k: new) and p.applies(lambda k: getattr(getattr(cfg, p.section), k))
             if not same:
-                data[p.section].pop(p.key, None)
+                value = data[p.section].pop(p.key, None)
+                # a key the config wrote is never dropped without a word, except at a grid point of
+                # a grid over the selector (each point keeps the keys that apply to it)
+                grid = changes.get("evaluation.grid", cfg.evaluation.grid)
+                at_point = isinstance(grid, Mapping) and new in grid.get(sel_path, ())
+                if p.path in written and not at_point and not _is_neutral(value, p.neutral):
+                    off_keys.append((p.path, value, sel_path, new))
     drop_other_source(data.get("dataset", {}), changes)
     if "training.epochs" in changes and "training.checkpoints" not in changes:
         new = changes["training.epochs"]  # an invalid value is reported by the validator
@@ -698,6 +713,14 @@ def with_overrides(cfg: ExperimentConfig, overrides: Mapping[str, Any] | None = 
     out = _finish(result, [], src, names, default_name=cfg.name, origins_extra=origins_extra, written=written)
     if unused:   # the rest is valid: say what the new algorithm would leave unused
         raise ConfigError(_unused_line(label, cfg.algorithm.name, out.algorithm.name, unused))
+    if off_keys:   # the same for a key of another selector (kernel.type, evaluation.mode)
+        keys = ", ".join(f"{path} = {_show(value)}" for path, value, _, _ in off_keys)
+        sel_path, new = off_keys[0][2], off_keys[0][3]
+        them = "it" if len(off_keys) == 1 else "them"
+        nulls = " ".join(f"{path}=null" for path, *_ in off_keys)
+        raise ConfigError(f"{label}: {sel_path} = {_show(new)}: {keys}, which the config sets, "
+                          f"{'is' if len(off_keys) == 1 else 'are'} not used with {sel_path} = {_show(new)}; "
+                          f"remove {them} from the config or override {them} in the same call ({nulls})")
     return out
 
 
