@@ -163,3 +163,16 @@ def test_a_damaged_file_under_results_fails_the_check(tmp_path, capsys):
 def test_the_mirror_is_current(tmp_path):
     """The copy the tests above damage passes the check as it is (so each refusal is the damage's)."""
     assert docs_pages.stale(mirror(tmp_path)) == []
+
+
+def test_the_generator_rewrites_a_stale_generated_page_and_block(tmp_path, capsys):
+    """A whole generated page (it begins with the generator's notice, not a title) and a README
+    block edited by hand are written again, exit status 0."""
+    root = mirror(tmp_path)
+    want = snapshot(root)
+    page = root / "docs" / "benchmarks.md"
+    page.write_text(page.read_text(encoding="utf-8").replace("GFLOP/s", "GFLOP/h"), encoding="utf-8")
+    _edit_readme(root, _hand_edited)
+    assert docs_pages.main(["--root", str(root)]) == 0
+    assert snapshot(root) == want
+    assert not list(root.rglob(".*.tmp"))
