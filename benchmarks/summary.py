@@ -183,14 +183,104 @@ NOTES = {
 }
 
 
+# ----------------------------------------------------------------------------- where each case ran
+#
+# Every row of a case CSV records the machine it was measured on (benchmarks/machine.py:
+# machine(), the float32 GEMM rate measured at the start of that invocation, or by the case
+# itself). The summary states those, never the machine that writes the summary
+# (``--summary-only`` may run anywhere): a GEMM rate or CPU that no measurement was taken on
+# would be a wrong number.
+
+
+def _text_values(df: pd.DataFrame, col: str) -> list[str]:
+    if col not in df:
+        return []
+    return list(dict.fromkeys(str(v) for v in df[col].dropna() if str(v).strip()))
+
+
+def _span(values, nd: int = 0, sep: str = "–") -> str:
+    """``193`` or ``191–205`` (the range of the values), formatted with ``nd`` decimals."""
+    vals = sorted(float(v) for v in values if v is not None and math.isfinite(float(v)))
+    if not vals:
+        return ""
+    lo, hi = _f(vals[0], nd), _f(vals[-1], nd)
+    return lo if lo == hi else f"{lo}{sep}{hi}"
+
+
+def _gemm_values(df: pd.DataFrame) -> list[float]:
+    return list(pd.to_numeric(df["gemm_gflops"], errors="coerce").dropna()) if "gemm_gflops" in df else []
+
+
+def _dates(df: pd.DataFrame) -> str:
+    d = sorted(_text_values(df, "date"))
+    return "" if not d else d[0] if d[0] == d[-1] else f"{d[0]} to {d[-1]}"
+
+
+def _machines_of(df: pd.DataFrame) -> dict:
+    """(cpu, cores) -> that machine's rows of a case CSV; rows that record no CPU under None."""
+    if "cpu" not in df:
+        return {None: df}
+    cores = df["cores"] if "cores" in df else pd.Series("", index=df.index)
+    key = [None if pd.isna(c) else (str(c), _f(k, 0) if pd.notna(k) else "?") for c, k in zip(df["cpu"], cores)]
+    out: dict = {}
+    for k, (_, row) in zip(key, df.iterrows()):
+        out.setdefault(k, []).append(row)
+    return {k: pd.DataFrame(v) for k, v in out.items()}
+
+
+def machine_lines(frames: list[tuple[Case, pd.DataFrame]]) -> list[str]:
+    """The summary's machine paragraph, from the rows it summarizes: per machine (CPU and cores)
+    its BLAS, its float32 GEMM rates, the library versions, the cases measured on it and when."""
+    per: dict = {}
+    for case, df in frames:
+        for key, rows in _machines_of(df).items():
+            m = per.setdefault(key, {"cases": [], "rows": []})
+            if case.number not in m["cases"]:
+                m["cases"].append(case.number)
+            m["rows"].append(rows)
+
+    def describe(key, m) -> str:
+        rows = pd.concat(m["rows"], ignore_index=True)
+        cases = f"case{'s' if len(m['cases']) > 1 else ''} {', '.join(map(str, sorted(m['cases'])))}"
+        if key is None:
+            return f"not recorded for {cases}"
+        gemm = _span(_gemm_values(rows))
+        parts = [f"{key[0]}, {key[1]} cores"]
+        parts += [f"BLAS {' / '.join(_text_values(rows, 'blas'))}"] if _text_values(rows, "blas") else []
+        parts += [f"float32 GEMM {gemm} GFLOP/s"] if gemm else []
+        parts += [" / ".join(_text_values(rows, "versions"))] if _text_values(rows, "versions") else []
+        when = _dates(rows)
+        return "; ".join(parts) + f" ({cases}{f', measured {when}' if when else ''})"
+
+    if not per:
+        return ["Machine: no case has been measured yet."]
+    known = [k for k in per if k is not None]
+    head = ("Every number below comes from the case CSVs written by `python -m benchmarks` (see "
+            "benchmarks/__init__.py for the method), as each row recorded the machine it was measured on; "
+            "the GEMM rate is the one measured with the case's rows, and each case says when, and on which "
+            "CPU, it was measured.")
+    if len(per) == 1 and known:
+        return [f"Machine: {describe(known[0], per[known[0]])}. {head}"]
+    kinds = f"{len(known)} kind{'s' if len(known) != 1 else ''} of machine"
+    return [f"Machines: the cases were measured on {kinds} (CPU model and cores; one kind may be several "
+            f"hosts, as its range of GEMM rates shows). {head}",
+            ""] + [f"- {describe(k, per[k])}." for k in known + ([None] if None in per else [])]
+
+
 def _case_section(case: Case, df: pd.DataFrame, targets: list[str]) -> list[str]:
-    when = df["date"].iloc[0] if "date" in df else ""
-    # cases are measured in separate invocations, possibly on other machines than the header's
-    cpus = ", ".join(str(c) for c in dict.fromkeys(df["cpu"].dropna())) if "cpu" in df else ""
+    when = _dates(df)
+    # cases are measured in separate invocations, possibly on other machines than the others
+    on = []
+    for key, rows in _machines_of(df).items():
+        if key is None:
+            continue
+        gemm = _span(_gemm_values(rows))
+        on.append(f"{key[0]}" + (f" (float32 GEMM {gemm} GFLOP/s)" if gemm else ""))
+    cpus = ", ".join(on)
     load = ", ".join(sorted({_f(x) for x in df.get("load_avg", pd.Series(dtype=float)).dropna()}))
     lines = [f"## {case.number}. {case.title}", "",
-             f"`{case.file}.csv`, measured {when}{f' on {cpus}' if cpus else ''}; 1-minute load average at the "
-             f"start of each child: {load or 'n/a'}.", ""]
+             f"`{case.file}.csv`, measured {when or '(no date recorded)'}{f' on {cpus}' if cpus else ''}; "
+             f"1-minute load average at the start of each child: {load or 'n/a'}.", ""]
     if case.name == "coldstart":
         lines += ["| code | task | numba cache | wall s | wall / reference | CPU s | compile CPU s | compilations | "
                   "costliest compiles (CPU s) | status |", "|---|---|---|---:|---:|---:|---:|---:|---|---|"]
@@ -423,20 +513,11 @@ def work_lines(d: dict, configs) -> list[str]:
             f"report and waiting). The most (minutes of work): {most}."]
 
 
-def write_summary(out: Path, mach: dict) -> str:
-    """summary.md (and ratios.csv) from every case CSV present in ``out``."""
-    lines = ["# Benchmarks", "",
-             f"Machine: {mach['cpu']}, {mach['cores']} cores; BLAS {mach['blas']}; float32 GEMM "
-             f"{mach['gemm_gflops']:.0f} GFLOP/s; {mach['versions']}. Generated {mach['date']} by "
-             "`python -m benchmarks` (see benchmarks/__init__.py for the method); each case says when, and on "
-             "which CPU, it was measured.", "",
-             "Ratios compare two sides measured back to back in one invocation on the same data; "
-             "speedup = peer seconds / our seconds (> 1: ours is faster). total = fit + test predictions. "
-             "peak MB is the child process's peak resident memory (including the loaded MNIST arrays, "
-             "the same for both sides); extra MB is the peak above the memory in use before the timed call.", ""]
-    targets: list[str] = []
-    body: list[str] = []
-    all_ratios = []
+def write_summary(out: Path) -> str:
+    """summary.md (and ratios.csv) from every case CSV present in ``out``. Nothing is measured
+    here: the machine paragraph comes from the rows summarized (:func:`machine_lines`), so the
+    file is the same wherever and whenever it is written from the same CSVs."""
+    frames = []
     for case in CASES:
         path = out / f"{case.file}.csv"
         if not path.exists():
@@ -444,6 +525,16 @@ def write_summary(out: Path, mach: dict) -> str:
         df = pd.read_csv(path)
         if "status" not in df and case.name not in ("limit", "scaling", "figures"):
             continue
+        frames.append((case, df))
+    lines = ["# Benchmarks", ""] + machine_lines(frames) + ["",
+             "Ratios compare two sides measured back to back in one invocation on the same data; "
+             "speedup = peer seconds / our seconds (> 1: ours is faster). total = fit + test predictions. "
+             "peak MB is the child process's peak resident memory (including the loaded MNIST arrays, "
+             "the same for both sides); extra MB is the peak above the memory in use before the timed call.", ""]
+    targets: list[str] = []
+    body: list[str] = []
+    all_ratios = []
+    for case, df in frames:
         body += _case_section(case, df, targets)
         if case.name not in ("limit", "scaling", "coldstart", "figures", "nystroem", "memory"):
             all_ratios += ratio_rows(case.name, df)
