@@ -176,3 +176,32 @@ def test_the_generator_rewrites_a_stale_generated_page_and_block(tmp_path, capsy
     assert docs_pages.main(["--root", str(root)]) == 0
     assert snapshot(root) == want
     assert not list(root.rglob(".*.tmp"))
+
+
+# ----------------------------------------------------------------------------- what the blocks say
+
+
+def test_the_dask_block_names_every_machine_and_day_of_its_rows(tmp_path):
+    """The Dask measurement said the first row's CPU, cores, date and config for every row."""
+    import pandas as pd
+
+    d = tmp_path / "results" / "bench"
+    d.mkdir(parents=True)
+    t = pd.read_csv(ROOT / "results" / "bench" / "dask_scaling.csv", dtype=str, keep_default_na=False)
+    t.loc[t.index[-1], ["cpu", "date"]] = ["Another CPU", "2031-01-02 03:04"]
+    t.to_csv(d / "dask_scaling.csv", index=False, lineterminator="\n")
+    text = docs_pages.dask_measurement(tmp_path)
+    first = text.splitlines()[0]
+    assert f"on {t['cpu'].iloc[0]} / Another CPU, " in first
+    assert f"Measured {t['date'].iloc[0]} to 2031-01-02 03:04 UTC" in first
+
+
+def test_a_cell_of_one_run_is_listed_without_a_spread():
+    import pandas as pd
+    from types import SimpleNamespace
+
+    causes = pd.DataFrame([{"ours_mean": 12.5, "ours_std": 0.0, "n_runs": 1, "metric": "test_error_pct",
+                            "block": "", "row": "vote", "column": "T=1", "paper": 10.0, "diff": 2.5,
+                            "tolerance": 1.0, "cause": "unexplained", "cause_note": "n"}])
+    line = docs_pages._outside_list(SimpleNamespace(causes=causes))
+    assert "ours 12.50 (diff" in line and "±" not in line

@@ -306,7 +306,11 @@ def dask_measurement(root: Path) -> str:
     rows = _dask_rows(root)
     if not rows:
         return "Not measured yet: run `python -m benchmarks.dask_scaling`."
-    r0 = rows[0]
+    # what the rows record, all of them: rows measured on other machines, days or configs name each
+    r0 = {k: " / ".join(dict.fromkeys(str(r.get(k) or "") for r in rows)) for k in
+          ("cpu", "cores", "versions", "config", "permutations", "nice")}
+    dates = sorted({str(r["date"]) for r in rows})
+    r0["date"] = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
     table = md_table(["setting", "worker processes", "repeat", "wall s", "load average before", "load average after"],
                      [[r["setting"], r["workers"], r["repeat"], r["wall_seconds"], r["load_avg_before"],
                        r["load_avg_after"]] for r in rows], ["l", "r", "r", "r", "r", "r"])
@@ -326,7 +330,8 @@ def dask_measurement(root: Path) -> str:
         (f"The load stayed above the {r0['cores']} cores throughout, so a second worker process had no idle "
          "core to take: these rows measure Dask's overhead and the noise of a busy machine, not how plab scales; "
          "rerun `python -m benchmarks.dask_scaling` on an idle machine for that."
-         if min(loads) > float(r0["cores"]) else
+         if all(float(r[k]) > float(r["cores"]) for r in rows for k in ("load_avg_before", "load_avg_after")
+                if r.get(k)) else
          "Where the load stayed below the cores, the difference between one and two workers is what the second "
          "core gave; the rows' spread between repeats is the noise of the machine."),
     ])
@@ -451,8 +456,8 @@ def _outside_list(t) -> str:
     lines = []
     for _, r in t.causes.iterrows():
         ours = fmt(r["ours_mean"], r["metric"])
-        if pd.notna(r["ours_std"]):
-            ours += f" ± {fmt_std(r['ours_std'], r['metric'])}"
+        if pd.notna(r["ours_std"]) and not (pd.notna(r.get("n_runs")) and float(r.get("n_runs")) < 2):
+            ours += f" ± {fmt_std(r['ours_std'], r['metric'])}"   # a spread of one run is none
         where = " / ".join(str(x) for x in (r["block"], r["row"], r["column"]) if str(x))
         lines.append(f"- **{where}**: paper {_fmt(r['paper'])}, ours {ours} (diff {float(r['diff']):+.3g}, "
                      f"tolerance {_fmt(r['tolerance'])}). `{r['cause']}`: {_text(r['cause_note'])}")
