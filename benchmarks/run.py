@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from perceptron_lab.errors import PlabError
 from perceptron_lab.run.runtime import configure as configure_process
 
 from . import __doc__ as PACKAGE_DOC
@@ -113,7 +114,11 @@ def main(argv=None):
         rows = [{**r, **{k: v for k, v in mach.items() if k not in r}} for r in rows]
         pd.DataFrame(rows).to_csv(out / f"{case.file}.csv", index=False)
         print(f"bench: case {case.number} done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
-    print(write_summary(out))
+    try:
+        print(write_summary(out))
+    except PlabError as exc:   # a damaged case CSV or reproduce.json: one line, nothing written
+        print(f"plab: error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
 
 
 def _figures_case(out: Path) -> list[dict]:

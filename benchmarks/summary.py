@@ -513,16 +513,28 @@ def work_lines(d: dict, configs) -> list[str]:
             f"report and waiting). The most (minutes of work): {most}."]
 
 
+def read_case(path: Path) -> pd.DataFrame:
+    """A case CSV, read back whole first (UTF-8, ending with a newline, every row as wide as the
+    header): a file cut short raises :class:`~perceptron_lab.errors.DamagedFileError` instead of
+    summarizing the rows that survived."""
+    from perceptron_lab.run.store import read_back_csv
+
+    read_back_csv(path, fix="restore it (git checkout -- FILE) or measure the case again (python -m benchmarks "
+                            "--cases N)".replace("FILE", str(path)))
+    return pd.read_csv(path)
+
+
 def write_summary(out: Path) -> str:
     """summary.md (and ratios.csv) from every case CSV present in ``out``. Nothing is measured
     here: the machine paragraph comes from the rows summarized (:func:`machine_lines`), so the
-    file is the same wherever and whenever it is written from the same CSVs."""
+    file is the same wherever and whenever it is written from the same CSVs. A damaged case CSV
+    or reproduction log stops it before anything is written (:func:`read_case`)."""
     frames = []
     for case in CASES:
         path = out / f"{case.file}.csv"
         if not path.exists():
             continue
-        df = pd.read_csv(path)
+        df = read_case(path)
         if "status" not in df and case.name not in ("limit", "scaling", "figures"):
             continue
         frames.append((case, df))
@@ -538,11 +550,12 @@ def write_summary(out: Path) -> str:
         body += _case_section(case, df, targets)
         if case.name not in ("limit", "scaling", "coldstart", "figures", "nystroem", "memory"):
             all_ratios += ratio_rows(case.name, df)
-    if all_ratios:
-        pd.DataFrame(all_ratios).to_csv(out / "ratios.csv", index=False)
     targets += reproduction_lines(out.parent / "reproduce.json")
     lines += ["## Targets", ""] + [f"- {t}" for t in targets] + [""] + body
     text = "\n".join(lines).rstrip() + "\n"
+    # written once everything is read: a damaged input leaves both files as they were
+    if all_ratios:
+        pd.DataFrame(all_ratios).to_csv(out / "ratios.csv", index=False)
     (out / "summary.md").write_text(text)
     return text
 

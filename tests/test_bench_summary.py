@@ -99,3 +99,20 @@ def test_the_committed_summary_names_the_measured_machines():
     rows = _rows(BENCH)
     for cpu, part in rows[rows["cpu"].notna()].groupby("cpu"):
         assert f"{cpu}, " in text and f"float32 GEMM {_gemm_text(part['gemm_gflops'].dropna())} GFLOP/s" in text
+
+
+def test_a_damaged_case_csv_stops_the_summary(tmp_path, monkeypatch, capsys):
+    """A case CSV cut short used to be summarized from the rows that survived, exit 0."""
+    out = _copy_cases(tmp_path)
+    (out / "summary.md").write_text("# Benchmarks\n\nthe earlier summary\n")
+    victim = out / "kernel_poly4.csv"
+    data = victim.read_bytes()
+    victim.write_bytes(data[: len(data) // 2])
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    import pytest
+
+    with pytest.raises(SystemExit) as exc:
+        _summary_only(out, monkeypatch)
+    err = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+    assert exc.value.code == 1 and len(err) == 1 and err[0].startswith("plab: error: ") and "kernel_poly4.csv" in err[0]
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
