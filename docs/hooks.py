@@ -19,8 +19,8 @@ def _figures():
         parts = p.relative_to(res).parts
         if "parts" in parts or "golden" in parts or parts[0] == "report" or parts[0] == "docs":
             continue
-        # the papers' figures, the budget study's and the benchmarks'
-        if "_figure" in p.name or parts[0] in ("budget", "bench"):
+        # the papers' figures, the budget study's, the benchmarks' and compare's calibration
+        if "_figure" in p.name or parts[0] in ("budget", "bench", "compare"):
             yield p
 
 

@@ -79,7 +79,7 @@ def test_the_same_data_under_another_file_name_is_paired(tmp_path):
     b = run(tmp_path / "y", "second", "two.csv", rows(0), tau=0.5)
     r = invoke("compare", a, b, "--paired", "--csv")
     assert r.exit_code == 0, r.output
-    assert r.output.splitlines()[0] == "rule,A,B,A - B,sd,ci_low,ci_high,n,verdict"
+    assert r.output.splitlines()[0] == "rule,A,B,A - B,se,ci_low,ci_high,n,method,verdict"
 
 
 @pytest.fixture(scope="module")

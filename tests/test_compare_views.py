@@ -57,19 +57,34 @@ def fold_errors(folder, rule, perm=0):
 # ----------------------------------------------------------------------------- the paired difference
 
 
+def corrected_interval(d, folds):
+    """Nadeau & Bengio's corrected resampled t-interval of the fold differences ``d`` of a
+    ``folds``-fold cross-validation, worked from its formula: mean ± t_{J-1} sqrt((1/J + 1/(K-1)) s^2)."""
+    J = len(d)
+    mean, s2 = statistics.mean(d), statistics.variance(d)
+    half = {3: T2, 6: T5}[J] * math.sqrt((1 / J + 1 / (folds - 1)) * s2)
+    return mean, mean - half, mean + half
+
+
 def test_paired_difference_by_hand():
-    idx = pd.MultiIndex.from_tuples([(0, 0), (1, 0), (2, 0)], names=["fold", "permutation"])
-    x = pd.Series([10.0, 20.0, 30.0], index=idx)
-    y = pd.Series([8.0, 19.0, 25.0], index=idx)
-    r = paired_difference(x, y)
-    # d = 2, 1, 5: mean 8/3, sd sqrt(13/3), half-width t_{2,0.975} sd / sqrt(3)
-    half = T2 * math.sqrt(13 / 3) / math.sqrt(3)
-    assert r["n"] == 3 and r["diff"] == pytest.approx(8 / 3) and r["sd"] == pytest.approx(math.sqrt(13 / 3))
-    assert (r["lo"], r["hi"]) == (pytest.approx(8 / 3 - half), pytest.approx(8 / 3 + half))
-    # only the pairs both have count: y without fold 2 leaves d = 2, 1
-    r2 = paired_difference(x, y.iloc[:2])
-    assert r2["n"] == 2 and r2["diff"] == pytest.approx(1.5)
-    assert paired_difference(x, y.iloc[:1])["lo"] is None   # n = 1: no interval
+    """Three folds, two training orders each: the orders of a fold are averaged first, then the
+    corrected t runs over the three fold means (J = 3, n_test/n_train = 1/2)."""
+    idx = pd.MultiIndex.from_tuples([(f, p) for f in range(3) for p in range(2)], names=["fold", "permutation"])
+    x = pd.Series([10.0, 12.0, 20.0, 20.0, 30.0, 28.0], index=idx)
+    y = pd.Series([8.0, 8.0, 19.0, 19.0, 25.0, 23.0], index=idx)
+    r = paired_difference(x, y, proto={"kind": "kfold", "ratio": 0.5})
+    # fold means of d: 3, 1, 5 -> mean 3, s^2 = 4; se = sqrt((1/3 + 1/2) * 4)
+    se = math.sqrt((1 / 3 + 1 / 2) * 4)
+    assert r["n"] == 3 and r["pairs"] == 6 and r["method"] == "corrected t"
+    assert r["diff"] == pytest.approx(3.0) and r["se"] == pytest.approx(se)
+    assert (r["lo"], r["hi"]) == (pytest.approx(3 - T2 * se), pytest.approx(3 + T2 * se))
+    assert r["x"] - r["y"] == pytest.approx(r["diff"])
+    # only the pairs both have count: y without fold 2 leaves two fold means, 3 and 1
+    r2 = paired_difference(x, y.iloc[:4], proto={"kind": "kfold", "ratio": 0.5})
+    assert r2["n"] == 2 and r2["diff"] == pytest.approx(2.0)
+    # one fold: no interval, and the reason
+    r1 = paired_difference(x, y.iloc[:2], proto={"kind": "kfold", "ratio": 0.5})
+    assert r1["lo"] is None and r1["why"] == "1 fold, fewer than 2"
 
 
 def test_run_a_against_run_b_is_the_hand_computed_paired_interval(runs):
@@ -78,38 +93,37 @@ def test_run_a_against_run_b_is_the_hand_computed_paired_interval(runs):
     got = pd.read_csv(io.StringIO(r.output)).set_index("rule")
     for rule in ("vote", "last"):
         a, b = fold_errors(runs["a"], rule), fold_errors(runs["b"], rule)
-        d = [x - y for x, y in zip(a, b)]
-        mean, sd = statistics.mean(d), statistics.stdev(d)
-        half = T2 * sd / math.sqrt(3)
+        mean, lo, hi = corrected_interval([x - y for x, y in zip(a, b)], folds=3)
         row = got.loc[rule]
-        assert row["n"] == 3
+        assert row["n"] == 3 and row["method"] == "corrected t"
         assert row["A - B"] == pytest.approx(mean, abs=1e-4) and row["A"] == pytest.approx(statistics.mean(a), abs=1e-4)
-        assert row["ci_low"] == pytest.approx(mean - half, abs=1e-4)
-        assert row["ci_high"] == pytest.approx(mean + half, abs=1e-4)
-    text = invoke("compare", runs["a"], runs["b"], "--paired").output
-    assert "A = a against B = b" in text and "95% CI" in text
+        assert row["ci_low"] == pytest.approx(lo, abs=1e-4)
+        assert row["ci_high"] == pytest.approx(hi, abs=1e-4)
+        assert row["verdict"] == ("A lower" if hi < 0 else "B lower" if lo > 0 else "no difference shown")
+    text = " ".join(invoke("compare", runs["a"], runs["b"], "--paired").output.split())
+    assert "A = a against B = b" in text and "95% CI" in text and "Nadeau & Bengio's corrected resampled t" in text
 
 
 def test_only_the_shared_permutations_are_paired(runs):
-    """b has one permutation, p2 two with the same settings: the pairs are b's three folds."""
+    """b has one permutation, p2 two with the same settings: the pairs are b's three folds, all
+    equal: no difference shown."""
     r = invoke("compare", runs["b"], runs["p2"], "--paired", "--csv")
     assert r.exit_code == 0, r.output
     got = pd.read_csv(io.StringIO(r.output)).set_index("rule")
     assert (got["n"] == 3).all() and (got["A - B"] == 0).all()
+    assert (got["verdict"] == "no difference shown").all()
 
 
 def test_rule_x_against_rule_y_in_each_run(runs):
     r = invoke("compare", runs["a"], "--rules", "vote,last", "--csv")
     assert r.exit_code == 0, r.output
     got = pd.read_csv(io.StringIO(r.output)).iloc[0]
-    d = [x - y for x, y in zip(fold_errors(runs["a"], "vote"), fold_errors(runs["a"], "last"))]
-    half = T2 * statistics.stdev(d) / math.sqrt(3)
+    mean, lo, hi = corrected_interval([x - y for x, y in zip(fold_errors(runs["a"], "vote"),
+                                                              fold_errors(runs["a"], "last"))], folds=3)
     assert got["rule"] == "vote - last" and got["n"] == 3
-    assert got["A - B"] == pytest.approx(statistics.mean(d), abs=1e-4)
-    assert got["ci_high"] == pytest.approx(statistics.mean(d) + half, abs=1e-4)
-    expected = "vote lower" if statistics.mean(d) + half < 0 else "last lower" if statistics.mean(d) - half > 0 \
-        else "no clear difference"
-    assert got["verdict"] == expected
+    assert got["A - B"] == pytest.approx(mean, abs=1e-4)
+    assert got["ci_low"] == pytest.approx(lo, abs=1e-4) and got["ci_high"] == pytest.approx(hi, abs=1e-4)
+    assert got["verdict"] == ("vote lower" if hi < 0 else "last lower" if lo > 0 else "no difference shown")
 
 
 def test_runs_on_other_folds_are_not_comparable(runs):

@@ -337,6 +337,34 @@ def dask_measurement(root: Path) -> str:
     ])
 
 
+@_block("paired-calibration")
+def paired_calibration(root: Path) -> str:
+    """How often ``plab compare``'s paired tests call a winner where there is none, before and now
+    (``results/compare/calibration.csv``, :mod:`perceptron_lab.report.paired_calibration`)."""
+    p = root / "results" / "compare" / "calibration.csv"
+    if not p.is_file():
+        return "Not measured yet: run `python -m perceptron_lab.report.paired_calibration`."
+    cols = ["design", "test", "simulations", "declared_different", "rate_pct", "ci_low_pct", "ci_high_pct",
+            "nominal_pct"]
+    t = read_back_csv(p, cols, "run `python -m perceptron_lab.report.paired_calibration` to write it again")
+    cell = lambda r: f"{float(r['rate_pct']):.2f}% [{float(r['ci_low_pct']):.2f}, {float(r['ci_high_pct']):.2f}]"  # noqa: E731
+    rows = []
+    for design in dict.fromkeys(t["design"]):
+        d = t[t["design"] == design].set_index("test")
+        rows.append([design, cell(d.loc["before"]), cell(d.loc["now"])])
+    sims = ", ".join(sorted(set(t["simulations"])))
+    nominal = ", ".join(f"{float(v):g}%" for v in sorted(set(t["nominal_pct"]), key=float))
+    return "\n".join([
+        f"Rate at which a winner is called where there is none ({sims} simulations per design, nominal "
+        f"{nominal}; the 95% Clopper-Pearson interval of each rate in brackets):",
+        "",
+        md_table(["design", "before: plain t over every pair", "now: corrected t (k-fold), bound (holdout)"],
+                 rows, ["l", "r", "r"]),
+        "",
+        "![Calibration of plab compare's paired tests](results/compare/calibration.png)",
+    ])
+
+
 # ----------------------------------------------------------------------------- paper pages
 
 

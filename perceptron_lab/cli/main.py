@@ -504,13 +504,14 @@ def figures_gentile2001(out_dir, data_dir, which, permutations, quiet):
 @click.option("--csv", "as_csv", is_flag=True, help="Print the table as CSV on stdout (no figure).")
 @click.option("--paired", is_flag=True,
               help="Is run A better than run B? For two runs (or one run with two grid points): per rule, the "
-                   "test error difference A - B paired over the folds and permutations both have, with its "
-                   "t-interval and n.")
+                   "test error difference A - B paired over the folds and permutations both have, with an "
+                   "interval valid under the protocol (corrected resampled t over folds; a bound on one test "
+                   "set) and a verdict.")
 @click.option("--rules", "rule_pair", metavar="X,Y",
               help="Is rule X better than rule Y? In each run (grid point): the test error difference X - Y "
-                   "paired over its folds and permutations, with its t-interval and n.")
+                   "paired over its folds and permutations, with the same interval and verdict as --paired.")
 @click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
-              show_default=True, help="Level of the paired t-intervals.")
+              show_default=True, help="Level of the paired intervals.")
 @friendly_errors
 def compare(run_dirs, only_outside, figure, diff_only, layout, as_csv, paired, rule_pair, confidence):
     """Compare runs: several side by side, one against another, or one run against its paper.
@@ -524,8 +525,11 @@ def compare(run_dirs, only_outside, figure, diff_only, layout, as_csv, paired, r
     run (grid point) per row, --csv prints CSV.
 
     --paired and --rules answer "is A better than B?": the mean of the differences over the
-    folds and permutations both sides share (the same index in both), its t-interval over
-    those n pairs, and which side is lower when the interval excludes 0. --paired refuses runs
+    folds and permutations both sides share (the same index in both) and an interval whose
+    assumptions hold: over k folds, Nadeau & Bengio's corrected resampled t (the folds' training
+    sets overlap); on one test set, a conservative bound from the two error rates. A side is
+    called lower only when the interval excludes 0 ("no difference shown" otherwise, "no
+    verdict" when the test lacks what it needs). --paired refuses runs
     whose test sets are not provably the same: other data by the fingerprint run.json records
     (whatever the files are called), a run.json without one, another evaluation mode, fold
     count or fold seed.
@@ -539,9 +543,9 @@ def compare(run_dirs, only_outside, figure, diff_only, layout, as_csv, paired, r
       plab compare runs/a runs/b --paired
       plab compare runs/quickstart --rules vote,last --csv
     """
-    from perceptron_lab.report.compare import (_columns, check_figure, differing, numbers, paired_rules, paired_runs,
-                                               paired_text, plot_side_by_side, settings, short_rows, side_by_side,
-                                               table_text)
+    from perceptron_lab.report.compare import (_columns, check_figure, differing, numbers, paired_notes, paired_rules,
+                                               paired_runs, paired_text, plot_side_by_side, settings, short_rows,
+                                               side_by_side, table_text)
     from perceptron_lab.report.tables import collect, compare_text
 
     papers = [d for d in run_dirs if collect([d], strict=True).tables]
@@ -571,8 +575,10 @@ def compare(run_dirs, only_outside, figure, diff_only, layout, as_csv, paired, r
                 click.echo(table.to_csv(index=False, lineterminator="\n", float_format="%.6g"), nl=False)
                 return
             click.echo(f"paired difference of test error % at the last epoch, {what}: the mean of A - B over the "
-                       f"n folds x permutations both have (same index in both), its t-interval")
+                       f"folds and training orders both have (same index in both), its {confidence * 100:g}% interval")
             click.echo(paired_text(table, confidence))
+            for line in paired_notes(table, confidence):
+                click.echo(line)
             return
         table = side_by_side(users, cols)
         if diff_only:

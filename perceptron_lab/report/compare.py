@@ -11,7 +11,10 @@ panel per rule, a line per column). Views of it: only the settings and rows that
 Whether run A is better than run B (:func:`paired_runs`), or rule X than rule Y
 (:func:`paired_rules`): the paired difference over the folds and permutations both sides have
 (the same fold and permutation index in both, so the same test examples and training order),
-its mean and t-interval over those n pairs (:func:`paired_difference`). Runs whose folds are
+its mean and an interval whose assumptions hold under the run's protocol
+(:func:`paired_difference`, :mod:`perceptron_lab.report.paired`): Nadeau & Bengio's corrected
+resampled t over the folds of a cross-validation, a conservative bound on one fixed test set.
+A side is called lower only when that interval excludes 0. Runs whose folds are
 not provably the same test sets are refused (:func:`not_comparable`): other data by the
 fingerprint run.json records (whatever the files or datasets are called), another evaluation
 mode, fold count or fold seed, or a run.json without a fingerprint. Runs that reproduce a paper's table also get their
@@ -26,6 +29,9 @@ from pathlib import Path
 import pandas as pd
 
 from perceptron_lab.errors import UsageError, UserFileError
+from perceptron_lab.report.paired import (CORRECTED_T, HOLDOUT_BOUND, MIN_FOLDS, MIN_TEST_EXAMPLES, NO_DIFFERENCE,
+                                          NO_VERDICT, PAIRED_CONFIDENCE, corrected_t, fold_means, holdout_bound,
+                                          verdict)
 from perceptron_lab.run.figures import (COUNT_METRICS, _figure, epoch_axis, error_axis, label_outer, legend_outside, read_run, rule_order,
                     run_labels, save_figure, style, suptitle)
 
@@ -194,8 +200,6 @@ def _at_last(c: dict, metric: str, rule) -> pd.Series:
 
 # ----------------------------------------------------------------------------- paired differences
 
-#: Confidence of the paired t-intervals unless asked otherwise.
-PAIRED_CONFIDENCE = 0.95
 
 
 def _errors(c: dict, rule: str) -> pd.Series:
@@ -285,39 +289,67 @@ def why_not_comparable(a: dict, b: dict) -> tuple[str, str | None] | None:
     return None
 
 
-def paired_difference(x: pd.Series, y: pd.Series, confidence: float = PAIRED_CONFIDENCE) -> dict:
-    """The paired difference ``x - y`` over the (fold, permutation) pairs both have: n, the mean
-    difference, its standard deviation and the t-interval ``mean ± t_{n-1, (1+confidence)/2} sd /
-    sqrt(n)`` (no interval for n = 1). ``None`` values when the two share no pair."""
-    from perceptron_lab.run.evaluation import t_quantile
+def protocol(c: dict) -> dict:
+    """How a column's test sets were drawn, as the paired tests need it: ``{"kind": "kfold",
+    "folds": K, "ratio": n_test / n_train}`` for k-fold cross-validation (and nested with an outer
+    k-fold), ``{"kind": "holdout", "n_test": n}`` for one fixed test set. ``ratio`` is ``1 / (K - 1)``
+    (a fold's test part against its training part), or with ``evaluation.fold_train_size`` m the
+    fold's size ``N / K`` against m (None when run.json records no N); ``n_test`` is run.json's
+    (None when it records none)."""
+    ds = (c["info"] or {}).get("dataset") or {}
+    mode = _setting(c, "evaluation.mode") or "holdout"
+    if mode == "kfold" or (mode == "nested" and (_setting(c, "evaluation.outer") or "kfold") != "holdout"):
+        k = int(_setting(c, "evaluation.folds") or 0)
+        m, n = _setting(c, "evaluation.fold_train_size"), ds.get("n_train")
+        if m:
+            ratio = (float(n) / k) / float(m) if n and k else None
+        else:
+            ratio = 1.0 / (k - 1) if k > 1 else None
+        return {"kind": "kfold", "folds": k, "ratio": ratio}
+    return {"kind": "holdout", "n_test": ds.get("n_test")}
 
+
+def _joint_protocol(a: dict, b: dict) -> dict:
+    """One protocol for two comparable columns: the larger test/train ratio (the wider interval)."""
+    pa, pb = protocol(a), protocol(b)
+    if pa["kind"] == "kfold" and pb["kind"] == "kfold":
+        ratios = (pa["ratio"], pb["ratio"])
+        return {**pa, "ratio": None if None in ratios else max(ratios)}
+    return pa
+
+
+def paired_difference(x: pd.Series, y: pd.Series, confidence: float = PAIRED_CONFIDENCE,
+                      proto: dict | None = None) -> dict:
+    """The paired difference ``x - y`` (test errors %, indexed by fold and permutation) over the
+    pairs both have, with the interval the protocol ``proto`` (:func:`protocol`) makes valid:
+
+    * k-fold: the pairs averaged over the permutations of each fold, then Nadeau & Bengio's
+      corrected resampled t over the J fold means (:func:`perceptron_lab.report.paired.corrected_t`);
+      ``x`` and ``y`` are averaged the same way, so ``x - y`` is the difference tested;
+    * one test set: the bound of :func:`perceptron_lab.report.paired.holdout_bound` on its n examples.
+
+    Returns ``n`` (folds, or test examples), ``pairs`` (fold and permutation pairs shared), ``x``,
+    ``y``, ``diff``, ``se``, ``lo``, ``hi``, ``method`` and ``why`` (why no interval, or None)."""
+    proto = proto or {"kind": "kfold", "ratio": None}
     shared = x.index.intersection(y.index)
-    d = (x.loc[shared] - y.loc[shared]).astype(float)
-    n = len(d)
-    out = {"n": n, "x": float(x.loc[shared].mean()) if n else None, "y": float(y.loc[shared].mean()) if n else None,
-           "diff": float(d.mean()) if n else None, "sd": float(d.std(ddof=1)) if n > 1 else None,
-           "lo": None, "hi": None}
-    if n > 1:
-        half = t_quantile((1.0 + confidence) / 2.0, n - 1) * out["sd"] / n ** 0.5
-        out["lo"], out["hi"] = out["diff"] - half, out["diff"] + half
-    return out
-
-
-def _verdict(r: dict, a: str, b: str) -> str:
-    if r["lo"] is None:
-        return "no interval (n = 1)"
-    if r["hi"] < 0:
-        return f"{a} lower"
-    if r["lo"] > 0:
-        return f"{b} lower"
-    return "no clear difference"
+    xs, ys = x.loc[shared].astype(float), y.loc[shared].astype(float)
+    if proto["kind"] == "kfold":
+        fx, fy = fold_means(xs), fold_means(ys)
+        r = corrected_t((fx - fy).to_numpy(), proto["ratio"], confidence)
+        mx, my = (float(fx.mean()), float(fy.mean())) if len(shared) else (None, None)
+    else:
+        mx, my = (float(xs.mean()), float(ys.mean())) if len(shared) else (None, None)
+        r = holdout_bound(mx, my, proto.get("n_test"), confidence) if len(shared) else \
+            {"method": HOLDOUT_BOUND, "n": 0, "diff": None, "se": None, "lo": None, "hi": None, "why": "no pair"}
+    return {**r, "pairs": len(shared), "x": mx, "y": my}
 
 
 def paired_runs(cols, confidence: float = PAIRED_CONFIDENCE) -> pd.DataFrame:
     """Column A against column B (exactly two), rule by rule: the test error % of each at its last
-    epoch and the paired difference A - B over their shared folds and permutations
-    (:func:`paired_difference`). :class:`~perceptron_lab.errors.UsageError` (exit status 2) when the
-    two are not comparable (:func:`not_comparable`) or share no fold and permutation."""
+    epoch and the paired difference A - B over their shared folds and permutations, with its
+    interval and verdict (:func:`paired_difference`). :class:`~perceptron_lab.errors.UsageError`
+    (exit status 2) when the two are not comparable (:func:`not_comparable`) or share no fold and
+    permutation."""
     if len(cols) != 2:
         raise UsageError(f"a paired comparison takes two runs (or a run with two grid points); these give {len(cols)}: "
                          + ", ".join(c["name"] for c in cols))
@@ -327,33 +359,40 @@ def paired_runs(cols, confidence: float = PAIRED_CONFIDENCE) -> pd.DataFrame:
     if why:
         raise UsageError(f"{who} are not comparable: {why[0]}; a paired difference needs the same test sets"
                          + (f": {why[1]}" if why[1] else ""))
+    proto = _joint_protocol(a, b)
     rules = [r for r in _rules([a]) if r in _rules([b])]
     rows = []
     for rule in rules:
-        r = paired_difference(_errors(a, rule), _errors(b, rule), confidence)
-        if r["n"] == 0:
+        r = paired_difference(_errors(a, rule), _errors(b, rule), confidence, proto)
+        if r["pairs"] == 0:
             raise UsageError(f"{who} are not comparable: they share no fold and permutation")
-        rows.append(_paired_row(rule, r, "A", "B", confidence))
-    return pd.DataFrame(rows)
+        rows.append(_paired_row(rule, r, "A", "B"))
+    return pd.DataFrame(rows, columns=PAIRED_COLUMNS)
 
 
 def paired_rules(cols, x: str, y: str, confidence: float = PAIRED_CONFIDENCE) -> pd.DataFrame:
     """Within each column, rule ``x`` against rule ``y``: the paired difference x - y over the
-    column's folds and permutations (the same units predict with both rules)."""
+    column's folds and permutations (the same units predict with both rules), with its interval
+    and verdict (:func:`paired_difference`)."""
     rows = []
     for c in cols:
         have = _rules([c])
         for r in (x, y):
             if r not in have:
                 raise UsageError(f"{c['dir']}: no rule {r!r} in its results (it has {', '.join(have)})")
-        res = paired_difference(_errors(c, x), _errors(c, y), confidence)
-        rows.append({"run": c["name"], **_paired_row(f"{x} - {y}", res, x, y, confidence)})
-    return pd.DataFrame(rows)
+        res = paired_difference(_errors(c, x), _errors(c, y), confidence, protocol(c))
+        rows.append({"run": c["name"], **_paired_row(f"{x} - {y}", res, x, y)})
+    return pd.DataFrame(rows, columns=["run", *PAIRED_COLUMNS])
 
 
-def _paired_row(what: str, r: dict, a: str, b: str, confidence: float) -> dict:
-    return {"rule": what, "A": r["x"], "B": r["y"], "A - B": r["diff"], "sd": r["sd"], "ci_low": r["lo"],
-            "ci_high": r["hi"], "n": r["n"], "verdict": _verdict(r, a, b)}
+#: The columns of a paired table (and of its CSV): ``n`` is the number of folds (``corrected t``)
+#: or of test examples (``holdout bound``) the interval rests on, ``se`` its standard error.
+PAIRED_COLUMNS = ["rule", "A", "B", "A - B", "se", "ci_low", "ci_high", "n", "method", "verdict"]
+
+
+def _paired_row(what: str, r: dict, a: str, b: str) -> dict:
+    return {"rule": what, "A": r["x"], "B": r["y"], "A - B": r["diff"], "se": r["se"], "ci_low": r["lo"],
+            "ci_high": r["hi"], "n": r["n"], "method": r["method"], "verdict": verdict(r, a, b)}
 
 
 def paired_text(table: pd.DataFrame, confidence: float = PAIRED_CONFIDENCE) -> str:
@@ -361,13 +400,38 @@ def paired_text(table: pd.DataFrame, confidence: float = PAIRED_CONFIDENCE) -> s
     interval as ``[low, high]``."""
     t = table.copy()
     fmt = lambda v: "" if v is None or v != v else f"{v:.2f}"  # noqa: E731
-    for k in ("A", "B", "A - B", "sd"):
+    for k in ("A", "B", "A - B", "se"):
         t[k] = t[k].map(fmt)
     t[f"{confidence * 100:g}% CI"] = [("" if lo is None or lo != lo else f"[{lo:.2f}, {hi:.2f}]")
                                       for lo, hi in zip(table["ci_low"], table["ci_high"])]
     t = t.drop(columns=["ci_low", "ci_high"])
-    order = [c for c in t.columns if c not in ("n", "verdict")] + ["n", "verdict"]
+    order = [c for c in t.columns if c not in ("n", "method", "verdict")] + ["n", "method", "verdict"]
     return t[order].to_string(index=False)
+
+
+def paired_notes(table: pd.DataFrame, confidence: float = PAIRED_CONFIDENCE, width: int = 100) -> list[str]:
+    """What the intervals of a paired table mean and when they call a winner: a paragraph per
+    method in the table, then the rule of the verdicts, as lines of at most ``width`` characters."""
+    import textwrap
+
+    level = f"{confidence * 100:g}%"
+    notes = {
+        CORRECTED_T: f"{CORRECTED_T}: n = folds. Each fold's training orders are averaged, then the {level} interval "
+                     "is Nadeau & Bengio's corrected resampled t over the n fold means: variance s^2 (1/n + "
+                     "n_test/n_train), not s^2/n, because the folds' training sets overlap; t with n - 1 degrees of "
+                     "freedom. It is about learners trained on data sets of this size, not about these trained "
+                     "models only.",
+        HOLDOUT_BOUND: f"{HOLDOUT_BOUND}: n = test examples of the one test set. plab keeps no per-example "
+                       "predictions, so McNemar's test cannot run: the interval takes the largest variance the two "
+                       "error rates allow (conservative; normal approximation). It is about the models trained on "
+                       "this training set, not about other training sets.",
+    }
+    lines = [notes[m] for m in dict.fromkeys(table["method"]) if m in notes]
+    lines.append(f"A side is called lower only when the {level} interval excludes 0. '{NO_DIFFERENCE}': it "
+                 f"contains 0, which does not show that the two are equal. '{NO_VERDICT}': what the test needs is "
+                 f"missing (fewer than {MIN_FOLDS} folds, fewer than {MIN_TEST_EXAMPLES} test examples, no "
+                 "spread, unknown sizes).")
+    return [ln for para in lines for ln in textwrap.wrap(para, width)]
 
 
 def _rules(cols) -> list[str]:
@@ -439,5 +503,6 @@ def table_text(table: pd.DataFrame) -> str:
         return table.to_string()
 
 
-__all__ = ["side_by_side", "plot_side_by_side", "table_text", "settings", "differing",
-           "paired_difference", "paired_runs", "paired_rules", "paired_text", "not_comparable", "why_not_comparable", "numbers", "short_rows"]
+__all__ = ["side_by_side", "plot_side_by_side", "check_figure", "table_text", "settings", "differing",
+           "paired_difference", "paired_runs", "paired_rules", "paired_text", "paired_notes", "protocol",
+           "not_comparable", "why_not_comparable", "numbers", "short_rows"]
