@@ -184,6 +184,10 @@ def _sd_note(over: str, name: str) -> str:
     return f"{over}; the sd is the maximum-likelihood one, as in {name}" if over.startswith("mean") else over
 
 
+def _per(keys) -> str:
+    return "per setting, plan and rule" if keys else "per plan and rule"
+
+
 def _settings(t: pd.DataFrame) -> list[str]:
     """The setting keys of a search.csv or nested.csv: the columns before ``search``."""
     cols = list(t.columns)
@@ -206,7 +210,7 @@ def search_lines(out_dir) -> list[str]:
         keys = _settings(t)
         over, show_n = _over(t["n_runs"].map(_num))
         lines.append("parameter search (the same folds chose and report the point, so its error is optimistic): "
-                     f"per setting, plan and rule, the chosen point and its cross-validated test error % "
+                     f"{_per(keys)}, the chosen point and its cross-validated test error % "
                      f"({_sd_note(over, 'search.csv')})")
         rows = []
         for _, r in t.iterrows():
@@ -222,7 +226,7 @@ def search_lines(out_dir) -> list[str]:
         keys = _settings(t)
         inner = _inner_errors(out, keys)
         over, show_n = _over(t["n_folds"].map(_num), "outer folds")
-        lines.append("nested search: per setting, plan and rule, the points chosen on the inner folds (how often), "
+        lines.append(f"nested search: {_per(keys)}, the points chosen on the inner folds (how often), "
                      "the mean over outer folds of the chosen points' inner-CV error %, and the outer folds' test "
                      f"error % of the chosen points ({_sd_note(over, 'nested.csv')})")
         rows = []
