@@ -126,7 +126,7 @@ class NaivePerceptron:
             else:
                 w = [h["correct"] for h in hyps]
             sign = [int(fk > 0) - int(fk < 0) for fk in f]
-            alive = max(k for k, h in enumerate(hyps) if k == 0 or h["created"] <= r)
+            alive = live_index(hyps, r)
             best = max(h["correct"] for h in hyps)
             ls = min(k for k, h in enumerate(hyps) if h["correct"] == best)
             out["last"].append(f[-1])
@@ -138,6 +138,35 @@ class NaivePerceptron:
             out["random_norm"].append(fn[alive])
             out["longest"].append(f[ls])
         return out
+
+
+def steps_to(epochs, n):
+    """Training steps (rounds of the inner loop of Freund & Schapire's Figure 1) in ``epochs``
+    passes over ``n`` examples, to the nearest step: a checkpoint at T = 0.1 is a tenth of a pass."""
+    return int(round(float(epochs) * n))
+
+
+def random_slices(entropy, n_test, T, spawn_key=()):
+    """The time slices of Freund & Schapire's "random" rule (§5) for ``n_test`` test points after
+    ``T`` rounds: "we choose a 'time slice' r in {0, ..., t} uniformly at random", t the number of
+    rounds executed, one r per test point shared by every label.
+
+    Drawn here from plain numbers, never from the package: numpy's default generator (PCG64) seeded
+    with ``SeedSequence(entropy, spawn_key=spawn_key + (T,))``, ``n_test`` integers in [0, T + 1)
+    in one call. That is the stream plab states for the rule (a checkpoint's draws keyed by the
+    unit's rule seed and T alone, :func:`perceptron_lab.model.predict.random_slices`), so a run's
+    random-rule errors compare exactly; a unit's rule seed is its key with spawn key (1,)
+    (:mod:`perceptron_lab.engine.seeds`), a plain int ``entropy`` what the engine tests pass."""
+    seq = np.random.SeedSequence(entropy, spawn_key=tuple(int(k) for k in spawn_key) + (int(T),))
+    return np.random.Generator(np.random.PCG64(seq)).integers(0, int(T) + 1, size=int(n_test))
+
+
+def live_index(hyps, r):
+    """Freund & Schapire §5: r_l, "the index of the final vector which existed at time r", the
+    largest k with c_1 + ... + c_(k-1) <= r. With v_k created by the update at step s_k (0-based,
+    v_1 = 0 at the start), the rounds before s_k are counted by c_1 .. c_(k-1), so the condition is
+    s_k <= r."""
+    return max(k for k, h in enumerate(hyps) if k == 0 or h["created"] <= r)
 
 
 def naive_errors(model, X_test, y_test, binary, rslices, vote_weight="survival"):

@@ -13,9 +13,9 @@ from perceptron_lab.engine.alma import (AlmaParams, link_f, link_f_inv, pnormali
 from perceptron_lab.model.margins import hypothesis_at, margin_distribution, training_margins
 from perceptron_lab.engine.perceptron import EngineError, epochs_to_steps, label_matrix
 from perceptron_lab.engine.kernels import Kernel, gram
-from perceptron_lab.model.predict import RULES, counts_at_checkpoints, evaluate, random_slices
+from perceptron_lab.model.predict import RULES, counts_at_checkpoints, evaluate
 
-from naive import NaiveAlma, naive_errors
+from naive import NaiveAlma, naive_errors, random_slices, steps_to
 
 
 def _train(cfg, X, Y, kernel, order, checkpoints, dtype, seed=0):
@@ -58,13 +58,13 @@ def run_both(kernel, setting, n_classes, seed, epochs=2.0, checkpoints=(0.4, 1, 
     err_m, err_b = evaluate(log, kernel, X, Xt, yt, binary, seed=seed)
     kparams = (kernel.name, kernel.degree, kernel.scale, kernel.sigma)
     for k, cp in enumerate(checkpoints):
-        steps = epochs_to_steps(cp, len(y))
+        steps = steps_to(cp, len(y))   # the reference's own count, and its own random slices
         ref = NaiveAlma(X, Y, kparams, p=p, **setting).fit(order, steps)
         sel = log.upd_step < steps
         fast_updates = [(int(s), int(e), int(c)) for s, e, c in zip(log.upd_step[sel], log.upd_ex[sel], log.upd_cls[sel])]
         assert fast_updates == ref.updates, f"correction sequence differs at checkpoint {cp}"
         np.testing.assert_allclose(log.upd_norm[sel], ref.norms, rtol=1e-9, atol=1e-12)
-        rs = random_slices(seed, len(yt), log.checkpoint_steps)[k]
+        rs = random_slices(seed, len(yt), steps)
         ref_err, ref_bin = naive_errors(ref, Xt, yt, binary, rs)
         for r, rule in enumerate(RULES):
             assert err_m[k, r] == ref_err[rule], (rule, cp)
@@ -128,7 +128,7 @@ def run_both_primal(setting, n_classes, seed, p, epochs=2.0, checkpoints=(0.4, 1
     binary = n_classes == 2
     err_m, err_b = evaluate(log, Kernel("linear"), X, Xt, yt, binary, seed=seed)
     for k, cp in enumerate(checkpoints):
-        steps = epochs_to_steps(cp, len(y))
+        steps = steps_to(cp, len(y))   # the reference's own count, and its own random slices
         ref = NaiveAlma(X, Y, None, p=p, **setting).fit(order, steps)
         sel = log.upd_step < steps
         fast = [(int(s), int(e), int(c)) for s, e, c in zip(log.upd_step[sel], log.upd_ex[sel], log.upd_cls[sel])]
@@ -138,7 +138,7 @@ def run_both_primal(setting, n_classes, seed, p, epochs=2.0, checkpoints=(0.4, 1
         order_by_label = np.argsort(log.upd_cls[sel], kind="stable")
         np.testing.assert_allclose(log.hyp_w[sel][order_by_label], np.array(ref_w).reshape(-1, X.shape[1]),
                                    rtol=1e-9, atol=1e-12)
-        rs = random_slices(seed, len(yt), log.checkpoint_steps)[k]
+        rs = random_slices(seed, len(yt), steps)
         ref_err, ref_bin = naive_errors(ref, Xt, yt, binary, rs)
         for r, rule in enumerate(RULES):
             assert err_m[k, r] == ref_err[rule], (rule, cp)
@@ -624,13 +624,13 @@ def _run_both_float(setting, n_classes, seed):
     log = train_alma(X, Y, Kernel("linear"), AlmaParams(**setting), order, 2.0, cps)
     err_m, err_b = evaluate(log, Kernel("linear"), X, Xt, yt, n_classes == 2, seed=seed)
     for k, cp in enumerate(cps):
-        steps = epochs_to_steps(cp, len(y))
+        steps = steps_to(cp, len(y))   # the reference's own count, and its own random slices
         ref = NaiveAlma(X, Y, ("linear", 1, 1.0, 1.0), **setting).fit(order, steps)
         sel = log.upd_step < steps
         fast = [(int(s), int(e), int(c)) for s, e, c in zip(log.upd_step[sel], log.upd_ex[sel], log.upd_cls[sel])]
         assert fast == ref.updates, f"correction sequence differs at checkpoint {cp}"
         np.testing.assert_allclose(log.upd_norm[sel], ref.norms, rtol=1e-9, atol=1e-12)
-        rs = random_slices(seed, len(yt), log.checkpoint_steps)[k]
+        rs = random_slices(seed, len(yt), steps)
         ref_err, ref_bin = naive_errors(ref, Xt, yt, n_classes == 2, rs)
         for r, rule in enumerate(RULES):
             assert err_m[k, r] == ref_err[rule], (rule, cp)

@@ -5,9 +5,9 @@ import pytest
 
 from perceptron_lab.engine.perceptron import PerceptronParams, epochs_to_steps, label_matrix, train
 from perceptron_lab.engine.kernels import Kernel, gram, kernel_diag
-from perceptron_lab.model.predict import RULES, counts_at_checkpoints, evaluate, random_slices
+from perceptron_lab.model.predict import RULES, counts_at_checkpoints, evaluate
 
-from naive import NaivePerceptron, kernel_value, naive_errors
+from naive import NaivePerceptron, kernel_value, naive_errors, random_slices, steps_to
 
 
 def small_problem(seed, n=40, f=5, n_classes=3, integer=True):
@@ -51,12 +51,13 @@ def run_both(kernel, variant, n_classes, seed, epochs=2.5, checkpoints=(0.3, 1, 
     err_m, err_b = evaluate(log, kernel, X, Xt, yt, binary, vote_weight=vote_weight, seed=seed, rules=rules)
     kparams = (kernel.name, kernel.degree, kernel.scale, kernel.sigma)
     for k, cp in enumerate(checkpoints):
-        steps = epochs_to_steps(cp, len(y))
+        steps = steps_to(cp, len(y))   # the reference's own count, and its own random slices
+        assert log.checkpoint_steps[k] == steps, f"checkpoint {cp}"
         ref = NaivePerceptron(X, Y, kparams, alpha_bound=variant.get("alpha_bound"),
                               **{k2: v for k2, v in variant.items() if k2 != "alpha_bound"}).fit(order, steps)
         fast_updates = [(int(s), int(e), int(c)) for s, e, c in zip(log.upd_step, log.upd_ex, log.upd_cls) if s < steps]
         assert fast_updates == ref.updates, f"update sequence differs at checkpoint {cp}"
-        rs = random_slices(seed, len(yt), log.checkpoint_steps)[k]
+        rs = random_slices(seed, len(yt), steps)
         ref_err, ref_bin = naive_errors(ref, Xt, yt, binary, rs, vote_weight)
         for r, rule in enumerate(RULES):
             if rules is not None and rule not in rules:
@@ -291,8 +292,8 @@ def test_requested_rules_from_combined_classifiers_match_naive(kernel, variant, 
         for k, cp in enumerate(cps):
             ref = NaivePerceptron(X, Y, kparams, alpha_bound=variant.get("alpha_bound"),
                                   **{k2: v for k2, v in variant.items() if k2 != "alpha_bound"}
-                                  ).fit(order, epochs_to_steps(cp, len(y)))
-            rs = random_slices(seed, len(yt), log.checkpoint_steps)[k]
+                                  ).fit(order, steps_to(cp, len(y)))
+            rs = random_slices(seed, len(yt), steps_to(cp, len(y)))
             refs.append(naive_errors(ref, Xt, yt, binary, rs, vw))
         for rules in COMBINED_RULE_SETS:
             err_m, err_b = evaluate(log, kernel, X, Xt, yt, binary, vote_weight=vw, seed=seed, rules=rules)
