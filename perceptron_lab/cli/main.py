@@ -543,9 +543,9 @@ def compare(run_dirs, only_outside, figure, diff_only, layout, as_csv, paired, r
       plab compare runs/a runs/b --paired
       plab compare runs/quickstart --rules vote,last --csv
     """
-    from perceptron_lab.report.compare import (_columns, check_figure, differing, numbers, paired_notes, paired_rules,
-                                               paired_runs, paired_text, plot_side_by_side, settings, short_rows,
-                                               side_by_side, table_text)
+    from perceptron_lab.report.compare import (_columns, check_figure, differing, left_out, numbers, paired_notes,
+                                               paired_rules, paired_runs, paired_text, plot_side_by_side, settings,
+                                               short_rows, side_by_side, table_text)
     from perceptron_lab.report.tables import collect, compare_text
 
     papers = [d for d in run_dirs if collect([d], strict=True).tables]
@@ -603,6 +603,8 @@ def compare(run_dirs, only_outside, figure, diff_only, layout, as_csv, paired, r
         click.echo(table_text(table.T if rows else table))
         fig = plot_side_by_side(users, target, cols)
         click.echo(f"figure: {fig}")
+        if left_out(cols):
+            click.echo(f"plab: warning: {left_out(cols)}", err=True)
     if as_csv:
         return
     for d in papers:

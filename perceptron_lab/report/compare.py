@@ -24,6 +24,8 @@ causes (:func:`perceptron_lab.report.tables.compare_text`).
 
 from __future__ import annotations
 
+import re
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -32,11 +34,21 @@ from perceptron_lab.errors import UsageError, UserFileError
 from perceptron_lab.report.paired import (CORRECTED_T, HOLDOUT_BOUND, MIN_FOLDS, MIN_TEST_EXAMPLES, NO_DIFFERENCE,
                                           NO_VERDICT, PAIRED_CONFIDENCE, corrected_t, fold_means, holdout_bound,
                                           verdict)
-from perceptron_lab.run.figures import (COUNT_METRICS, _figure, epoch_axis, error_axis, label_outer, legend_outside, read_run, rule_order,
-                    run_labels, save_figure, style, suptitle)
+from perceptron_lab.run.figures import (COUNT_METRICS, LINE_STYLES, _figure, epoch_axis, error_axis, label_outer,
+                                        legend_outside, read_run, rule_order, run_labels, save_figure, style,
+                                        suptitle)
 
-#: At most this many columns in the figure (the table keeps them all).
-MAX_LINES = 10
+#: At most this many runs (grid points) are drawn in the figure, each in a style of its own (the
+#: table keeps them all); the figure's title and a warning on stderr name the runs left out.
+MAX_LINES = 40
+#: A legend label takes at most this many characters a line and this many lines
+#: (:func:`legend_labels`).
+LABEL_WIDTH = 32
+LABEL_LINES = 3
+#: What splits a label into words (:func:`legend_labels`): blanks, ``_ / , ; +`` and brackets;
+#: ``-``, ``.`` and ``=`` stay inside words (``tau=0.5``, ``kernel.degree-2``).
+_LABEL_SEPARATORS = re.compile(r"[\s_/,;+()\[\]]+")
+_NUMBER = re.compile(r"^[-+]?[\d.]+(?:e[-+]?\d+)?$")
 
 
 def _columns(run_dirs) -> list[dict]:
@@ -457,30 +469,94 @@ def check_figure(cols, out) -> None:
                             "move it away, or name another file with --figure") from None
 
 
+def legend_labels(names, width: int = LABEL_WIDTH, lines: int = LABEL_LINES):
+    """Legend labels a reader can read for runs labelled ``names`` (the table's labels,
+    :func:`_columns`): ``(labels, template, key)``.
+
+    Labels that fit in ``width`` characters are kept as they are (``template`` None). Otherwise
+    every label loses the words all of them share, keeping the word before a bare number
+    (``variant 07``, not ``07``), unless that would make two labels alike; ``template`` is then the
+    first label with the words that differ as ``*`` (the figure's title shows it once). Each label
+    is wrapped into lines of at most ``width`` characters. A label that still takes more than
+    ``lines`` lines makes every label a number with its first words (``#3 kernel.degree-4 tau…``)
+    and ``key`` the list of (number, full label) the figure prints under its panels."""
+    names = [str(n) for n in names]
+    if all(len(n) <= width for n in names):
+        return names, None, []
+    words = [[w for w in _LABEL_SEPARATORS.split(n) if w] for n in names]
+    common = {w for w in words[0] if all(w in ws for ws in words[1:])} if len(names) > 1 else set()
+    short = []
+    for n, ws in zip(names, words):
+        keep = {i for i, w in enumerate(ws) if w not in common}
+        keep |= {i - 1 for i in keep if i > 0 and _NUMBER.match(ws[i])}
+        short.append(" ".join(ws[i] for i in sorted(keep)) or n)
+    template = None
+    if len(set(short)) < len(short) or not common:
+        short = names
+    else:
+        pieces = re.split(f"({_LABEL_SEPARATORS.pattern})", names[0])
+        template = "".join(p if i % 2 or not p or p in common else "*" for i, p in enumerate(pieces))
+    wrapped = [textwrap.wrap(t, width, break_on_hyphens=False) for t in short]
+    if all(len(w) <= lines for w in wrapped):
+        return ["\n".join(w) for w in wrapped], template, []
+    labels = []
+    for k, t in enumerate(short, 1):
+        tag = f"#{k} "
+        labels.append(tag + (t if len(tag) + len(t) <= width else t[:width - len(tag) - 1] + "\u2026"))
+    return labels, template, [(f"#{k}", n) for k, n in enumerate(names, 1)]
+
+
+def _line_style(k: int) -> dict:
+    """The ``k``-th run's (colour, line style, marker): :func:`perceptron_lab.run.figures.style`
+    for the first ten, then the same ten colours with other line styles and markers, so that up to
+    :data:`MAX_LINES` runs are each drawn alike by none other."""
+    st = style(k)
+    if k >= len(LINE_STYLES):
+        c, q = k % len(LINE_STYLES), k // len(LINE_STYLES)
+        st["ls"] = LINE_STYLES[(c + 3 * q) % len(LINE_STYLES)][1]
+        st["marker"] = LINE_STYLES[(c + 7 * q) % len(LINE_STYLES)][2]
+    return st
+
+
+def left_out(cols) -> str | None:
+    """What the figure leaves out, in one line naming the runs (None when it draws them all)."""
+    if len(cols) <= MAX_LINES:
+        return None
+    return (f"{len(cols) - MAX_LINES} of the {len(cols)} runs are not drawn in the figure (it draws at most "
+            f"{MAX_LINES} lines; the table has them all): " + ", ".join(c["name"] for c in cols[MAX_LINES:]))
+
+
 def plot_side_by_side(run_dirs, out, cols=None) -> Path:
     """Test error against epochs, a panel per rule, a line per run (per grid point), every panel on
-    one y scale fitted to the data (:func:`perceptron_lab.run.figures.error_axis`); the legend, outside the panels, names each run by its shortest
-    distinguishing label (:func:`perceptron_lab.run.figures.run_labels`). ``cols``: the runs'
-    columns (:func:`_columns`) when the caller has read them."""
-    cols = (_columns(run_dirs) if cols is None else cols)[:MAX_LINES]
+    one y scale fitted to the data (:func:`perceptron_lab.run.figures.error_axis`); the legend,
+    outside the panels, names each run by the readable form of its table label
+    (:func:`legend_labels`), and the title says what every label shares and which runs past
+    :data:`MAX_LINES` are not drawn (:func:`left_out`). ``cols``: the runs' columns
+    (:func:`_columns`) when the caller has read them."""
+    cols = _columns(run_dirs) if cols is None else cols
     check_figure(cols, out)
-    rules = rule_order(_rules(cols))
+    labels, template, key = legend_labels([c["name"] for c in cols])
+    shown = cols[:MAX_LINES]
+    rules = rule_order(_rules(shown))
     ncols = min(3, len(rules))
     nrows = -(-len(rules) // ncols)
-    longest = max(len(c["name"]) for c in cols)
-    fig = _figure(4.4 * ncols + 0.6 + 0.075 * min(longest, 60), 3.3 * nrows + 0.6)
+    longest = max(len(ln) for lab in labels[:MAX_LINES] for ln in lab.split("\n"))
+    legend_h = 0.13 * sum(lab.count("\n") + 1 for lab in labels[:MAX_LINES]) + 0.07 * len(shown) + 1.0
+    key_text = "\n".join(ln for tag, full in key[:MAX_LINES] for ln in textwrap.wrap(f"{tag}: {full}", 150))
+    fig = _figure(4.4 * ncols + 0.6 + 0.075 * min(longest, 60),
+                  max(3.3 * nrows + 0.6, legend_h) + 0.13 * (key_text.count("\n") + 1 if key else 0))
     # one x and one y scale for every panel: tick labels on the outer panels only (less to lay out)
     axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)
-    drawn, epochs = [], [e for c in cols for e in c["df"]["epoch"].unique()]
+    drawn, epochs = [], [e for c in shown for e in c["df"]["epoch"].unique()]
     for ax, rule in zip(axes.flat, rules):
-        for k, c in enumerate(cols):
+        for k, c in enumerate(shown):
             d = c["df"]
             d = d[(d["metric"] == "test_error_pct") & (d["label"] == rule)]
             if d.empty:
                 continue
             curve = d.groupby("epoch")["value"].mean()
-            ax.plot(curve.index, curve.values, lw=1.4, ms=3.5, label=c["name"],
-                    markevery=max(1, len(curve) // 10), **style(k))
+            ax.plot(curve.index, curve.values, lw=1.4, ms=3.5, label=labels[k],
+                    markevery=max(1, len(curve) // 10), **_line_style(k))
             drawn += list(curve.values)
         ax.set_title(rule, fontsize="medium")
         epoch_axis(ax, epochs)
@@ -490,7 +566,16 @@ def plot_side_by_side(run_dirs, out, cols=None) -> Path:
         ax.set_visible(False)
     label_outer(axes, len(rules), ncols, sharey=True)
     legend_outside(fig, fontsize="x-small")
-    suptitle(fig, "test error vs epochs, runs side by side (mean over folds and permutations)")
+    title = "test error vs epochs, runs side by side (mean over folds and permutations)"
+    if template:
+        title += ("; the legend gives the * of each run's label, "
+                  + (template if len(template) <= 200 else template[:199] + "\u2026"))
+    if len(cols) > MAX_LINES:
+        title += (f"; {len(cols) - MAX_LINES} of the {len(cols)} runs are not drawn (at most {MAX_LINES} lines): "
+                  + ", ".join(lab.replace("\n", " ") for lab in labels[MAX_LINES:]))
+    suptitle(fig, title)
+    if key:
+        fig.supxlabel(key_text, fontsize="x-small", x=0.01, ha="left")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     save_figure(fig, out)
@@ -505,4 +590,5 @@ def table_text(table: pd.DataFrame) -> str:
 
 __all__ = ["side_by_side", "plot_side_by_side", "check_figure", "table_text", "settings", "differing",
            "paired_difference", "paired_runs", "paired_rules", "paired_text", "paired_notes", "protocol",
+           "legend_labels", "left_out",
            "not_comparable", "why_not_comparable", "numbers", "short_rows"]
