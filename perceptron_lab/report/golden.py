@@ -20,6 +20,30 @@ The cases (configs under ``configs/golden/``), under a minute together on two sh
 * ``gentile2001_usps_alma`` -- Gentile's ALMA_2(alpha), alpha = 1.0 and 0.9, Gaussian kernel
   sigma = 3.5 on USPS, one epoch, two permutations (test errors, corrections, support vectors).
 
+The cases below need no download (:data:`PACKAGED_CASES`: data shipped in the package, or drawn by
+the package's generators), so CI guards them on any machine, in a few seconds each:
+
+* ``kw2007_sonar``, ``kw2007_ionosphere`` (above);
+* ``kw2007_alpha_bound_artificial`` -- Khardon & Wachman's alpha-bound (1, 3, 10, none) with and
+  without the lambda-trick on one draw of their artificial data, eta = 1: exact by construction;
+* ``kw2007_search_artificial`` -- their parameter search (tau, lambda, alpha and two joint
+  searches) by 5-fold cross-validation on the same draw: exact by construction;
+* ``kw2007_nested_artificial`` -- their nested 3 x 3-fold optimization with the single, joint and
+  sequential (tau -> lambda) searches on the same draw: exact by construction;
+* ``fs1999_d1_sonar`` -- Freund & Schapire's d = 1 kernel with every rule of their §5 (the random
+  time slice included) on sonar;
+* ``gentile2001_alma_p_sparse`` -- Gentile's primal ALMA_p with p = 4 and 10 on his sparse
+  artificial target;
+* ``budget_sonar`` -- the six budgeted kernel perceptrons at a budget of 20 on sonar.
+
+A case with a parameter search or nested cross-validation (``evaluation.search``) also guards,
+per search, rule and setting, the test error of the point(s) chosen, in a cell whose
+``grid_point`` names the search and the choice (``search tau: tau=1;...``, ``nested tau->lambda:
+tau=1;... x2; ...``): a different choice is a cell that disappears and one that appears, caught
+whatever the tolerance. Its other cells are the outer runs' (nested: the inner folds' runs are
+summarized by the choices). The spread tool (:mod:`perceptron_lab.cli.spread`) measures the
+outer runs' cells, from which a choice's error comes.
+
 Tolerances (:func:`tolerances`). The guard must hold on any machine of this kind (x86-64 with AVX2
 or AVX-512, numpy's bundled OpenBLAS with any of its kernels, one or two threads), so a cell may
 move by what such machines can make it move, and no more:
@@ -58,7 +82,17 @@ CASES = {
     "kw2007_ionosphere": "configs/golden/kw2007_ionosphere.yaml",
     "kw2007_mnist_exact": "configs/golden/kw2007_mnist_exact.yaml",
     "gentile2001_usps_alma": "configs/golden/gentile2001_usps_alma.yaml",
+    "kw2007_alpha_bound_artificial": "configs/golden/kw2007_alpha_bound_artificial.yaml",
+    "kw2007_search_artificial": "configs/golden/kw2007_search_artificial.yaml",
+    "kw2007_nested_artificial": "configs/golden/kw2007_nested_artificial.yaml",
+    "fs1999_d1_sonar": "configs/golden/fs1999_d1_sonar.yaml",
+    "gentile2001_alma_p_sparse": "configs/golden/gentile2001_alma_p_sparse.yaml",
+    "budget_sonar": "configs/golden/budget_sonar.yaml",
 }
+#: The cases that need no download: their data ship in the package (sonar, ionosphere) or are drawn
+#: by its generators (Khardon & Wachman's artificial data, Gentile's sparse target).
+PACKAGED_CASES = ("kw2007_sonar", "kw2007_ionosphere", "kw2007_alpha_bound_artificial", "kw2007_search_artificial",
+                  "kw2007_nested_artificial", "fs1999_d1_sonar", "gentile2001_alma_p_sparse", "budget_sonar")
 #: Metrics the golden files hold; every one but the test error is a count.
 METRICS = ("test_error_pct", "mistakes", "support_vectors")
 #: How many times the largest measured cross-machine move a non-exact cell may move.
@@ -84,27 +118,55 @@ def compute(case: str, data_dir=None) -> pd.DataFrame:
     """Run a golden case in a temporary folder; mean over runs of every multiclass metric.
 
     ``attrs`` of the frame hold what :func:`tolerances` needs: ``exact_by_construction`` (from
-    the run's ``run.json``), ``runs`` (runs behind each mean: permutations, times folds) and
-    ``smallest_test`` (the fewest test examples of a run: the test set, or the smallest fold)."""
+    the run's ``run.json``), ``runs`` (runs behind each mean: permutations, times folds; nested
+    cross-validation: its outer folds) and ``smallest_test`` (the fewest test examples of a run:
+    the test set, or the smallest fold)."""
     cfg = load_config(ROOT / CASES[case])
     with tempfile.TemporaryDirectory() as tmp:
         res = run_experiment(cfg, out_dir=Path(tmp) / case, data_dir=data_dir, progress=False)
-    out = aggregate(res.results)
+    out = aggregate(res.results, cfg)
     info, ds = res.run_info, res.run_info["dataset"]
-    runs = int(cfg.training.permutations) * (int(cfg.evaluation.folds) if cfg.evaluation.mode == "kfold" else 1)
-    smallest = ds["n_train"] // int(cfg.evaluation.folds) if cfg.evaluation.mode == "kfold" else ds["n_test"]
+    folds = cfg.evaluation.mode in ("kfold", "nested")   # nested: the outer folds
+    runs = int(cfg.training.permutations) * (int(cfg.evaluation.folds) if folds else 1)
+    smallest = ds["n_train"] // int(cfg.evaluation.folds) if folds else ds["n_test"]
     out.attrs.update(exact_by_construction=bool(info["exactness"]["exact_by_construction"]), runs=runs,
                      smallest_test=int(smallest))
     return out
 
 
-def aggregate(results: pd.DataFrame) -> pd.DataFrame:
-    """The golden cells of a run's results: mean over runs of every multiclass metric."""
+def aggregate(results: pd.DataFrame, cfg=None) -> pd.DataFrame:
+    """The golden cells of a run's results: mean over runs of every multiclass metric (nested
+    cross-validation: over the outer runs), then, for a config (``cfg``) with ``evaluation.search``,
+    the :func:`search_cells`."""
     df = results[results["class"].astype(str) == "all"].copy()
+    if "inner_fold" in df.columns:   # nested CV: the outer runs (the inner ones lead to the choices)
+        df = df[(df["inner_fold"].astype(str) == "-1") & (df["search"].astype(str) == "")]
     df["value"] = df["value"].astype(float)
     out = df.groupby(KEY, sort=True)["value"].mean().reset_index()
+    if cfg is not None and cfg.evaluation.search:
+        out = pd.concat([out, search_cells(results, cfg)], ignore_index=True)
     out["value"] = out["value"].round(6)
     return out
+
+
+def search_cells(results: pd.DataFrame, cfg) -> pd.DataFrame:
+    """Per search, setting and rule, the mean test error of the point(s) chosen
+    (:func:`perceptron_lab.run.evaluation.search_summary`, or ``nested_summary`` for nested
+    cross-validation), in golden cells whose ``grid_point`` names the search and the choice."""
+    from perceptron_lab.run.evaluation import Grid, nested_summary, search_summary
+
+    grid = Grid.from_config(cfg)
+    nested = cfg.evaluation.mode == "nested"
+    table = (nested_summary if nested else search_summary)(results, grid, cfg)
+    rows = []
+    for r in table.to_dict("records"):
+        setting = ";".join(f"{k}={r[k]}" for k in grid.setting_keys)
+        choice = r["choices"] if nested else r["chosen"]
+        rows.append({"grid_point": f"{'nested' if nested else 'search'} {r['search']}: "
+                                   f"{setting + ' ' if setting else ''}{choice}",
+                     "epoch": str(r["epoch"]), "rule": r["rule"], "normalized": r["normalized"],
+                     "metric": "test_error_pct", "value": 100.0 - float(r["accuracy_pct"])})
+    return pd.DataFrame(rows, columns=KEY + ["value"])
 
 
 def measured_spread(case: str) -> dict | None:
