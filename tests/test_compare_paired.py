@@ -119,6 +119,12 @@ def test_the_corrected_t_holds_its_level_where_its_assumption_holds():
     assert lo <= expected <= hi and expected > 15, (r_before, expected)
 
 
+def test_runs_of_plab_with_two_seeds_are_compared_by_compare_itself():
+    """The engine null on a few pairs: every comparison goes through paired_runs (a verdict per rule)."""
+    sim = cal.engine_null(seeds=6)
+    assert len(sim) == 6 and set(sim["rule"]) == {"vote", "last"} and sim["now"].dtype == bool
+
+
 @pytest.mark.parametrize("name", ["10-fold, 5 orders, feature blocks", "10-fold, 1 order, feature blocks",
                                   "holdout, 5 orders, two views"])
 def test_no_real_difference_is_declared_at_most_at_the_nominal_rate(name):
@@ -140,7 +146,10 @@ def test_the_committed_calibration_holds_what_the_docs_say():
     test printed now stays at or below the nominal rate within its interval; the old plain t
     exceeded it wherever folds or orders were taken for independent evidence."""
     t = pd.read_csv(ROOT / "results" / "compare" / "calibration.csv")
-    assert set(t["design"]) == {d[0] for d in cal.DESIGNS} and (t["simulations"] >= 4000).all()
+    simulated = t["design"].isin([d[0] for d in cal.DESIGNS])
+    assert set(t.loc[simulated, "design"]) == {d[0] for d in cal.DESIGNS} and (t.loc[simulated, "simulations"] >= 4000).all()
+    engine = t[~simulated]      # plab's own runs: a comparison per pair of seeds, per rule
+    assert len(engine) == 4 and (engine["simulations"] == cal.ENGINE[3] // 2).all()
     now, before = t[t["test"] == "now"], t[t["test"] == "before"]
     assert (now["ci_low_pct"] <= now["nominal_pct"]).all(), now
     worst = before[(before["orders"] > 1) & (before["null"] != "orders")]
@@ -155,7 +164,7 @@ def test_the_committed_calibration_holds_what_the_docs_say():
 
 def test_the_study_writes_its_table_and_figure(tmp_path, monkeypatch):
     monkeypatch.setattr(cal, "DESIGNS", cal.DESIGNS[-3:])
-    csv, png = cal.main(tmp_path, sims=40)
+    csv, png = cal.main(tmp_path, sims=40, engine=False)
     t = pd.read_csv(csv)
     assert len(t) == 6 and list(t["test"]) == ["before", "now"] * 3
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -351,15 +351,14 @@ def paired_calibration(root: Path) -> str:
     rows = []
     for design in dict.fromkeys(t["design"]):
         d = t[t["design"] == design].set_index("test")
-        rows.append([design, cell(d.loc["before"]), cell(d.loc["now"])])
-    sims = ", ".join(sorted(set(t["simulations"])))
+        rows.append([design, d.loc["now", "simulations"], cell(d.loc["before"]), cell(d.loc["now"])])
     nominal = ", ".join(f"{float(v):g}%" for v in sorted(set(t["nominal_pct"]), key=float))
     return "\n".join([
-        f"Rate at which a winner is called where there is none ({sims} simulations per design, nominal "
-        f"{nominal}; the 95% Clopper-Pearson interval of each rate in brackets):",
+        f"Rate at which a winner is called where there is none (nominal {nominal}; the 95% Clopper-Pearson "
+        "interval of each rate in brackets; simulations: data sets drawn, or pairs of seeds of plab's own runs):",
         "",
-        md_table(["design", "before: plain t over every pair", "now: corrected t (k-fold), bound (holdout)"],
-                 rows, ["l", "r", "r"]),
+        md_table(["design", "simulations", "before: plain t over every pair",
+                  "now: corrected t (k-fold), bound (holdout)"], rows, ["l", "r", "r", "r"]),
         "",
         "![Calibration of plab compare's paired tests](results/compare/calibration.png)",
     ])

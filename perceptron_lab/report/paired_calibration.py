@@ -32,6 +32,9 @@ interval excludes 0:
 The perceptron runs in numpy on every simulation at once (the tests are statistics of the paired
 errors; which implementation of the perceptron produced them does not enter them), so thousands
 of simulations take seconds. Every simulation is seeded (:data:`SEED` and the design).
+:func:`engine_null` adds the ``two seeds`` null on plab's own engine and data (:data:`ENGINE`:
+sonar, one run with a grid over ``training.seed``), each pair of seeds compared by
+``plab compare --paired``'s own code, per rule.
 
 ``python -m perceptron_lab.report.paired_calibration`` runs :data:`DESIGNS` with :data:`SIMS`
 simulations each and writes ``results/compare/calibration.csv`` (a row per design and test: the
@@ -158,6 +161,42 @@ def simulate(protocol: str, folds: int, orders: int, null: str, sims: int, seed:
     return pd.DataFrame({"diff": diff, "before": before, "now": now})
 
 
+#: The null on plab's own engine and data: (dataset, folds, training orders, seeds). One run with a
+#: grid over ``training.seed``; grid points 2i and 2i+1 (the same perceptron, other training
+#: orders) are one comparison, made by ``plab compare --paired``'s own code.
+ENGINE = ("sonar", 10, 3, 1000)
+
+
+def engine_null(seeds: int | None = None, confidence: float = PAIRED_CONFIDENCE) -> pd.DataFrame:
+    """The ``two seeds`` null on real runs (:data:`ENGINE`): a row per (pair of grid points, rule)
+    with whether the plain t over every (fold, order) pair (``before``) and the test of
+    :func:`perceptron_lab.report.compare.paired_runs` (``now``) declared the two different."""
+    import tempfile
+
+    from perceptron_lab.config.load import config_from_dict
+    from perceptron_lab.report.compare import _columns, _errors, paired_runs
+    from perceptron_lab.run.experiment import run_experiment
+
+    data, folds, orders, n = ENGINE
+    n = n if seeds is None else seeds
+    cfg = config_from_dict({"name": "paired_null", "dataset": {"name": data}, "algorithm": {"eta": 1.0},
+                            "training": {"epochs": 1, "permutations": orders},
+                            "prediction": {"rules": ["vote", "last"]},
+                            "evaluation": {"mode": "kfold", "folds": folds, "grid": {"training.seed": list(range(n))}},
+                            "output": {"figures": False}})
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        run_experiment(cfg, Path(tmp) / "run", progress=False)
+        cols = _columns([Path(tmp) / "run"])
+        for i in range(0, len(cols) - 1, 2):
+            table = paired_runs([cols[i], cols[i + 1]], confidence).set_index("rule")
+            for rule in ("vote", "last"):
+                d = _errors(cols[i], rule) - _errors(cols[i + 1], rule)
+                rows.append({"pair": i // 2, "rule": rule, "before": declared_different(plain_t(d, confidence)),
+                             "now": not table.loc[rule, "verdict"].startswith(("no ",))})
+    return pd.DataFrame(rows)
+
+
 def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """The exact (Clopper-Pearson) interval of a binomial proportion k / n."""
     from scipy.special import betaincinv
@@ -168,20 +207,34 @@ def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, fl
     return lo, hi
 
 
-def rates(designs=None, sims: int = SIMS, seed: int = SEED, confidence: float = PAIRED_CONFIDENCE) -> pd.DataFrame:
+def rates(designs=None, sims: int = SIMS, seed: int = SEED, confidence: float = PAIRED_CONFIDENCE,
+          engine: bool = False) -> pd.DataFrame:
     """A row per design (default :data:`DESIGNS`) and test (``before``, ``now``): simulations,
-    declared different, the rate (%) and its 95% Clopper-Pearson interval (%), the nominal rate (%)."""
+    declared different, the rate (%) and its 95% Clopper-Pearson interval (%), the nominal rate (%).
+    ``engine`` adds the rows of :func:`engine_null` (one per rule, a simulation per pair of seeds)."""
     rows = []
     for name, protocol, folds, orders, null in (DESIGNS if designs is None else designs):
         sim = simulate(protocol, folds, orders, null, sims, seed, confidence)
-        for test in ("before", "now"):
-            k = int(sim[test].sum())
-            lo, hi = clopper_pearson(k, sims)
-            rows.append({"design": name, "protocol": protocol, "folds": folds, "orders": orders, "null": null,
-                         "test": test, "method": _method(protocol, test), "simulations": sims,
-                         "declared_different": k, "rate_pct": 100.0 * k / sims, "ci_low_pct": 100.0 * lo,
-                         "ci_high_pct": 100.0 * hi, "nominal_pct": 100.0 * (1.0 - confidence)})
+        rows += _rows(name, protocol, folds, orders, null, sim, confidence)
+    if engine:
+        data, folds, orders, _ = ENGINE
+        sim = engine_null(confidence=confidence)
+        for rule in ("vote", "last"):
+            rows += _rows(f"{data}, plab, {folds}-fold, {orders} orders, two seeds, {rule}", "kfold", folds, orders,
+                          "orders", sim[sim["rule"] == rule], confidence)
     return pd.DataFrame(rows)
+
+
+def _rows(name, protocol, folds, orders, null, sim, confidence) -> list[dict]:
+    rows = []
+    for test in ("before", "now"):
+        k, n = int(sim[test].sum()), len(sim)
+        lo, hi = clopper_pearson(k, n)
+        rows.append({"design": name, "protocol": protocol, "folds": folds, "orders": orders, "null": null,
+                     "test": test, "method": _method(protocol, test), "simulations": n, "declared_different": k,
+                     "rate_pct": 100.0 * k / n, "ci_low_pct": 100.0 * lo, "ci_high_pct": 100.0 * hi,
+                     "nominal_pct": 100.0 * (1.0 - confidence)})
+    return rows
 
 
 def _method(protocol: str, test: str) -> str:
@@ -196,7 +249,7 @@ def plot(table: pd.DataFrame, out) -> Path:
     from perceptron_lab.run.figures import _figure, save_figure, suptitle
 
     designs = list(dict.fromkeys(table["design"]))
-    fig = _figure(7.5, 0.55 * len(designs) + 1.6)
+    fig = _figure(10.0, 0.55 * len(designs) + 1.8)
     ax = fig.subplots()
     ypos = {d: i for i, d in enumerate(designs)}
     for test, dy, color, marker, label in (("before", 0.15, "C3", "s", "before: plain t over every pair"),
@@ -212,24 +265,30 @@ def plot(table: pd.DataFrame, out) -> Path:
     ax.set_xscale("symlog", linthresh=1.0)
     ax.set_xlim(0, 100)
     ax.set_xticks([0, 1, 2, 5, 10, 20, 50, 100], ["0", "1", "2", "5", "10", "20", "50", "100"])
-    ax.set_xlabel("declared different when A and B do not differ (% of simulations, 95% interval)")
+    ax.set_xlabel("declared different where A and B do not differ (% of simulations, 95% interval)")
     ax.grid(True, axis="x", alpha=0.3, lw=0.5)
     fig.legend(loc="outside lower center", fontsize="small", frameon=False, ncol=2)
-    n = int(table["simulations"].iloc[0])
-    suptitle(fig, f"plab compare --paired and --rules: how often a winner is called where there is none, "
-                  f"{n} simulations per design. Feature blocks: A and B read exchangeable features (N = {N}); "
-                  "two seeds: one learner, two training orders; two views: one trained perceptron scored on two "
-                  "exchangeable views of each test example. Before, holdout with one order: no interval")
+    sims = table.loc[table["null"] != "orders", "simulations"]
+    n = int(sims.iloc[0]) if len(sims) else int(table["simulations"].iloc[0])
+    engine = table[table["design"].str.contains(", plab, ")]
+    suptitle(fig, f"plab compare --paired and --rules: how often a winner is called where there is none "
+                  f"({n} simulated data sets per design"
+                  + (f"; {int(engine['simulations'].iloc[0])} pairs of seeds of plab's own runs on sonar"
+                     if len(engine) else "")
+                  + f"). Feature blocks: A and B read exchangeable features (N = {N}); two seeds: one learner, "
+                    "two training orders; two views: one trained perceptron scored on two exchangeable views of "
+                    "each test example. Before, holdout with one order: no interval")
     out = Path(out)
     save_figure(fig, out)
     return out
 
 
-def main(out_dir=OUT, sims: int = SIMS) -> tuple[Path, Path]:
-    """Run the study and write ``calibration.csv`` and ``calibration.png`` into ``out_dir``."""
+def main(out_dir=OUT, sims: int = SIMS, engine: bool = True) -> tuple[Path, Path]:
+    """Run the study (with ``engine``, the real runs of :func:`engine_null` too) and write
+    ``calibration.csv`` and ``calibration.png`` into ``out_dir``."""
     from perceptron_lab.run.store import atomic_write_text
 
-    table = rates(sims=sims)
+    table = rates(sims=sims, engine=engine)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     csv = out_dir / "calibration.csv"
