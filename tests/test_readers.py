@@ -101,7 +101,7 @@ DAMAGES = {"cut mid-line": (cut_mid_line, "cut short"),
 
 
 def report(tmp_path, *dirs):
-    r = plab("report", *dirs, "--out", tmp_path / "rep")
+    r = plab("report", *dirs, "--out", tmp_path / "rep", "--allow-damaged")
     md = (tmp_path / "rep" / "report.md").read_text() if r.exit_code == 0 else ""
     html = (tmp_path / "rep" / "index.html").read_text() if r.exit_code == 0 else ""
     return r, md, html
@@ -111,6 +111,19 @@ def test_whole_run_is_counted_without_marks(run, tmp_path):
     r, md, html = report(tmp_path, run.parents[1])
     assert r.exit_code == 0 and notes(r, "warning") == [] and "DAMAGED" not in md and "damaged" not in html
     assert "`gentile2001_table1` (" in md
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES), ids=list(DAMAGES))
+def test_a_damaged_run_stops_the_report_unless_allowed(run, tmp_path, damage):
+    """By default the report does not leave a damaged run out of its counts silently: one error line
+    naming the file, exit status 1, nothing written."""
+    fn, why = DAMAGES[damage]
+    fn(run / COMP)
+    r = plab("report", run.parents[1], "--out", tmp_path / "strict")
+    assert r.exit_code == 1, r.output
+    (line,) = notes(r, "error")
+    assert str(run / COMP) in line and why in line and "--allow-damaged" in line
+    assert not (tmp_path / "strict").exists() or not any((tmp_path / "strict").iterdir())
 
 
 @pytest.mark.parametrize("damage", list(DAMAGES), ids=list(DAMAGES))

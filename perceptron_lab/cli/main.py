@@ -409,20 +409,24 @@ def configs_list():
 @click.argument("results_dirs", nargs=-1, type=click.Path(exists=True, file_okay=False))
 @click.option("--out", "out_dir", default="results/report", show_default=True, type=click.Path(file_okay=False),
               help="Folder for report.md, index.html and one page per paper.")
+@click.option("--allow-damaged", is_flag=True,
+              help="Write the report even when a run folder or log is damaged: it is marked DAMAGED and left "
+                   "out of the counts (by default a damaged one stops the report, exit status 1).")
 @friendly_errors
-def report(results_dirs, out_dir):
+def report(results_dirs, out_dir, allow_damaged):
     """Build the paper-vs-ours report (Markdown and HTML pages) from run folders.
 
     Every folder under RESULTS_DIRS holding a run.json is read (default: results/). For each paper
     table: the paper's value, ours (mean ± std), the difference, whether it is within tolerance,
     a summary per table and overall; the figures; machine, versions and run times. Open
-    OUT/index.html: per paper and table the counts and a heat-map, one page per paper.
+    OUT/index.html: per paper and table the counts and a heat-map, one page per paper. A damaged
+    run folder stops the report (exit status 1) unless --allow-damaged.
 
     Example: plab report results --out results/report
     """
     from perceptron_lab.report.tables import write_report
 
-    md, page = write_report(results_dirs or ("results",), out_dir)
+    md, page = write_report(results_dirs or ("results",), out_dir, allow_damaged=allow_damaged)
     click.echo(f"wrote {md} and {page}")
 
 

@@ -631,8 +631,18 @@ def to_markdown(items, out: Path) -> str:
     return "\n".join(md)
 
 
-def write_report(paths, out_dir) -> tuple[Path, Path]:
-    rep = collect(paths)
+def write_report(paths, out_dir, allow_damaged: bool = False) -> tuple[Path, Path]:
+    """Write the report of ``paths`` into ``out_dir``. A damaged run folder or log stops it before
+    anything is written (:class:`~perceptron_lab.errors.DamagedFileError`, exit status 1), unless
+    ``allow_damaged``: then the report is written with the damaged ones marked and left out of the
+    counts."""
+    quiet: list = []
+    rep = collect(paths, warn=warn if allow_damaged else quiet.append)
+    if rep.damaged and not allow_damaged:
+        where, why = rep.damaged[0]
+        more = f" (and {len(rep.damaged) - 1} more)" if len(rep.damaged) > 1 else ""
+        raise DamagedFileError(f"{why}{more}: the report would leave it out of its counts; fix it or rerun the run "
+                               f"that wrote it, or pass --allow-damaged to write a report that marks it DAMAGED")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     items = build(rep, out)
