@@ -9,7 +9,7 @@ import pytest
 from perceptron_lab.engine import train_algorithm
 from perceptron_lab.run.spec import algorithm_settings, unit_spec
 from perceptron_lab.engine.alma import (AlmaParams, link_f, link_f_inv, pnormalize,
-                                        theorem3_bound, train_alma)
+                                        theorem3_bound, train_alma, train_primal)
 from perceptron_lab.model.margins import hypothesis_at, margin_distribution, training_margins
 from perceptron_lab.engine.perceptron import EngineError, epochs_to_steps, label_matrix
 from perceptron_lab.engine.kernels import Kernel, gram
@@ -722,3 +722,135 @@ evaluation:
     assert set(s["n_candidates"]) == {3} and (s["n_runs"] == 6).all()
     assert set(s["chosen"]) <= {"sigma=0.5", "sigma=2", "sigma=8"}
     assert not list(out.glob("gentile2001_table*"))
+
+
+# ----------------------------------------------------------------------------- p in the hundreds and beyond
+
+def _updates(log):
+    return [(int(s), int(e), int(c)) for s, e, c in zip(log.upd_step, log.upd_ex, log.upd_cls)]
+
+
+def _large_p_setting(p, alpha):
+    """alpha = 1 (threshold 0), or alpha < 1 with B = 0.3 / sqrt(p - 1), so that the threshold
+    (1 - alpha) B sqrt(p - 1) / sqrt(k) is 0.3 (1 - alpha) / sqrt(k), below the margins' range
+    [-1, 1] (Gentile's B = 1/alpha puts it above 1 for large p: every step a correction)."""
+    return dict(alpha=alpha) if alpha == 1.0 else dict(alpha=alpha, B=0.3 / math.sqrt(p - 1.0))
+
+
+@pytest.mark.parametrize("p", [300.0, 1000.0, 1e4, 1e6])
+def test_link_inverse_in_range_for_large_p(p):
+    """f^-1(theta)_i = sign(theta_i) |theta_i|^(p-1) / |theta|_p^(p-2) against 40-digit decimals.
+    Before: every |theta_i|^(p-1) and |theta|_p^(p-2) underflowed (0.5^999 = 1e-301, 0.3^999 =
+    0), and f^-1 was 0; now each entry is the exact value rounded (0 where that is below 2^-1074),
+    and Lemma 2's |f^-1(theta)|_q = |theta|_p holds."""
+    from decimal import Decimal as D, localcontext
+
+    from exact_alma import CTX, _link
+
+    theta = np.array([0.05, -0.41, 0.4, 0.3, -0.002, 0.0, 0.399999])
+    got = link_f_inv(theta, p)
+    with localcontext(CTX):
+        want = np.array([float(v) for v in _link([D(float(t)) for t in theta], D(p))])
+    assert np.abs(got).max() > 0.1
+    np.testing.assert_allclose(got, want, rtol=64 * p * np.finfo(float).eps, atol=np.finfo(float).tiny)
+    q = p / (p - 1.0)
+    np.testing.assert_allclose(np.sum(np.abs(got) ** q) ** (1 / q), np.sum(np.abs(theta / 0.41) ** p) ** (1 / p) * 0.41,
+                               rtol=1e-9)
+
+
+@pytest.mark.parametrize("c", [2.0**-1000, 2.0**-600, 2.0**600, 2.0**1000])
+@pytest.mark.parametrize("q", [1.5, 1.001, 6 / 5])
+def test_link_is_homogeneous_far_from_one(c, q):
+    """f(c w) = c f(w) (degree 1, Gentile 2001 §2). Before, for q = 1.5 and 6/5: at c = 2^-1000 every
+    |w_i|^q underflowed, |w|_q came out 0 and f(c w) was 0; at 2^1000 the sum overflowed and f was
+    0. (q = 1.001, and 2^+-600, were right before and still are.)"""
+    w = np.random.default_rng(3).normal(size=9)
+    np.testing.assert_allclose(link_f(c * w, q), c * link_f(w, q), rtol=1e-13)
+
+
+@pytest.mark.parametrize("p", [300.0, 1000.0, 1e4, 1e6])
+@pytest.mark.parametrize("alpha", [1.0, 0.7])
+def test_large_p_runs_are_figure_1s(p, alpha):
+    """The primal loop at p in the hundreds to a million, against Figure 1 in 40-digit decimals
+    (tests/exact_alma.py): the same corrections, the same last hypotheses (to p x float64's
+    rounding: the link's power amplifies a relative error by p - 1) and the same test predictions.
+    Before: from p = 300 on, w underflowed to 0 (its norm's sum of p-th powers came out 0), every
+    example became a correction, and the corrections differed from Figure 1's."""
+    from exact_alma import ExactAlma
+
+    X, y, Xt, _ = small_problem(41, n=30, f=5, n_classes=3, integer=False)
+    Y = label_matrix(y, 3)
+    order = np.random.default_rng(42).permutation(len(y))
+    setting = _large_p_setting(p, alpha)
+    log = train_primal(X, Y, AlmaParams(p=p, **setting), order, 2.0, [2.0], chunk_size=7)
+    ref = ExactAlma(X, Y, p=p, **setting).fit(order, 2 * len(y))
+    assert _updates(log) == ref.updates
+    if alpha == 1.0:
+        assert len(ref.updates) < 2 * len(y) * 3 / 2  # the margins decide (before: every step a correction)
+    for c in range(3):
+        mine = log.upd_cls == c
+        if mine.any():
+            want = np.array([float(v) for v in ref.W[c]])
+            np.testing.assert_allclose(log.hyp_w[mine][-1], want, rtol=64 * p * np.finfo(float).eps,
+                                       atol=np.finfo(float).tiny)
+    last = np.array([log.hyp_w[log.upd_cls == c][-1] if (log.upd_cls == c).any() else np.zeros(5) for c in range(3)])
+    exact = np.array([[float(s) for s in row] for row in ref.scores(Xt)])
+    assert (np.argmax(Xt @ last.T, axis=1) == np.argmax(exact, axis=1)).all()
+
+
+def test_sonar_alma_1000_is_figure_1s():
+    """ALMA_1000(1) on sonar, one epoch. Before: 208 corrections of 208 steps (w = 0 after every
+    update, every margin 0), exit 0 through plab run; now Figure 1's 100 corrections, step for step."""
+    from exact_alma import ExactAlma
+    from perceptron_lab.datasets import load_dataset
+
+    ds = load_dataset("sonar")
+    Y = label_matrix(ds.y_train, 2)
+    order = np.random.default_rng(0).permutation(len(ds.y_train))
+    log = train_primal(ds.X_train, Y, AlmaParams(alpha=1.0, p=1000.0), order, 1.0, [1.0])
+    ref = ExactAlma(ds.X_train, Y, alpha=1.0, p=1000.0).fit(order, len(ds.y_train))
+    assert _updates(log) == ref.updates and len(ref.updates) == 100
+
+
+def _integer_stream():
+    rng = np.random.default_rng(1)
+    X = rng.integers(-3, 4, size=(60, 12)).astype(float)
+    y = (X @ rng.normal(size=12) > 0).astype(int)
+    return X, label_matrix(y, 2), rng.permutation(60)
+
+
+def test_undecidable_correction_is_refused_and_the_fix_runs():
+    """ALMA_100000(1) on integer features: the weights of every feature but the largest underflow
+    (|theta_i / |theta|_p|^(p-1) < 2^-1074), an example that is 0 on the others gets margin 0 in
+    float64 where Figure 1's is positive (about 10^-4575), and with alpha = 1 that decides the
+    correction. Before: w underflowed to 0 and all 120 steps were corrections (Figure 1 makes 38),
+    exit 0; with the link in range alone, that margin still made 51 corrections. Now NumericError
+    with the state as before the call, and the fix it names (alpha below 1) runs Figure 1."""
+    from exact_alma import ExactAlma
+    from perceptron_lab.engine.alma import PrimalRun
+    from perceptron_lab.errors import NumericError
+
+    X, Y, order = _integer_stream()
+    with pytest.raises(NumericError, match="cannot be decided") as exc:
+        train_primal(X, Y, AlmaParams(alpha=1.0, p=1e5), order, 2.0, [2.0])
+    msg = str(exc.value)
+    assert "\n" not in msg and "Fix: set algorithm.alpha below 1" in msg
+    # the run refuses with the state it had before the call
+    run = PrimalRun(1, X.shape[1], AlmaParams(alpha=1.0, p=1e5))
+    Xh, xnz = pnormalize(X, 1e5), np.any(X != 0, axis=1)
+    seq = np.concatenate([order, order])
+    done = 0
+    for t in range(seq.size):
+        before = [a.copy() for a in (run.theta, run.W, run.ncorr, run.cum_correct)]
+        try:
+            run.steps(Xh, xnz, Y[:, :1], seq[t:t + 1])
+            done += 1
+        except NumericError:
+            for a, b in zip((run.theta, run.W, run.ncorr, run.cum_correct), before):
+                np.testing.assert_array_equal(a, b)
+            break
+    assert 0 < done < seq.size
+    fixed = _large_p_setting(1e5, 0.9)
+    log = train_primal(X, Y, AlmaParams(p=1e5, **fixed), order, 2.0, [2.0])
+    assert _updates(log) == ExactAlma(X, Y, p=1e5, **fixed).fit(order, 120).updates
+

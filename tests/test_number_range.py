@@ -649,3 +649,77 @@ def test_budget_estimator_test_set_beyond_the_training_scale_is_refused():
         SONAR.X_train * 2.0**-700, SONAR.y_train)
     with pytest.raises(ValueError, match="far from the scale"):
         est.predict(SONAR.X_train * 2.0**-100)
+
+
+# ------------------------------------------------------------------------- ALMA over p (any p >= 2)
+
+ALMA_ROWS = SONAR.X_train[::7]            # 30 rows of sonar, both classes; the others' test rows
+ALMA_TEST = SONAR.X_train[3::7]
+#: the same rows with 4 features in 5 set to 0: with p in the hundreds the weights of all but the
+#: largest features underflow, and an example that is 0 on those gets a margin float64 cannot sign
+ALMA_SPARSE = ALMA_ROWS * (np.random.default_rng(11).random(ALMA_ROWS.shape) < 0.2)
+_EXACT_ALMA: dict = {}
+
+
+def _exact_alma(X, Y, order, steps, p, setting):
+    """Figure 1 in 40-digit decimals (tests/exact_alma.py) on the float64 rows ``X``, cached for
+    the unscaled rows: x^ = x / |x|_p is the same for every positive multiple of x, so in exact
+    arithmetic the run on 2^k X is the run on X wherever 2^k X is X exactly (no rounding)."""
+    from exact_alma import ExactAlma
+
+    key = (X.tobytes(), p, tuple(sorted(setting.items())))
+    if key not in _EXACT_ALMA:
+        _EXACT_ALMA[key] = ExactAlma(X, Y, p=p, **setting).fit(order, steps)
+    return _EXACT_ALMA[key]
+
+
+@settings(max_examples=25, deadline=None)
+@given(k=st.integers(-1070, 1020), alpha=st.sampled_from([1.0, 0.8]), sparse=st.booleans(),
+       p=st.one_of(st.sampled_from([2.0, 6.0, 10.0, 300.0, 1000.0, 5000.0]),
+                   st.floats(0.31, 6.0).map(lambda e: float(round(10.0**e, 3)))))
+def test_property_alma_over_p(k, alpha, sparse, p):
+    """ALMA_p's primal loop (plab run's and the estimators') on 30 rows of sonar (dense, or with 4
+    features in 5 set to 0) times 2^k, from
+    2^-1070 (subnormal features) to 2^1020, p from 2 to a million: the corrections of Figure 1 in
+    40-digit decimals on the same rows, and its signs on test rows, or NumericError. The
+    invariance: ALMA normalizes instances (x^ = x / |x|_p), so the exact run does not depend on k
+    (wherever 2^k X is exact; below 2^-1022 the rows are rounded, and the exact run is taken on the
+    rounded rows). Before: from p = 300 on, w underflowed to 0 and every step was a correction."""
+    from perceptron_lab.engine.alma import AlmaParams, pnormalize, train_primal
+    from perceptron_lab.engine.perceptron import label_matrix
+
+    setting = dict(alpha=alpha) if alpha == 1.0 else dict(alpha=alpha, B=0.3 / np.sqrt(p - 1.0))
+    y = SONAR.y_train[::7]
+    Y = label_matrix(y, 2)
+    order = np.random.default_rng(5).permutation(len(y))
+    X = ALMA_SPARSE if sparse else ALMA_ROWS
+    with np.errstate(under="ignore"):
+        Xs = np.ldexp(X, k)
+    exact_rows = X if np.array_equal(np.ldexp(Xs, -k), X) else Xs
+    ref = _exact_alma(exact_rows, Y, order, 2 * len(y), p, setting)
+    try:
+        log = train_primal(Xs, Y, AlmaParams(p=p, **setting), order, 2.0, [2.0])
+    except NumericError as exc:
+        assert "Fix:" in str(exc)
+        return
+    assert [(int(s), int(e), int(c)) for s, e, c in zip(log.upd_step, log.upd_ex, log.upd_cls)] == ref.updates
+    if log.n_updates:
+        w = log.hyp_w[-1]
+        exact = np.array([float(np.sign(s[0])) for s in ref.scores(ALMA_TEST)])
+        assert (np.sign(pnormalize(ALMA_TEST, p) @ w) == exact).all()
+
+
+def test_cli_alma_undecidable_margin_exit_4(tmp_path):
+    """``plab run`` with ALMA_10000(1) on sonar with 4 features in 5 set to 0: a margin float64
+    cannot sign decides a correction. Before: exit 0 with w = 0 after every update (every step a
+    correction). Now exit 4, one ``plab: error:`` line, and its fix (alpha below 1) runs."""
+    X = SONAR.X_train * (np.random.default_rng(11).random(SONAR.X_train.shape) < 0.2)
+    np.savez(tmp_path / "sparse.npz", X=X, y=SONAR.y_train)
+    (tmp_path / "a.yaml").write_text(
+        "name: a\ndataset:\n  path: sparse.npz\nkernel:\n  type: linear\nalgorithm:\n  name: alma\n  p: 10000\n"
+        "  alpha: 1.0\ntraining:\n  epochs: 1\nprediction:\n  rules: [last]\nevaluation:\n  mode: kfold\n"
+        "  folds: 2\noutput:\n  figures: false\n")
+    status, _, errors = plab("run", tmp_path / "a.yaml", "--out", tmp_path / "o", "-q")
+    assert status == 4 and len(errors) == 1 and "Fix: set algorithm.alpha below 1" in errors[0], errors
+    status, _, errors = plab("run", tmp_path / "a.yaml", "algorithm.alpha=0.9", "--out", tmp_path / "f", "-q")
+    assert status == 0, errors

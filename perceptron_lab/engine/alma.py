@@ -32,6 +32,18 @@ Two forms, both returning a :class:`~perceptron_lab.engine.perceptron.TrainLog`:
   being homogeneous of degree 1, and ``|w'|_q = |theta'|_p`` by Lemma 2) and records every
   hypothesis ``w_k`` explicitly (``TrainLog.hyp_w``, n_updates x n_features floats; 24 MB for
   10000 updates on 300 features).
+
+Range (any p >= 2). The link's powers ``|theta_i|^(p-1)`` and the norms' sums of p-th powers
+leave float64 once p is in the hundreds (``0.5^1100 = 0``): the hypothesis came out 0 and every
+example a correction. They are computed in the direct form where that is in float64's range (bit
+for bit as before: Gentile's Table 6, p = 2, 6 and 10, reproduces byte for byte) and elsewhere in
+a scaled form, the largest entry factored out (f is homogeneous of degree 1), which is the same
+number computed in range (:func:`_pnorm`, :func:`_link_with_norm`). What
+float64 still cannot hold are weights below ``2^-1074 |theta|_p`` (with p = 1000, those of every
+feature below half the largest ``|theta_i|``): they are 0, and where the sum of such lost terms
+could decide a correction (a margin within ``n 2^-1021`` of a threshold of 0, alpha = 1) the
+run stops with a :class:`~perceptron_lab.errors.NumericError` rather than guess
+(:func:`_primal_chunk`).
 """
 
 from __future__ import annotations
@@ -49,6 +61,7 @@ from perceptron_lab.constants import ALMA_B_STATED, ALMA_B_THEOREM3
 from perceptron_lab.engine.kernels import Kernel
 from perceptron_lab.engine.base import update_buffers
 from perceptron_lab.engine.perceptron import EngineError, TrainLog, chunk_bounds, epochs_to_steps, train
+from perceptron_lab.errors import NumericError
 
 SQRT2 = math.sqrt(2.0)
 
@@ -122,30 +135,73 @@ def _pow(x, r, ri):
     return x ** r
 
 
+#: The direct form of a p-norm, ``(sum |v_i|^p)^(1/p)``, is used when that sum is finite and at
+#: least this: then the terms that underflowed (each below float64's normal range, off by at most
+#: 2^-1075) are below the sum's own rounding (2^-53 relative) for any realistic length (up to
+#: 2^60 entries). Below it, or at inf, the scaled form is used (:func:`_pnorm`).
+_SUM_LO = 2.0 ** -960
+#: float64's smallest normal number: a power below it has lost digits (or is 0).
+_TINY = float(np.finfo(np.float64).tiny)
+_INF = math.inf
+
+
 @nb.njit(cache=True)
 def _pnorm(v, p, pi=-1):
+    """``|v|_p``, in float64's range for any p.
+
+    The direct form ``(sum |v_i|^p)^(1/p)`` underflows for p in the hundreds (every ``|v_i|^p`` of
+    entries below 1 is 0 once p > 1075 / log2(1 / |v_i|): the norm of ALMA_1000's first hypothesis
+    came out 0) and overflows for large entries. It is kept where its sum is finite and at least
+    :data:`_SUM_LO` (bit for bit as before there: the scaled form, used everywhere, would change
+    the last bits of Table 6's p = 6 and 10 hypotheses); elsewhere the norm is taken in the
+    scaled form ``m (sum (|v_i| / m)^p)^(1/p)`` with ``m = max |v_i|``, whose sum lies in
+    [1, len(v)] (the same number, computed in range)."""
     acc = 0.0
     for x in v:
         acc += _pow(abs(x), p, pi)
-    return acc ** (1.0 / p)
+    if acc >= _SUM_LO and acc < _INF:
+        return acc ** (1.0 / p)
+    m = 0.0
+    for x in v:
+        if abs(x) > m:
+            m = abs(x)
+    if m == 0.0:
+        return 0.0
+    acc = 0.0
+    for x in v:
+        acc += _pow(abs(x) / m, p, pi)
+    return m * acc ** (1.0 / p)
 
 
 @nb.njit(cache=True)
 def _link_with_norm(v, r, ri, nrm, out):
-    """``out_i = sign(v_i) |v_i|^(r-1) / nrm^(r-2)`` with ``nrm = |v|_r`` given (0 maps to 0)."""
+    """``out_i = sign(v_i) |v_i|^(r-1) / nrm^(r-2)`` with ``nrm = |v|_r`` given (0 maps to 0).
+
+    Direct form where it is in range: ``|v_i|^(r-1)`` and ``nrm^(r-2)`` both normal float64
+    numbers (bit for bit as before there, as :func:`_pnorm`). An entry whose power
+    underflows (ALMA_p with p in the hundreds: ``|theta_i|^(p-1)`` is 0 for every entry below
+    1/2 once p > 1075, and ``nrm^(p-2)`` too, so w came out 0) or overflows is taken in the
+    scaled form ``sign(v_i) (|v_i| / nrm)^(r-1) nrm`` (Gentile 2001, §2: f is homogeneous of
+    degree 1), whose power lies in [0, 1]: what still underflows there is below
+    ``2^-1074 nrm``, an entry float64 cannot hold next to the largest one (>= nrm / len(v))."""
     if nrm == 0.0:
         out[:] = 0.0
         return
     d = nrm ** (r - 2.0)
+    direct = d >= _TINY and d < _INF
     rm1 = ri - 1 if ri >= 1 else -1
     for i in range(v.shape[0]):
         x = v[i]
-        if x > 0.0:
-            out[i] = _pow(x, r - 1.0, rm1) / d
-        elif x < 0.0:
-            out[i] = -_pow(-x, r - 1.0, rm1) / d
-        else:
+        if x == 0.0:
             out[i] = 0.0
+            continue
+        a = abs(x)
+        num = _pow(a, r - 1.0, rm1) if direct else 0.0
+        if direct and num >= _TINY and num < _INF:
+            val = num / d
+        else:
+            val = _pow(a / nrm, r - 1.0, rm1) * nrm
+        out[i] = val if x > 0.0 else -val
 
 
 @nb.njit(cache=True)
@@ -158,20 +214,27 @@ def _int_or_neg(r: float) -> int:
     return int(r) if float(r).is_integer() and r < 64 else -1
 
 
-def link_f(w, q: float) -> np.ndarray:
-    """Gentile's f (gradient of |w|_q^2 / 2): maps q-norm to p-norm (Lemma 2)."""
-    w = np.ascontiguousarray(w, dtype=np.float64)
-    out = np.empty_like(w)
-    _link(w, float(q), out)
+def _link_checked(v, r: float) -> np.ndarray:
+    v = np.ascontiguousarray(v, dtype=np.float64)
+    if not np.isfinite(v).all():
+        raise NumericError("the p-norm link needs finite numbers; the vector holds NaN or inf")
+    out = np.empty_like(v)
+    _link(v, float(r), out)
+    if not np.isfinite(out).all():  # |v|_r itself beyond float64 (entries near 1e308)
+        raise NumericError(f"the p-norm link of a vector whose {float(r):g}-norm exceeds float64's range; "
+                           "scale it down")
     return out
+
+
+def link_f(w, q: float) -> np.ndarray:
+    """Gentile's f (gradient of |w|_q^2 / 2): maps q-norm to p-norm (Lemma 2). In float64's
+    range for any q and any w whose q-norm is a float64 number (:func:`_link_with_norm`)."""
+    return _link_checked(w, q)
 
 
 def link_f_inv(theta, p: float) -> np.ndarray:
-    """The inverse of f: the same map with q replaced by p."""
-    theta = np.ascontiguousarray(theta, dtype=np.float64)
-    out = np.empty_like(theta)
-    _link(theta, float(p), out)
-    return out
+    """The inverse of f: the same map with q replaced by p (any p >= 2, in range as :func:`link_f`)."""
+    return _link_checked(theta, p)
 
 
 @nb.njit(cache=True, parallel=False)
@@ -188,7 +251,9 @@ def pnormalize(X, p: float) -> np.ndarray:
     ``|x_i|^p`` underflows or overflows float64 on rows far from 1 in size (p = 8 on features near
     1e-50 or 1e50), and a row whose p-norm comes out as 0 or inf would be normalized to garbage.
     Such rows are first multiplied by a power of two that brings their largest value near 1,
-    which changes neither ``x / |x|_p`` nor anything else; other rows are left as they are."""
+    which changes neither ``x / |x|_p`` nor anything else; other rows are left as they are. For p
+    beyond about 1000, where even ``0.6^p`` underflows, :func:`_pnorm` takes the norm in its
+    scaled form."""
     X = np.ascontiguousarray(X, dtype=np.float64)
     if X.size:
         with np.errstate(divide="ignore"):
@@ -223,12 +288,45 @@ def alma_rule(p, alpha, B, C) -> AlmaRule:
 
 
 @nb.njit(cache=True)
+def _lost_terms(theta, w, x):
+    """Whether a term ``w_f x_f`` of the margin ``w . x`` fell below float64's normal range
+    although neither factor is 0 in exact arithmetic (``w_f`` is 0 exactly when ``theta_f`` is,
+    f^-1 keeping signs and zeros): with p in the hundreds, ``w_f = (|theta_f| / |theta|_p)^(p-1)
+    |theta|_p`` underflows for every feature far below the largest."""
+    for f in range(x.shape[0]):
+        if x[f] != 0.0 and theta[f] != 0.0 and abs(w[f] * x[f]) < _TINY:
+            return True
+    return False
+
+
+def unresolved_bound(theta, W, x) -> np.ndarray:
+    """Per label (rows of ``theta = f(W)`` and ``W``), a bound on what the terms of the score
+    ``W[c] . x`` lost below float64's normal range, 0 where none was: a term ``w_f x_f`` with
+    ``theta_f`` and ``x_f`` non-zero whose computed product is below 2^-1022 (each true weight
+    so lost is below 2^-1022 too, :func:`_link_with_norm`). A score within this bound of what
+    decides it is not known in float64 (:func:`_primal_chunk` refuses such a correction test)."""
+    x = np.asarray(x, dtype=np.float64)
+    nz = x != 0
+    with np.errstate(under="ignore"):
+        prod = np.abs(W[:, nz] * x[nz])
+    lost = ((theta[:, nz] != 0) & (prod < _TINY)).any(axis=1)
+    return np.where(lost, int(nz.sum()) * 2.0 ** -1021 * max(1.0, float(np.max(np.abs(x), initial=0.0))), 0.0)
+
+
+@nb.njit(cache=True)
 def _primal_chunk(data, ex, step0, rule, state, out, o_w):
     """Figure 1 on the examples ``ex`` (rows of the p-normalized ``Xh`` of ``data``, a
     :data:`PNormSet`), every label, by ``rule`` (:data:`AlmaRule`) from ``state``
     (:data:`PNormState`); returns the number of updates, written to the buffers of ``out``
     (:data:`~perceptron_lab.engine.base.Updates`) and their new hypotheses to the rows of ``o_w``.
-    ``theta[c] = f(W[c])`` is kept alongside ``W[c]``."""
+    ``theta[c] = f(W[c])`` is kept alongside ``W[c]``.
+
+    Returns ``-1 - t`` instead when the correction test of ``ex[t]`` cannot be decided in
+    float64 (the state is then part way through that example; :meth:`PrimalRun.steps` restores
+    it): its margin lies within ``len(x) 2^-1021`` of the threshold and some of its terms
+    underflowed (:func:`_lost_terms`), so the sign of ``margin - threshold`` is not known. It
+    happens only where the threshold is 0 or below float64's range (alpha = 1), and mostly for
+    p in the hundreds or more, where every weight far below the largest is below 2^-1074."""
     Xh, xnz, Y = data
     p, pi, alpha, B, C = rule
     theta, W, ncorr, cum_correct = state
@@ -236,6 +334,7 @@ def _primal_chunk(data, ex, step0, rule, state, out, o_w):
         out.step, out.ex, out.cls, out.coef, out.score, out.cum, out.norm)
     L = Y.shape[1]
     sp = math.sqrt(p - 1.0)
+    lost = Xh.shape[1] * 2.0 ** -1021  # the most that the terms below float64's normal range add up to
     n_out = 0
     for t in range(ex.shape[0]):
         i = ex[t]
@@ -250,7 +349,10 @@ def _primal_chunk(data, ex, step0, rule, state, out, o_w):
                 m += W[c, f] * x[f]
             m *= y
             sqk = math.sqrt(ncorr[c] + 1.0)
-            if m > (1.0 - alpha) * B * sp / sqk:
+            thr = (1.0 - alpha) * B * sp / sqk
+            if abs(m - thr) <= lost and _lost_terms(theta[c], W[c], x):
+                return -1 - t
+            if m > thr:
                 cum_correct[c] += 1
                 continue
             eta = C / (sp * sqk)
@@ -319,15 +421,27 @@ class PrimalRun:
     def steps(self, Xh, xnz, Y, ex) -> int:
         """Steps on the rows ``ex`` of the p-normalized ``Xh`` (``xnz[i]``: row i is not all zero;
         ``Y``: their labels in {-1, +1}, one column per label), in order (:func:`_primal_chunk`);
-        returns the number of updates."""
+        returns the number of updates. A :class:`~perceptron_lab.errors.NumericError`, with the
+        state as before the call, where a correction test cannot be decided in float64."""
         ex = np.ascontiguousarray(ex, dtype=np.int64)
         L, nf = self.W.shape
         size = max(1, ex.size * L)
         if self._bufs is None or self._bufs["step"].size < size or self._wbuf.shape[1] != nf:
             self._bufs, self._out = update_buffers(size, ("step", "ex", "cls", "coef", "score", "cum", "norm"))
             self._wbuf = np.empty((size, nf))
+        state = PNormState(self.theta, self.W, self.ncorr, self.cum_correct)
+        before = [a.copy() for a in state]
         m = _primal_chunk(PNormSet(Xh, xnz, np.ascontiguousarray(Y, dtype=np.int8)), ex, self.steps_done, self.rule,
-                          PNormState(self.theta, self.W, self.ncorr, self.cum_correct), self._out, self._wbuf)
+                          state, self._out, self._wbuf)
+        if m < 0:  # a correction test float64 cannot decide: refused, with the state as it was
+            for a, b in zip(state, before):
+                a[...] = b
+            raise NumericError(
+                f"ALMA_p with p = {self.p:g} and alpha = {self.rule.alpha:g}: the margin y w.x^ of a training example "
+                f"is within {Xh.shape[1] * 2.0 ** -1021:.3g} of the threshold (1 - alpha) gamma_k and part of it "
+                "fell below float64's range (for p this large, every weight far below the largest one is below "
+                "2^-1074), so whether the example is a correction cannot be decided. Fix: set algorithm.alpha below 1 "
+                "(the threshold is then a positive number float64 resolves), or a smaller algorithm.p")
         if m and self.record:
             for k in self._bufs:
                 self._logs[k].append(self._bufs[k][:m].copy())
