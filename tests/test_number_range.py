@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from clitools import plab
@@ -723,3 +723,76 @@ def test_cli_alma_undecidable_margin_exit_4(tmp_path):
     assert status == 4 and len(errors) == 1 and "Fix: set algorithm.alpha below 1" in errors[0], errors
     status, _, errors = plab("run", tmp_path / "a.yaml", "algorithm.alpha=0.9", "--out", tmp_path / "f", "-q")
     assert status == 0, errors
+
+
+# ------------------------------------------------------------------------- the online classes
+
+ONLINE_ROWS = SONAR.X_train[np.random.default_rng(7).permutation(len(SONAR.y_train))[:40]]
+ONLINE_Y = SONAR.y_train[np.random.default_rng(7).permutation(len(SONAR.y_train))[:40]]
+
+
+def _refusal_kind(exc: ValueError) -> str:
+    msg = str(exc)
+    for kind in ("outside float64's range", "overflows float64", "below float64's range"):
+        if kind in msg:
+            return kind
+    raise AssertionError(f"an unexpected refusal: {msg}")
+
+
+def _progressive(model, X):
+    """Predict, then learn, each example of the stream X (ONLINE_Y): the class predicted or the
+    kind of refusal, and whether it was learned. A predicted class must come from scores that are
+    numbers (the decision_one values of that example)."""
+    out = []
+    for x, t in zip([{f"f{j}": float(v) for j, v in enumerate(row)} for row in X], ONLINE_Y.tolist()):
+        try:
+            pred = model.predict_one(x)
+            if model._started:
+                scores = list(model.decision_one(x).values())
+                assert np.isfinite(scores).all(), "a class from scores that are not numbers"
+        except ValueError as exc:
+            pred = _refusal_kind(exc)
+        try:
+            model.learn_one(x, t)
+            learned = "learned"
+        except ValueError as exc:
+            learned = _refusal_kind(exc)
+        out.append((pred, learned))
+    return out
+
+
+@settings(max_examples=50, deadline=None)
+@given(k=st.integers(-540, 540), degree=st.integers(1, 400), gaussian=st.booleans(),
+       sigma=st.sampled_from([0.02, 0.3, 2.0]), scale=st.sampled_from([0.1, 1.0, 30.0]),
+       alg=st.sampled_from(["kernel_perceptron", "stoptron", "rbp", "forgetron", "projectron", "norma"]),
+       rule=st.sampled_from(["last", "avg"]))
+def test_property_online_kernel_scale(k, degree, gaussian, sigma, scale, alg, rule):
+    """KernelPerceptron and BudgetKernelPerceptron on a stream of 40 sonar rows times 2^k, the
+    kernel moved along (poly: scale times 4^k; Gaussian: sigma times 2^k), polynomial degrees up
+    to 400: every kernel value is the one of the unscaled stream, bit for bit (x.y / scale and
+    |x - y|^2 / sigma^2 are unchanged by a power of two while the squared norms stay in float64's
+    range), so predictions, updates and refusals are those of the unscaled stream; or the stream is
+    refused for its range. A class is never predicted from scores that are not numbers. sigma 0.02
+    puts most Gaussian kernel values below float64's range (sonar's examples lie 0.5 to 2 apart):
+    predictions from the exact scores' signs, and learn_one's refusals, alike at every scale.
+    Before: at high degrees K overflowed, the scores were inf or NaN, and predict_one still
+    returned a class."""
+    from perceptron_lab.estimators.online import BudgetKernelPerceptron, KernelPerceptron
+
+    def make(e):
+        kern = (dict(kernel="gaussian", sigma=float(np.ldexp(sigma, e))) if gaussian else
+                dict(kernel="poly", degree=degree, scale=float(np.ldexp(scale, 2 * e))))
+        if alg == "kernel_perceptron":
+            return KernelPerceptron(**kern, rule=rule, classes=[0, 1])
+        eta = {"projectron": 0.3, "norma": 0.5}.get(alg)
+        return BudgetKernelPerceptron(alg, budget=10, eta=eta, **kern, rule=rule, classes=[0, 1], seed=3)
+
+    with np.errstate(over="ignore", under="ignore"):
+        moved = float(np.ldexp(sigma, k) if gaussian else np.ldexp(scale, 2 * k))
+    assume(np.finfo(float).tiny <= moved < np.inf)  # a kernel setting float64 holds
+    ref = _progressive(make(0), ONLINE_ROWS)
+    got = _progressive(make(k), np.ldexp(ONLINE_ROWS, k))
+    if any("outside float64's range" in (a, b) for a, b in got):
+        assert all(b == "outside float64's range" for _, b in got)
+    else:
+        assert got == ref

@@ -26,7 +26,8 @@ def _models():
         for params in cls._unit_test_params():
             yield cls(**params)
     for alg in BUDGET_ALGORITHMS:
-        yield online.BudgetKernelPerceptron(alg, budget=8, kernel="gaussian", sigma=2.0, seed=1)
+        # sigma 50: River's checks stream raw ImageSegments, whose examples lie up to 1523 apart
+        yield online.BudgetKernelPerceptron(alg, budget=8, kernel="gaussian", sigma=50.0, seed=1)
 
 
 def _river_checks():
@@ -203,3 +204,131 @@ def test_an_example_beyond_float64s_range_is_refused_and_the_fix_works(c):
         fixed.learn_one(dict(enumerate(xi * c / c)), yi)  # the fix: one constant back to near 1
         ref.learn_one(dict(enumerate(xi)), yi)
     assert fixed.n_mistakes_ == ref.n_mistakes_
+
+
+# ------------------------------------------------------------------ scores outside float64's range
+
+
+def _state(model) -> bytes:
+    import pickle
+
+    return pickle.dumps(model)
+
+
+def _scale_from(msg: str) -> float:
+    import re
+
+    return float(re.search(r"Fix: set scale to at least ([0-9.e+-]+)", msg).group(1))
+
+
+@pytest.mark.parametrize("degree, c", [(300, 1.0), (3, 1e100), (40, 1e5)])
+def test_poly_overflow_is_refused_unchanged_and_the_fix_runs(degree, c):
+    """KernelPerceptron(poly) on sonar whose K(x, x) = (1 + |x|^2)^d or scores overflow float64.
+    Before: NaN or inf scores, learn_one's test y f <= 0 False on NaN (no update, silently), and
+    predict_one returned a class for them, exit 0. Now learn_one raises a ValueError naming a scale
+    that works, and the refused call changes nothing; with that scale the whole stream runs, every
+    score a number."""
+    X, y = _stream(2)
+    X = X[:60] * c
+    model = online.KernelPerceptron(kernel="poly", degree=degree, classes=[0, 1])
+    msg = None
+    for x, t in zip(_dicts(X), y):
+        before = _state(model)
+        try:
+            model.learn_one(x, int(t))
+        except ValueError as exc:
+            msg = str(exc)
+            assert _state(model) == before
+            break
+    assert msg is not None and "overflows float64" in msg and "\n" not in msg
+    fixed = online.KernelPerceptron(kernel="poly", degree=degree, scale=_scale_from(msg) * 2.0**4, classes=[0, 1])
+    for x, t in zip(_dicts(X), y):
+        fixed.learn_one(x, int(t))
+        assert np.isfinite(list(fixed.decision_one(x).values())).all()
+    assert fixed.n_mistakes_ > 0
+
+
+@pytest.mark.parametrize("cls", [online.KernelPerceptron, online.BudgetKernelPerceptron])
+def test_no_class_is_predicted_from_an_overflowing_score(cls):
+    """A model trained on sonar (poly degree 3), asked about an example 1e103 times larger: its
+    kernel values (1 + x.y)^3 reach 1e309 and overflow. Before: decision_one
+    gave inf or NaN and predict_one a class; now both raise a ValueError."""
+    X, y = _stream(2)
+    model = cls(kernel="poly", degree=3, classes=[0, 1]) if cls is online.KernelPerceptron else \
+        cls("stoptron", budget=None, kernel="poly", degree=3, classes=[0, 1])
+    for x, t in zip(_dicts(X[:100]), y[:100]):
+        model.learn_one(x, int(t))
+    far = {f"f{j}": v * 1e103 for j, v in enumerate(X[150])}
+    for call in (model.predict_one, model.decision_one):
+        with pytest.raises(ValueError, match="overflows float64"):
+            call(far)
+    assert model.predict_one(_dicts(X[150:151])[0]) in (0, 1)
+
+
+def test_gaussian_scores_below_float64s_range():
+    """Two support vectors at 0 (class p) and 100 (class n), sigma 1: at 40 the kernel values are
+    e^-800 and e^-1800, both 0 in float64, and the score e^-800 - e^-1800 is positive.
+    Before: score 0, predicted n; now p, the class of the true score (decision_one shows the
+    float64 score, 0). Learning p at 40 would count a mistake on that 0 where the kernel
+    perceptron has none: refused, with nothing changed; the sigma it names runs."""
+    model = online.KernelPerceptron(kernel="gaussian", sigma=1.0, classes=["n", "p"])
+    model.learn_one({"a": 0.0}, "p")
+    model.learn_one({"a": 100.0}, "n")
+    assert model.n_support_ == {"p": 2}
+    assert model.predict_one({"a": 40.0}) == "p" and model.predict_one({"a": 60.0}) == "n"
+    assert model.decision_one({"a": 40.0}) == {"p": 0.0}
+    model.learn_one({"a": 140.0}, "p")  # a mistake on 0 and on the true score (-e^-800): learned
+    assert model.n_support_ == {"p": 3}
+    before = _state(model)
+    with pytest.raises(ValueError, match="below float64's range") as exc:
+        model.learn_one({"a": 40.0}, "p")
+    assert _state(model) == before
+    import re
+
+    sigma = float(re.search(r"set sigma near ([0-9.e+-]+)", str(exc.value)).group(1))
+    fixed = online.KernelPerceptron(kernel="gaussian", sigma=sigma, classes=["n", "p"])
+    for a, t in ((0.0, "p"), (100.0, "n"), (140.0, "p"), (40.0, "p")):
+        fixed.learn_one({"a": a}, t)
+    assert fixed.n_mistakes_ == 3 and fixed.predict_one({"a": 40.0}) == "p"
+
+
+def test_alma_class_below_float64s_range_is_refused():
+    """Online ALMA_100000 after one correction on (a, b) = (1, 0.5): w_b = 0.5^99999 |theta|_p
+    underflows to 0, so the score of {b: 1}, positive in exact arithmetic, comes out 0. Before:
+    predict_one returned class 0 (the score's float64 sign); now a ValueError, and {a: 1}, whose
+    score float64 holds, is still predicted."""
+    model = online.ALMA(p=1e5, alpha=0.8, B=1e-3, classes=[0, 1])
+    model.learn_one({"a": 1.0, "b": 0.5}, 1)
+    assert model.n_corrections_ == 1
+    with pytest.raises(ValueError, match="cannot be decided"):
+        model.predict_one({"b": 1.0})
+    assert model.predict_one({"a": 1.0}) == 1 and model.predict_one({"a": -1.0, "b": 1.0}) == 0
+
+
+def test_online_alma_refusal_changes_nothing():
+    """Online ALMA_100000(1) on integer features (tests/test_alma.py::
+    test_undecidable_correction_is_refused_and_the_fix_runs): a correction test float64 cannot
+    decide. Before: learned as a correction (w = 0 after every update). Now learn_one raises a
+    ValueError whose fix names the class's own parameters, and the model is as before: features,
+    classes, weights, corrections."""
+    rng = np.random.default_rng(1)
+    X = rng.integers(-3, 4, size=(60, 12)).astype(float)
+    y = (X @ rng.normal(size=12) > 0).astype(int)
+    order = rng.permutation(60)
+    model = online.ALMA(p=1e5, alpha=1.0, classes=[0, 1])
+    refused = 0
+    for i in np.concatenate([order, order]):
+        x, label = {f"f{j}": float(v) for j, v in enumerate(X[i]) if v}, int(y[i])
+        state = (dict(model._features), list(model._classes), model._run.W.copy(), model._run.theta.copy(),
+                 model._run.ncorr.copy(), model.n_corrections_)
+        try:
+            model.learn_one(x, label)
+        except ValueError as exc:
+            assert "Fix: set alpha below 1" in str(exc)
+            after = (model._features, model._classes, model._run.W, model._run.theta, model._run.ncorr,
+                     model.n_corrections_)
+            assert after[:2] == state[:2] and after[5] == state[5]
+            for a, b in zip(after[2:5], state[2:5]):
+                np.testing.assert_array_equal(a, b)
+            refused += 1
+    assert refused

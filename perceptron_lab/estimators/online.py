@@ -32,6 +32,20 @@ polynomial kernel to ``max K(x, x) = 1`` on their training set, which a stream d
 advance): the Forgetron, the Projectrons and NORMA state their thresholds for ``K(x, x) <= 1``,
 which the Gaussian kernel satisfies; choose ``scale`` so that a polynomial kernel does too.
 
+Numbers beyond float64. A kernel value or score that overflows (a polynomial kernel of a high
+degree, or a small ``scale``, on large features) is never made a prediction or an update:
+``learn_one``, ``predict_one`` and ``decision_one`` raise a ValueError that names a ``scale``
+that works, and a refused ``learn_one`` changes nothing. (Rescaling the kernel as the stream goes
+would keep the kernel perceptron's mistakes, but not the budgeted algorithms', whose thresholds
+depend on the kernel's scale, and a later example can always exceed the factor chosen so far:
+refusing is the one rule that holds for every algorithm.) With a Gaussian kernel, an example
+farther than about 37 sigma from every support vector has kernel values below float64's range:
+``predict_one`` returns the class of the exact scores (taken with the nearest support vector's
+factor divided out), ``decision_one`` shows the float64 values (0), and a ``learn_one`` whose
+update their lost signs would decide is refused. ALMA with p in the hundreds or more refuses in
+the same way an example whose correction test, or class, float64 cannot decide
+(:mod:`perceptron_lab.engine.alma`).
+
 River (``pip install perceptron_lab[online]``) is needed for River's pipelines, ``clone`` and
 evaluation; the classes learn and predict without it. Progressive validation on River's bundled
 Phishing stream (no download), each example predicted before it is learned:
@@ -48,6 +62,7 @@ Accuracy: 8...%
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Mapping
 
@@ -55,12 +70,12 @@ import numpy as np
 
 from perceptron_lab.config.settings import check_settings, door
 from perceptron_lab.constants import BUDGET_ALGORITHMS, DEFAULT_ALMA_C, DEFAULT_NORMA_RHO
-from perceptron_lab.engine.alma import AlmaParams, PrimalRun, pnormalize, resolve_B
-from perceptron_lab.engine.budget import BudgetParams, BudgetRun, budget_scores
+from perceptron_lab.engine.alma import AlmaParams, PrimalRun, pnormalize, resolve_B, unresolved_bound
+from perceptron_lab.engine.budget import BudgetParams, BudgetRun
 from perceptron_lab.engine.families import default_eta
-from perceptron_lab.errors import PlabError
+from perceptron_lab.errors import NumericError, PlabError
 from perceptron_lab.estimators.perceptron import _plab_order
-from perceptron_lab.engine.kernels import Kernel
+from perceptron_lab.engine.kernels import Kernel, gram, kernel_diag
 
 try:
     from river import base as _river_base
@@ -80,6 +95,10 @@ _KERNEL_SETTINGS = dict(kernel={}, degree={}, scale={}, sigma={}, rule={"options
 
 
 _F64 = np.finfo(np.float64)
+#: Gaussian kernel values below this (2^-960, about 36 sigma away) are not computed to full
+#: precision against their sum (some are subnormal or 0): the signs of the scores are then taken
+#: in a scaled form (:meth:`BudgetKernelPerceptron._kernel_scores`).
+_GAUSS_FLOOR = 2.0 ** -960
 
 
 def _check_range(row: np.ndarray) -> None:
@@ -178,11 +197,14 @@ class _Online(_Classifier):
             raise ValueError(f"label {y!r} is not in classes {self.classes!r}")
         return None
 
-    def _checked(self, x: dict, y) -> tuple[np.ndarray, int]:
-        """Check the example (x, then y) before anything changes; then register its new features
-        and, if new, its class (a new label column). Returns x's row and y's class index."""
+    def _checked(self, x: dict, y, check=None) -> tuple[np.ndarray, int]:
+        """Check the example (x, then y, then ``check(row, k)`` if given) before anything changes;
+        then register its new features and, if new, its class (a new label column). Returns x's
+        row and y's class index."""
         row = self._row(x)
         k = self._class_index(y)
+        if check is not None:
+            check(row, k)
         self._add_features(x)
         if k is None:
             self._classes.append(y)
@@ -337,8 +359,11 @@ class BudgetKernelPerceptron(_Online):
 
     @classmethod
     def _unit_test_params(cls):
-        yield {"algorithm": "forgetron", "budget": 20, "kernel": "gaussian", "sigma": 2.0}
-        yield {"algorithm": "projectron++", "budget": None, "eta": 0.5, "rule": "avg"}
+        # River's checks stream raw features (ImageSegments: examples up to 1523 apart); sigma 50
+        # keeps every Gaussian kernel value there within float64's range (at sigma 2 most underflow,
+        # and learn_one refuses the steps whose update their lost signs would decide)
+        yield {"algorithm": "forgetron", "budget": 20, "kernel": "gaussian", "sigma": 50.0}
+        yield {"algorithm": "projectron++", "budget": None, "eta": 0.5, "sigma": 50.0, "rule": "avg"}
 
     def _new_label(self) -> None:
         if self._run is not None and self._n_labels() > self._run.Y.shape[1]:
@@ -359,9 +384,12 @@ class BudgetKernelPerceptron(_Online):
         ------
         ValueError
             For an x that is not a dict of finite numbers in float64's range, or a y that is no
-            class label (None, NaN) or not among the given classes; the model is then unchanged.
+            class label (None, NaN) or not among the given classes; where ``K(x, x)`` or the score
+            that decides the update overflows float64, or (Gaussian kernel) the score's sign is
+            lost below its range and would decide the update otherwise than the exact score's.
+            The model is then unchanged.
         """
-        row, k = self._checked(x, y)
+        row, k = self._checked(x, y, self._check_step)
         if self._run is None:
             L = max(self._n_labels(), 1)
             self._run = BudgetRun(np.zeros((0, row.size)), np.zeros((0, L), np.int8), self._kernel, self._params,
@@ -376,11 +404,133 @@ class BudgetKernelPerceptron(_Online):
             run.compact(keep_avg=False)  # rows of removed support vectors: the last rule never reads them
         self._started = True
 
-    def _scores(self, x: dict) -> np.ndarray:
+    def _check_step(self, row: np.ndarray, k: int | None) -> None:
+        """Refuse, before anything changes, an example whose step float64 cannot compute: its
+        ``K(x, x)`` or its score under the current hypotheses (which decides the update)
+        overflowing, or, with every Gaussian kernel value below float64's range, a score whose
+        sign (0 or a few bits) is not the algorithm's (:meth:`_kernel_scores`). ``k``: the
+        example's class index (None for a class not seen yet)."""
+        with np.errstate(over="ignore"):
+            kxx = float(kernel_diag(self._kernel, row[None, :])[0])
+        if not math.isfinite(kxx):
+            raise ValueError(f"K(x, x) of this example overflows float64 ({self._kernel.describe()} kernel, "
+                             f"|x|^2 = {float(row @ row):.3g}). {self._overflow_fix(row)}")
+        if self._run is None:
+            return
+        scores, signs, d = self._kernel_scores(row, self._run.hypotheses(avg=False)[0])
+        if signs is scores:
+            return
+        fixed_binary = self.classes is not None and len(self._classes) == 2
+        y = np.array([1.0 if k == 1 else -1.0] if fixed_binary else
+                     [1.0 if c == k else -1.0 for c in range(scores.size)])
+        # the step's tests on y f(x): y f <= 0 (a mistake; Projectron++'s margin errors are 0 < y f < 1),
+        # NORMA's y f < rho, which every score this small passes when rho > 0
+        if self._params.algorithm == "norma":
+            differs = self._params.rho == 0 and np.any((y * scores < 0) != (y * signs < 0))
+        else:
+            differs = np.any((y * scores <= 0) != (y * signs <= 0))
+        if differs:
+            raise ValueError(
+                f"this example is {d:.3g} from the nearest support vector ({d / self._kernel.sigma:.3g} sigma): every "
+                "Gaussian kernel value against the support vectors is below float64's range, so its score comes out "
+                "0 (or a few bits), and the update would be decided against the sign of its true score. Fix: set "
+                f"sigma near {d / 30.0:.3g} or larger (or standardize the features)")
+
+    def _overflow_fix(self, row: np.ndarray) -> str:
+        """What to change when kernel values or scores overflow, for this kernel."""
+        if self._kernel.name == "poly":
+            run = self._run
+            top = max(float(row @ row), float(run.sq.max()) if run is not None and run.sq.size else 0.0)
+            d = int(self._kernel.degree)
+            # (1 + |x|^2 / s)^d <= 1e200 for every |x|^2 up to top leaves room for sums of many terms
+            s_min = top / (10.0 ** (200.0 / d) - 1.0)
+            return (f"Fix: set scale to at least {s_min:.3g} (|x|^2 reaches {top:.3g}), lower degree (now {d}), or "
+                    "divide every feature of the stream by one constant")
+        if self._kernel.name == "poly_gaussian":
+            return f"Fix: lower degree (now {int(self._kernel.degree)})"
+        return "Fix: divide every feature of the stream by one constant that brings them near 1"
+
+    def _kernel_scores(self, row: np.ndarray, state):
+        """``(scores, signs, d)``: the scores of ``row`` under ``state`` (per label: support
+        examples and coefficients), from one kernel row against their union, as the engine
+        computes them; ``signs``, scores with the signs and argmax of the exact ones; ``d``, the
+        distance to the nearest support vector where it matters (else 0).
+
+        ``signs`` is ``scores`` itself, except with a Gaussian kernel whose every value
+        ``K(x_j, x)`` is below ``2^-960`` (x farther than about 36 sigma from every support vector):
+        those values underflow float64 (0 beyond 37.6 sigma), and the scores come out 0 or a few
+        bits whatever their true signs. ``signs`` then holds the scores times
+        ``exp(d^2 / (2 sigma^2))``, one positive factor for every label, taken inside the
+        exponentials: the nearest support vector's term is its coefficient, every number in range.
+
+        A ValueError, which changes nothing, where a kernel value, or the sum of the terms'
+        magnitudes ``sum_j |a_j K(x_j, x)|`` (which bounds every partial sum, in any order), is not
+        below half the largest float64: the score is not a number (inf, or NaN from inf - inf),
+        and before this check ``predict_one`` returned a class for it.
+        """
         run = self._run
-        row = self._row(x)
-        Xtr = run.X if row.size == run.X.shape[1] else np.pad(run.X, ((0, 0), (0, row.size - run.X.shape[1])))
-        return budget_scores(run.log(avg=self.rule == "avg"), self._kernel, Xtr, row[None, :], self.rule)[0]
+        L = len(state)
+        union = np.unique(np.concatenate([exs for exs, _ in state])) if L else np.empty(0, np.int64)
+        if union.size == 0:
+            return np.zeros(L), np.zeros(L), 0.0
+        A = np.zeros((union.size, L))
+        for c, (exs, coefs) in enumerate(state):
+            np.add.at(A[:, c], np.searchsorted(union, exs), coefs)  # an example may hold several terms (NORMA)
+        Xu = run.X[union]
+        if row.size > Xu.shape[1]:
+            Xu = np.pad(Xu, ((0, 0), (0, row.size - Xu.shape[1])))
+        Xu = np.ascontiguousarray(Xu)
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            K = gram(self._kernel, row[None, :], Xu)[0]
+            size = np.abs(K) @ np.abs(A)
+            scores = K @ A
+        if not (np.all(np.isfinite(K)) and np.all(size <= _F64.max / 2)):
+            top = float(np.max(np.abs(K))) if np.all(np.isfinite(K)) else math.inf
+            raise ValueError(f"the score of this example overflows float64 ({self._kernel.describe()} kernel: "
+                             f"kernel values against the support vectors reach {top:.3g}, the sum of the terms "
+                             f"{float(np.max(size)):.3g}), so no class can be predicted from it. "
+                             f"{self._overflow_fix(row)}")
+        if self._kernel.name != "gaussian" or float(np.max(K)) >= _GAUSS_FLOOR:
+            return scores, scores, 0.0
+        d2 = np.maximum(run.sq[union] + float(row @ row) - 2.0 * (Xu @ row), 0.0)
+        near = float(np.min(d2))
+        with np.errstate(under="ignore"):
+            signs = np.exp(-(d2 - near) / (2.0 * self._kernel.sigma ** 2)) @ A
+        return scores, signs, math.sqrt(near)
+
+    def _scores(self, x: dict) -> np.ndarray:
+        return self._kernel_scores(*self._state(x))[0]
+
+    def _state(self, x: dict):
+        last, summed = self._run.hypotheses(avg=self.rule == "avg")
+        return self._row(x), last if self.rule == "last" else summed
+
+    def predict_one(self, x: dict):
+        """The predicted class of ``x``.
+
+        Parameters
+        ----------
+        x : dict
+            The example's features, by name (a name not seen before is a new feature, 0 in every
+            earlier example).
+
+        Returns
+        -------
+        object
+            The class of the largest score (before the first example: the first given class, or
+            None). With a Gaussian kernel and ``x`` so far from every support vector that its
+            scores are below float64's range (about 37 sigma), the class of the largest exact
+            score, which ``decision_one`` shows as 0.
+
+        Raises
+        ------
+        ValueError
+            Where a score overflows float64 (a polynomial kernel of a high degree, or a small
+            ``scale``, on large features): no class is predicted from a score that is not a number.
+        """
+        if not self._started:
+            return self._classes[0] if self._classes else None
+        return self._decide(self._kernel_scores(*self._state(x))[1])
 
     @property
     def n_support_(self) -> dict:
@@ -441,7 +591,7 @@ class KernelPerceptron(BudgetKernelPerceptron):
 
     @classmethod
     def _unit_test_params(cls):
-        yield {"kernel": "gaussian", "sigma": 2.0}
+        yield {"kernel": "gaussian", "sigma": 50.0}  # see BudgetKernelPerceptron._unit_test_params
         yield {"kernel": "poly", "degree": 2, "scale": 20.0, "rule": "avg"}
 
 
@@ -518,19 +668,45 @@ class ALMA(_Online):
         ------
         ValueError
             For an x that is not a dict of finite numbers in float64's range, or a y that is no
-            class label (None, NaN) or not among the given classes; the model is then unchanged.
+            class label (None, NaN) or not among the given classes; where a correction test
+            cannot be decided in float64 (p in the hundreds or more, alpha = 1: see the module
+            docstring). The model is then unchanged.
         """
-        row, k = self._checked(x, y)
+        self._row(x)
+        self._class_index(y)   # checked before anything is set aside
         run = self._run
-        run.widen(row.size)
-        run.steps(pnormalize(row[None, :], run.p), np.array([bool(np.any(row != 0))]), self._label_row(k),
-                  np.zeros(1, np.int64))
+        kept = (dict(self._features), list(self._classes), run.theta, run.W, run.ncorr, run.cum_correct)
+        row, k = self._checked(x, y)
+        try:
+            run.widen(row.size)
+            run.steps(pnormalize(row[None, :], run.p), np.array([bool(np.any(row != 0))]), self._label_row(k),
+                      np.zeros(1, np.int64))
+        except NumericError as exc:  # a correction test float64 cannot decide: nothing changes
+            self._features, self._classes, run.theta, run.W, run.ncorr, run.cum_correct = kept
+            raise ValueError(str(exc).replace("algorithm.", "")) from None
         self._started = True
 
     def _scores(self, x: dict) -> np.ndarray:
-        W = self._run.W
-        row = self._row(x)[:W.shape[1]]  # features never learned have weight 0
-        return W[:, :row.size] @ row
+        run = self._run
+        row = self._row(x)[:run.W.shape[1]]  # features never learned have weight 0
+        W, theta = run.W[:, :row.size], run.theta[:, :row.size]
+        s = W @ row
+        # with p in the hundreds, the weights far below the largest one underflow: a score that
+        # is within what they add up to of deciding otherwise is refused, never a guess
+        u = unresolved_bound(theta, W, row)
+        if u.any():
+            if self._n_labels() == 1 and self.classes is not None:
+                open_ = u[0] > 0 and abs(s[0]) <= u[0]
+            else:
+                top = int(np.argmax(s))
+                open_ = any(c != top and (u[c] > 0 or u[top] > 0) and s[c] + u[c] >= s[top] - u[top]
+                            for c in range(s.size))
+            if open_:
+                raise ValueError(
+                    f"ALMA_p with p = {run.p:g}: the class of this example turns on score differences within what "
+                    f"the terms below float64's range add up to ({float(u.max()):.3g}; for p this large the weights "
+                    "far below the largest one underflow), so it cannot be decided. Fix: use a smaller p")
+        return s
 
     @property
     def n_corrections_(self) -> int:
