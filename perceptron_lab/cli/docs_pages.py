@@ -129,7 +129,7 @@ def check_results_csv(run_dir: Path, info: dict) -> None:
     """A run folder's ``results.csv`` is whole: UTF-8, ending with a newline, a header with every
     column of the results contract, its last row as long as the header, and as many rows as its
     ``run.json`` records (``csv_rows``). Reads the bytes once, without parsing every row (the
-    committed files hold about 140 MB), enough to tell a file cut short or stripped of a column.
+    committed results are large), enough to tell a file cut short or stripped of a column.
     A run folder without one passes: the longest results are not committed (.gitignore), their
     tables and comparisons are."""
     import io
