@@ -77,10 +77,11 @@ class Stopped(KeyboardInterrupt):
 # error paths that must end with it, and checks that ``plab`` exits with no status left out here.
 EXIT_STATUSES = (
     (0, "done"),
-    (1, "the output folder and the files plab reads back: not writable, too little free disk space, full "
-        "during the run, in use by another `plab run`, holding another config's results, a file plab did not "
-        "write standing where plab writes one of its own (plab never overwrites or deletes it), or a file plab "
-        "reads back (results.csv, run.json, a comparison, a part without its header) damaged"),
+    (1, "the output folder, standard output and the files plab reads back: not writable, too little free disk "
+        "space, full during the run, standard output full or closed before plab finished printing (`> /dev/full`, "
+        "a `| head` that stopped reading), in use by another `plab run`, holding another config's results, a file "
+        "plab did not write standing where plab writes one of its own (plab never overwrites or deletes it), or a "
+        "file plab reads back (results.csv, run.json, a comparison, a part without its header) damaged"),
     (2, "usage and configs: an unknown option or command, an invalid config, a config that does not "
         "fit its data (`train_size` beyond the data, a holdout on a dataset without a test split), "
         "a run whose estimated size is absurd (`--allow-large` insists), epochs or checkpoints that cover "

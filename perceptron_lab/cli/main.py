@@ -79,9 +79,7 @@ def friendly_errors(fn):
         try:
             return fn(*args, **kwargs)
         except PlabError as exc:
-            lines = getattr(exc, "problems", None) or str(exc).splitlines() or [type(exc).__name__]
-            for line in lines:
-                click.echo(f"plab: error: {line}", err=True)
+            _error_lines(exc)
             sys.exit(exc.exit_code)
         except KeyboardInterrupt as exc:
             if isinstance(exc, Stopped):
@@ -98,15 +96,103 @@ def friendly_errors(fn):
     return wrapper
 
 
+def _error_lines(exc) -> None:
+    """Print a PlabError as its ``plab: error:`` lines (one per problem of a ConfigError)."""
+    lines = getattr(exc, "problems", None) or str(exc).splitlines() or [type(exc).__name__]
+    for line in lines:
+        click.echo(f"plab: error: {line}", err=True)
+
+
+class _Stdout:
+    """Standard output while a command runs. A write or flush the system refuses -- ``> file`` on a
+    full disk, ``> /dev/full``, a pipe whose reader stopped (``| head``) -- raises
+    :class:`~perceptron_lab.errors.OutputError` (one ``plab: error:`` line, exit status 1) instead
+    of an OSError traceback; :meth:`silence` then points the descriptor at the null device, so that
+    the interpreter's last flush of what stays buffered cannot fail again after the error line.
+    Everything else is the stream's own (click reads its encoding, ``isatty`` ...)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.refused = None   # the OutputError of the first refused write, kept: click swallows some
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            raise self._refused(exc) from None
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            raise self._refused(exc) from None
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+    def _refused(self, exc: OSError):
+        import errno
+
+        from perceptron_lab.errors import OutputError
+
+        if self.refused is None:
+            if exc.errno == errno.EPIPE:
+                what = "standard output was closed before plab finished printing (the program reading it stopped)"
+            elif exc.errno == errno.EBADF:
+                what = "standard output is closed (>&-)"
+            else:
+                what = f"cannot write to standard output ({exc.strerror or exc})"
+            self.refused = OutputError(f"{what}: what plab printed is incomplete (a file plab wrote is whole); "
+                                       "send the output to a file or program that takes all of it")
+        return self.refused
+
+    @classmethod
+    def closed(cls) -> "_Stdout":
+        """The guard of a closed standard output (``plab ... >&-``: Python's ``sys.stdout`` is None),
+        which refuses the first write as the descriptor would, instead of dropping what plab prints."""
+        import errno
+        import io
+
+        class Closed(io.TextIOBase):
+            encoding, errors = "utf-8", "strict"
+
+            def write(self, text):
+                raise OSError(errno.EBADF, "Bad file descriptor")
+
+        return cls(Closed())
+
+    def silence(self) -> None:
+        """After a refused write: send what stays buffered to the null device."""
+        import os
+
+        try:
+            fd = self._stream.fileno()
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, fd)
+            os.close(null)
+        except (AttributeError, OSError, ValueError):   # a stream without a descriptor (the tests')
+            pass
+
+
 class _Plab(click.Group):
     """The command group, with click's own usage errors (unknown option, missing argument, bad
-    value) printed as one ``plab: error:`` line like every other error, exit status 2."""
+    value) printed as one ``plab: error:`` line like every other error, exit status 2, and
+    standard output guarded (:class:`_Stdout`): a full or closed stdout is one line, status 1."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        stdout = sys.stdout
+        guard = sys.stdout = _Stdout.closed() if stdout is None else _Stdout(stdout)
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            guard.flush()   # here, not in the interpreter's exit, where a failure is a traceback
+            if guard.refused is not None:   # a refusal some caller swallowed: the output is incomplete
+                raise guard.refused
         except click.ClickException as exc:
             hint = ""
             if isinstance(exc, click.UsageError) and exc.ctx is not None:
@@ -116,6 +202,13 @@ class _Plab(click.Group):
         except click.exceptions.Abort:
             click.echo("plab: error: interrupted (Ctrl-C)", err=True)
             sys.exit(INTERRUPT_STATUS)
+        except PlabError as exc:   # outside a command's friendly_errors: --help or --version to a full stdout
+            _error_lines(exc)
+            sys.exit(exc.exit_code)
+        finally:
+            sys.stdout = stdout
+            if guard.refused is not None:
+                guard.silence()
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
@@ -425,7 +518,9 @@ def report(results_dirs, out_dir, allow_damaged):
     Example: plab report results --out results/report
     """
     from perceptron_lab.report.tables import write_report
+    from perceptron_lab.run.store import check_output_folder
 
+    check_output_folder(out_dir)
     md, page = write_report(results_dirs or ("results",), out_dir, allow_damaged=allow_damaged)
     click.echo(f"wrote {md} and {page}")
 
@@ -444,7 +539,11 @@ def tables(run_dirs, figures):
     Example: plab tables results/kw2007/table3_uci results/fs1999/d4
     """
     from perceptron_lab.run.experiment import rewrite_paper_outputs
+    from perceptron_lab.run.store import check_output_folder
 
+    for d in run_dirs:   # every folder, before any is rewritten
+        check_output_folder(d, "the tables are written into the run folder: copy it to a folder you can write, "
+                               "and run plab tables on the copy")
     for d in run_dirs:
         for p in rewrite_paper_outputs(d, figures=figures):
             click.echo(str(p))
@@ -486,7 +585,9 @@ def figures_gentile2001(out_dir, data_dir, which, permutations, quiet):
     Example: plab figures gentile2001 --data-dir ../shared/data --out runs/gentile2001
     """
     from perceptron_lab.papers.gentile2001.figures import gentile_margin_figures
+    from perceptron_lab.run.store import check_output_folder
 
+    check_output_folder(out_dir)   # before minutes of training
     figs = tuple(int(w) for w in which) or (3, 4, 5)
     for p in gentile_margin_figures(out_dir, data_dir=data_dir, figures=figs, permutations=permutations,
                                     progress=not quiet):
@@ -632,7 +733,9 @@ def plot(run_dir, out_dir):
     Example: plab plot runs/quickstart
     """
     from perceptron_lab.run.figures import plot_run
+    from perceptron_lab.run.store import check_output_folder
 
+    check_output_folder(out_dir or run_dir)
     for p in plot_run(run_dir, out_dir):
         click.echo(str(p))
 

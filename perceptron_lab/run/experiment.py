@@ -179,19 +179,21 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
     from perceptron_lab.run.executors import check_executor
 
     check_executor(executor, scheduler, jobs)
+    started, t0 = datetime.now(timezone.utc), time.perf_counter()
+    if pool is None:
+        columns.release()  # kernel columns an earlier run in this process kept
+        reset_peak_rss()  # this run's peak, not an earlier run's in the same process
+    if jobs == 1 and executor == "local":
+        _prepare_meanwhile(cfg.output.figures)
+    # the data and the plan before the output folder: a run they refuse (data missing or unusable, a
+    # config that does not fit its data, a size no machine can run) leaves no folder behind
+    ds, verified = read_inputs(cfg, data_dir, verify)
+    load_s = time.perf_counter() - t0
+    plan = make_plan(cfg, ds, data_dir, allow_large)
     with RunFolder(Path(out_dir) if out_dir else Path(cfg.run_dir)) as folder:
         folder.check_config(results_hash(cfg), force)
         if force:
             folder.clear_parts()
-        started, t0 = datetime.now(timezone.utc), time.perf_counter()
-        if pool is None:
-            columns.release()  # kernel columns an earlier run in this process kept
-            reset_peak_rss()  # this run's peak, not an earlier run's in the same process
-        if jobs == 1 and executor == "local":
-            _prepare_meanwhile(cfg.output.figures)
-        ds, verified = read_inputs(cfg, data_dir, verify)
-        load_s = time.perf_counter() - t0
-        plan = make_plan(cfg, ds, data_dir, allow_large)
         texts = {} if force else folder.reusable((p.key, plan.keys[p.key]) for p in plan.parts)
         todo = [p for p in plan.parts if p.key not in texts]
         info = _run_info(plan, ds, jobs, executor, scheduler, started, verified)

@@ -630,8 +630,8 @@ def plot_run(run_dir, out_dir=None, info: dict | None = None) -> list[Path]:
     Returns the paths written."""
     run_dir = Path(run_dir)
     out = Path(out_dir) if out_dir else run_dir
+    df, info, labels = read_run(run_dir, info)   # first: a damaged run leaves no folder behind
     out.mkdir(parents=True, exist_ok=True)
-    df, info, labels = read_run(run_dir, info)
     written = [plot_learning_curves(df, info, labels, out / "learning_curves.png"),
                plot_counts(df, info, labels, out / "counts.png"),
                plot_parameter_curve(df, info, run_dir, out / "parameter_curve.png"),

@@ -218,6 +218,11 @@ def write_error(path: Path, exc: OSError) -> OutputError:
                            "nothing finished is lost (finished runs stay in the output folder's parts/): "
                            "free some disk space, or choose another folder with --out, and run the same "
                            "command again to resume")
+    if exc.errno in (errno.ENOTDIR, errno.EEXIST):   # a file where a folder above ``path`` must be
+        above = next((p for p in Path(path).parents if p.exists() and not p.is_dir()), None)
+        if above is not None:
+            return OutputError(f"cannot write {path}: {above} is a file, not a folder; choose another output "
+                               "folder with --out")
     return OutputError(f"cannot write {path}: {exc.strerror or exc}; choose another output folder with --out")
 
 
@@ -274,6 +279,34 @@ def check_writable(out: Path):
                           "another folder with --out")
 
 
+def check_output_folder(out, fix: str = "choose another folder with --out") -> None:
+    """Fail before any work, with one line (:class:`~perceptron_lab.errors.OutputError`, exit status
+    1), when a command could write nothing into the folder ``out``: a file stands at ``out`` or
+    above it, or the folder -- ``out``, or the nearest folder above it that exists when ``out``
+    does not yet -- refuses a new file (read-only, no permission, full disk). Creates nothing: the
+    probe file is removed again, and the folders are made by the writes that follow. ``fix`` says
+    what to do instead (the default names ``--out``)."""
+    out = Path(out)
+    here = out
+    while not here.exists() and not here.is_symlink() and here != here.parent:
+        here = here.parent
+    if not here.is_dir():
+        what = "a file, not a folder" if here.is_file() else "not a folder"
+        raise OutputError(f"cannot write to output folder {out}: {here} is {what}; {fix}")
+    probe = here / f".write-test.{os.getpid()}{TMP_SUFFIX}"
+    try:
+        with open(probe, "wb") as fh:
+            fh.write(b"ok")
+        probe.unlink()
+    except OSError as exc:
+        try:
+            probe.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise OutputError(f"cannot write to output folder {out}" + (f" ({here} refuses new files)" if here != out else "")
+                          + f": {exc.strerror or exc}; {fix}") from None
+
+
 # ----------------------------------------------------------------------------- reading back
 
 
@@ -307,9 +340,40 @@ def read_back_text(path, fix: str | None = None, whole_lines: bool = True) -> st
     return text
 
 
+#: The entries of run.json its readers use, and the JSON type each has where plab wrote it: a
+#: run.json holding another type there is damaged (not an AttributeError in a reader).
+_NUMBER = (int, float)
+RUN_JSON_TYPES = {"name": str, "config_hash": str, "status": str, "config_file": str, "config": dict, "dataset": dict,
+                  "csv_rows": dict, "versions": dict, "exactness": dict, "numerics": dict, "outputs": list,
+                  "paper_outputs": list, "overrides": list, "units": int, "parts": int, "seed": int, "jobs": int,
+                  "ran": int, "skipped": int, "wall_seconds": _NUMBER, "load_seconds": _NUMBER,
+                  "write_seconds": _NUMBER, "train_seconds_total": _NUMBER, "eval_seconds_total": _NUMBER,
+                  "peak_rss_gb_per_process": _NUMBER}
+_JSON_NAMES = {str: "a string", dict: "an object", list: "a list", int: "an integer", _NUMBER: "a number"}
+
+
+def _run_json_problem(obj: dict) -> str | None:
+    """Why the run.json ``obj`` is not what plab writes (an entry of another type), or None."""
+    def kind(v):
+        return "null" if v is None else type(v).__name__
+    for key, want in RUN_JSON_TYPES.items():
+        v = obj.get(key)
+        if key in obj and v is not None and (isinstance(v, bool) or not isinstance(v, want)):
+            return f"its {key} is {kind(v)}, not {_JSON_NAMES[want]}"
+    for section, v in (obj.get("config") or {}).items():
+        if section in ("dataset", "kernel", "algorithm", "training", "prediction", "evaluation", "output") \
+                and not isinstance(v, dict):
+            return f"its config.{section} is {kind(v)}, not an object"
+    for name, v in (obj.get("csv_rows") or {}).items():
+        if isinstance(v, bool) or not isinstance(v, int):
+            return f"its csv_rows.{name} is {kind(v)}, not an integer"
+    return None
+
+
 def read_back_json(path, fix: str | None = None, keys=()) -> dict:
     """A JSON object plab wrote (run.json, timings.json, reproduce.json), validated as
-    :func:`read_back_text` does (a JSON file cut short does not parse), with ``keys`` present."""
+    :func:`read_back_text` does (a JSON file cut short does not parse), with ``keys`` present;
+    a run.json also with each entry its readers use of the type plab writes (:data:`RUN_JSON_TYPES`)."""
     text = read_back_text(path, fix, whole_lines=False)
     try:
         obj = json.loads(text)
@@ -320,6 +384,9 @@ def read_back_json(path, fix: str | None = None, keys=()) -> dict:
     missing = [k for k in keys if k not in obj]
     if missing:
         raise damaged(Path(path), f"no {', '.join(missing)}", fix)
+    why = _run_json_problem(obj) if Path(path).name == INFO_NAME else None
+    if why:
+        raise damaged(Path(path), why, fix)
     return obj
 
 
@@ -634,5 +701,5 @@ class RunFolder:
 
 
 __all__ = ["read_back_results", "PART_NAME_RE", "PNG_SOFTWARE", "png_metadata", "plab_wrote", "check_replaceable", "damaged",
-           "read_back_text", "read_back_json", "read_back_csv", "csv_rows", "TMP_SUFFIX", "atomic_write_text", "atomic_write_bytes", "write_error", "remove_stale_temporaries", "check_writable",
+           "read_back_text", "read_back_json", "read_back_csv", "csv_rows", "TMP_SUFFIX", "atomic_write_text", "atomic_write_bytes", "write_error", "remove_stale_temporaries", "check_writable", "check_output_folder",
            "data_fingerprint", "code_fingerprint", "part_key", "encode_part", "decode_part", "RunFolder"]

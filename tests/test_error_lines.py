@@ -1,0 +1,275 @@
+"""One ``plab: error:`` line, everywhere (issue 53, class 5): what a careful user can give -- a full
+or closed standard output, an output folder that refuses files or sits below a file, a number
+format that cannot be read back, an integer beyond 64 bits, a LIBSVM index near 10**8, an absurd
+run with ``--allow-large`` -- ends with exactly one ``plab: error:`` line, no traceback, the
+documented exit status (``perceptron_lab.errors.EXIT_STATUSES``), and nothing written or changed.
+
+Each case runs the real command: in-process through click's runner where that can show the
+failure, in a child process where only a real descriptor can (``/dev/full``, a closed pipe) or
+where a regression would hang or exhaust memory (the absurd runs, under a time and memory limit).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from clitools import packaged_data_root
+
+from perceptron_lab.cli.main import main
+from perceptron_lab.config.checks import _Number, _Union
+from perceptron_lab.config.schema import SCHEMA
+from perceptron_lab.errors import EXIT_STATUSES
+
+DOCUMENTED = {code for code, _ in EXIT_STATUSES}
+SMALL = "name: small\ndataset: {name: sonar}\ntraining: {epochs: 1}\nevaluation: {mode: kfold, folds: 2}\n"
+BIG = 2**70   # 1180591620717411303424
+INT64_MAX = 2**63 - 1   # the largest signed 64-bit integer: NumPy's and the engine's counters
+
+
+def _env():
+    # the registry's sonar from a data root: without one, a note that the packaged copy is read precedes
+    return {"PLAB_DATA": str(packaged_data_root())}
+
+
+def plab(*args):
+    """(exit status, stdout, stderr) of plab in this process; an exception escaping plab fails the test."""
+    r = CliRunner().invoke(main, [str(a) for a in args], env=_env(), catch_exceptions=False)
+    return r.exit_code, r.stdout, r.stderr
+
+
+def plab_child(*args, stdout=subprocess.DEVNULL, timeout=120, memory_gb=None, preexec=None):
+    """(exit status, stderr) of plab in a child process, with a time limit (and a memory limit)."""
+    def limits():
+        if memory_gb is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (memory_gb * 2**30, memory_gb * 2**30))
+        if preexec is not None:
+            preexec()
+
+    r = subprocess.run([sys.executable, "-m", "perceptron_lab.cli.main", *map(str, args)], stdout=stdout,
+                       stderr=subprocess.PIPE, timeout=timeout, env={**os.environ, **_env()}, preexec_fn=limits)
+    return r.returncode, r.stderr.decode("utf-8", "replace")
+
+
+def one_line(status, code, stderr, *texts):
+    """Exactly one 'plab: error:' line, no traceback, the documented status ``code``; the line."""
+    assert code in DOCUMENTED
+    errors = [ln for ln in stderr.splitlines() if ln.startswith("plab: error:")]
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr[-2000:]
+    assert status == code and len(errors) == 1, (status, stderr[-2000:])
+    for t in texts:
+        assert t in errors[0], errors[0]
+    return errors[0]
+
+
+def snapshot(folder: Path) -> dict:
+    """Every file and folder below ``folder``: its bytes (None for a folder)."""
+    return {str(p.relative_to(folder)): (None if p.is_dir() else p.read_bytes())
+            for p in sorted(folder.rglob("*"))}
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """A finished small run folder (sonar, 2 folds, 1 epoch)."""
+    tmp = tmp_path_factory.mktemp("run")
+    (tmp / "small.yaml").write_text(SMALL)
+    status, out, err = plab("run", tmp / "small.yaml", "--out", tmp / "run", "-q")
+    assert status == 0, err
+    return tmp / "run"
+
+
+@pytest.fixture
+def work(tmp_path, run_dir):
+    """A folder holding a copy of the run folder, a config, a file and a read-only folder maker."""
+    import shutil
+
+    shutil.copytree(run_dir, tmp_path / "run")
+    (tmp_path / "small.yaml").write_text(SMALL)
+    (tmp_path / "file").write_text("a file of the user's own\n")
+    return tmp_path
+
+
+@contextlib.contextmanager
+def read_only(folder: Path):
+    """``folder`` as a folder that refuses new files: its permissions (root ignores them) and, for
+    root, the immutable attribute, which binds root too. Skips where neither holds."""
+    folder.mkdir(exist_ok=True)
+    folder.chmod(0o555)
+    immutable = os.geteuid() == 0 and subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode == 0
+    try:
+        try:
+            (folder / "probe").write_text("x")
+        except OSError:
+            pass
+        else:
+            (folder / "probe").unlink()
+            pytest.skip("no way to make a read-only folder here (root without chattr +i)")
+        yield folder
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(folder)], check=True)
+        folder.chmod(0o755)
+
+
+# --------------------------------------------------------------------------- standard output
+
+
+def _full():
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full")
+    return open("/dev/full", "w")
+
+
+# (what, the arguments given the work folder): each prints, and its output goes to /dev/full
+PRINTING = [
+    ("run", lambda w: ["run", w / "small.yaml", "--out", w / "printed", "-q"]),
+    ("config show", lambda w: ["config", "show", w / "small.yaml"]),
+    ("config check", lambda w: ["config", "check", w / "small.yaml"]),
+    ("config docs", lambda w: ["config", "docs"]),
+    ("configs", lambda w: ["configs"]),
+    ("data list", lambda w: ["data", "list"]),
+    ("data path", lambda w: ["data", "path", "sonar"]),
+    ("compare", lambda w: ["compare", w / "run", "--csv"]),
+    ("plot", lambda w: ["plot", w / "run", "--out", w / "figures"]),
+    ("report", lambda w: ["report", w / "run", "--out", w / "report"]),
+    ("--help", lambda w: ["--help"]),
+    ("--version", lambda w: ["--version"]),
+]
+
+
+@pytest.mark.parametrize("what, args", PRINTING, ids=[w for w, _ in PRINTING])
+def test_a_full_stdout_is_one_line(work, what, args):
+    with _full() as full:
+        status, err = plab_child(*args(work), stdout=full)
+    one_line(status, 1, err, "cannot write to standard output (No space left on device)",
+             "what plab printed is incomplete")
+    if what == "run":   # the run's files were written before its summary, whole
+        from perceptron_lab.run.store import read_back_results
+
+        assert len(read_back_results(work / "printed" / "results.csv", ["value"]))
+
+
+def test_a_pipe_closed_by_its_reader_is_one_line(work):
+    p = subprocess.Popen([sys.executable, "-m", "perceptron_lab.cli.main", "config", "docs"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env={**os.environ, **_env()})
+    p.stdout.close()   # the reader is gone before plab prints (``plab config docs | head -0``)
+    err = p.stderr.read().decode()
+    one_line(p.wait(timeout=120), 1, err, "standard output was closed before plab finished printing")
+
+
+def test_a_closed_stdout_is_one_line_not_silence(work):
+    status, err = plab_child("configs", preexec=lambda: os.close(1))
+    one_line(status, 1, err, "standard output is closed")
+
+
+# --------------------------------------------------------------------------- output folders
+
+
+def _compare_figure(w, where):
+    return ["compare", w / "run", w / "run", "--figure", where]
+
+
+# (what, status, the arguments given the work folder and the read-only folder, texts of the line)
+WRITERS = [
+    ("report --out a read-only folder", lambda w, ro: ["report", w / "run", "--out", ro]),
+    ("report --out below a read-only folder", lambda w, ro: ["report", w / "run", "--out", ro / "report"]),
+    ("plot --out a read-only folder", lambda w, ro: ["plot", w / "run", "--out", ro]),
+    ("plot --out below a read-only folder", lambda w, ro: ["plot", w / "run", "--out", ro / "figures"]),
+    ("run --out a read-only folder", lambda w, ro: ["run", w / "small.yaml", "--out", ro, "-q"]),
+    ("run --out below a read-only folder", lambda w, ro: ["run", w / "small.yaml", "--out", ro / "o", "-q"]),
+    ("figures --out below a read-only folder", lambda w, ro: ["figures", "gentile2001", "--out", ro / "f",
+                                                              "--figure", "4", "--permutations", "1", "-q"]),
+    ("compare --figure in a read-only folder", lambda w, ro: _compare_figure(w, ro / "cmp.png")),
+]
+
+
+@pytest.mark.parametrize("what, args", WRITERS, ids=[w for w, _ in WRITERS])
+def test_an_output_folder_that_refuses_files_is_one_line_and_changes_nothing(work, what, args):
+    with read_only(work / "ro") as ro:
+        before = snapshot(work)
+        status, out, err = plab(*args(work, ro))
+        one_line(status, 1, err, "cannot write", str(ro))
+        assert snapshot(work) == before
+
+
+BELOW_A_FILE = [
+    ("report", lambda w: ["report", w / "run", "--out", w / "file" / "report"]),
+    ("plot", lambda w: ["plot", w / "run", "--out", w / "file" / "figures"]),
+    ("run", lambda w: ["run", w / "small.yaml", "--out", w / "file" / "o", "-q"]),
+    ("figures", lambda w: ["figures", "gentile2001", "--out", w / "file" / "f", "--figure", "4", "--permutations",
+                           "1", "-q"]),
+    ("compare --figure", lambda w: _compare_figure(w, w / "file" / "cmp.png")),
+]
+
+
+@pytest.mark.parametrize("what, args", BELOW_A_FILE, ids=[w for w, _ in BELOW_A_FILE])
+def test_an_output_below_a_file_is_one_line_and_changes_nothing(work, what, args):
+    before = snapshot(work)
+    status, out, err = plab(*args(work))
+    one_line(status, 1, err, str(work / "file"))
+    assert snapshot(work) == before
+
+
+def test_a_read_only_run_folder_is_refused_before_plot_or_tables_draw(work):
+    with read_only(work / "run") as ro:
+        before = snapshot(work)
+        for args in (["plot", ro], ["tables", ro]):
+            status, out, err = plab(*args)
+            one_line(status, 1, err, f"cannot write to output folder {ro}")
+        assert snapshot(work) == before
+
+
+# (status, what, the config): runs refused by their data or by the plan, after reading the config
+REFUSED_RUNS = [
+    (3, "a dataset not in the data folder", "name: m\ndataset: {name: mnist}\n"),
+    (3, "a data file of one's own that is missing", "name: u\ndataset: {path: nowhere.csv, label: y}\n"
+                                                    "evaluation: {mode: kfold, folds: 2}\n"),
+    (2, "train_size beyond the data", "name: b\ndataset: {name: sonar, train_size: 5000}\n"
+                                      "evaluation: {mode: kfold, folds: 2}\n"),
+    (2, "more folds than examples", SMALL.replace("folds: 2", "folds: 500")),
+    (2, "a run beyond the size limits", SMALL.replace("{epochs: 1}", "{epochs: 1, permutations: 100000000}")),
+]
+
+
+@pytest.mark.parametrize("code, what, config", REFUSED_RUNS, ids=[w for _, w, _ in REFUSED_RUNS])
+def test_a_run_refused_by_its_data_or_plan_leaves_no_folder(work, code, what, config):
+    (work / "c.yaml").write_text(config)
+    before = snapshot(work)
+    status, out, err = plab("run", work / "c.yaml", "--out", work / "o", "-q", "--data-dir", work / "no-data")
+    one_line(status, code, err)
+    assert snapshot(work) == before
+
+
+# --------------------------------------------------------------------------- run.json of another shape
+
+
+# (what, how run.json is changed): JSON that parses, with an entry of a type plab never writes there
+RUN_JSON = [
+    ("config a number", lambda info: {**info, "config": 5}),
+    ("config.dataset a number", lambda info: {**info, "config": {**info["config"], "dataset": 5}}),
+    ("csv_rows a string", lambda info: {**info, "csv_rows": "x"}),
+    ("a csv_rows count a string", lambda info: {**info, "csv_rows": {"results.csv": "10"}}),
+]
+
+
+@pytest.mark.parametrize("what, change", RUN_JSON, ids=[w for w, _ in RUN_JSON])
+def test_a_run_json_of_another_shape_is_a_damaged_file_for_every_reader(work, what, change):
+    import json
+
+    info = json.loads((work / "run" / "run.json").read_text())
+    (work / "run" / "run.json").write_text(json.dumps(change(info)))
+    before = snapshot(work)
+    for args in (["plot", work / "run", "--out", work / "figures"], ["tables", work / "run"],
+                 ["compare", work / "run"], ["compare", work / "run", work / "run", "--figure", work / "c.png"],
+                 ["report", work / "run", "--out", work / "report"]):
+        status, out, err = plab(*args)
+        one_line(status, 1, err, f"{work / 'run' / 'run.json'} is damaged")
+    assert snapshot(work) == before
