@@ -273,3 +273,110 @@ def test_a_run_json_of_another_shape_is_a_damaged_file_for_every_reader(work, wh
         status, out, err = plab(*args)
         one_line(status, 1, err, f"{work / 'run' / 'run.json'} is damaged")
     assert snapshot(work) == before
+
+
+# --------------------------------------------------------------------------- number formats
+
+
+# formats that pass a pattern check and write what plab cannot read back as the number written
+BAD_FORMATS = {
+    "%.6g%%": "which plab cannot read back as a number",              # 47.1154%
+    "a%g": "which plab cannot read back as a number",
+    "%r": "which plab cannot read back as a number",                  # np.float64(47.11538461538461)
+    "%.6g,": "not one plain field of a CSV line",                     # two fields
+    "%.6g\n": "not one plain field of a CSV line",                    # two lines
+    "1%g": "rounded to the digits it shows",                          # 147.115: another number
+    "-%g": "rounded to the digits it shows",                          # -47.1154: another number
+    "%d": "rounded to the digits it shows",                           # 66.67 written 66: cut, not rounded
+}
+
+
+@pytest.mark.parametrize("fmt", list(BAD_FORMATS))
+def test_a_float_format_that_cannot_be_read_back_is_refused_before_anything_is_written(work, fmt):
+    import json
+
+    (work / "f.yaml").write_text(SMALL + f"output: {{float_format: {json.dumps(fmt)}}}\n")   # JSON is YAML
+    before = snapshot(work)
+    status, out, err = plab("config", "check", work / "f.yaml")
+    one_line(status, 2, err, "output.float_format", BAD_FORMATS[fmt])
+    status, out, err = plab("run", work / "f.yaml", "--out", work / "o", "-q")
+    one_line(status, 2, err, "output.float_format", BAD_FORMATS[fmt])
+    assert snapshot(work) == before
+
+
+@pytest.mark.parametrize("fmt", ["%.6g", "%.10g", "%.4e", "%f", "%.4f", "%.2f", "%+.8g"])
+def test_a_float_format_that_reads_back_runs_and_its_numbers_read_back(work, fmt):
+    from perceptron_lab.run.store import read_back_results
+
+    status, out, err = plab("run", work / "small.yaml", "--out", work / "o", "-q", f"output.float_format='{fmt}'")
+    assert status == 0, err
+    df = read_back_results(work / "o" / "results.csv", ["value"])
+    df["value"].astype(float)   # the reader every table and summary uses
+
+
+# --------------------------------------------------------------------------- integers beyond int64
+
+
+def _is_integer(check) -> bool:
+    alts = check.alternatives if isinstance(check, _Union) else (check,)
+    return any(isinstance(a, _Number) and a.integer for a in alts)
+
+
+def _integer_keys():
+    """Every integer key of the config schema, with the overrides that put it in effect."""
+    out = {}
+    for p in SCHEMA:
+        if not _is_integer(p.check) or p.path in out:
+            continue
+        context = [] if p.when is None else [f"{p.section}.{p.when[0]}={p.when[1][0]}"]
+        if p.path == "kernel.degree":
+            context.append("kernel.scale=1")
+        out[p.path] = context
+    return out
+
+
+INTEGER_KEYS = _integer_keys()
+
+
+def test_the_integer_keys_are_those_a_user_writes():
+    assert {"algorithm.alpha_bound", "algorithm.budget", "training.seed", "training.permutations",
+            "training.chunk_size", "evaluation.folds", "evaluation.inner_folds", "evaluation.fold_seed",
+            "dataset.train_size", "dataset.test_size", "kernel.degree"} <= set(INTEGER_KEYS)
+
+
+@pytest.mark.parametrize("key", sorted(INTEGER_KEYS))
+def test_an_integer_beyond_int64_is_refused_with_one_line(work, key):
+    context = INTEGER_KEYS[key]
+    before = snapshot(work)
+    for value in (BIG, INT64_MAX + 1, "1.0e+30"):
+        status, out, err = plab("config", "show", work / "small.yaml", *context, f"{key}={value}")
+        one_line(status, 2, err, key, "2**63 - 1")
+        status, out, err = plab("run", work / "small.yaml", "--out", work / "o", "-q", *context, f"{key}={value}")
+        one_line(status, 2, err, key, "2**63 - 1")
+    status, out, err = plab("config", "show", work / "small.yaml", *context, f"{key}={INT64_MAX}")
+    assert status == 0, err
+    assert snapshot(work) == before
+
+
+def test_alpha_bound_2_to_the_70_in_a_config_file_and_in_a_grid(work):
+    (work / "ab.yaml").write_text(SMALL + f"algorithm: {{alpha_bound: {BIG}}}\n")
+    before = snapshot(work)
+    for args, texts in ((["config", "check", work / "ab.yaml"], ["algorithm.alpha_bound", str(BIG), "2**63 - 1"]),
+                        (["run", work / "ab.yaml", "--out", work / "o", "-q"], ["algorithm.alpha_bound"]),
+                        (["run", work / "small.yaml", "--out", work / "o", "-q", "-m", f"training.seed=1,{BIG}"],
+                         ["evaluation.grid.training.seed[1]", "2**63 - 1"])):
+        status, out, err = plab(*args)
+        one_line(status, 2, err, *texts)
+    assert snapshot(work) == before
+
+
+def test_the_python_doors_refuse_the_same_integers():
+    from perceptron_lab.config.settings import PATHS, setting
+
+    names = [n for n, path in PATHS.items() if path in INTEGER_KEYS]
+    assert {"alpha_bound", "degree", "seed", "budget"} <= set(names)
+    for name in names:
+        s = setting(name)
+        assert s.accepts(INT64_MAX)
+        text = s.problem(INT64_MAX + 1)
+        assert text is not None and "2**63 - 1" in text, (name, text)

@@ -4,6 +4,7 @@ problem (the schema table that uses them is :mod:`perceptron_lab.config.schema`)
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 import numbers
 import os
@@ -131,8 +132,15 @@ def _yaml11_hint(text: str) -> str:
     return f"YAML reads {text} as text; write {mant}e{sign or '+'}{digits} for the number"
 
 
+#: The largest integer a setting may have: the engine, NumPy and the run store count in signed
+#: 64-bit integers (seeds, sizes, counts, bounds), so a larger one would overflow or wrap there.
+INT64_MAX = 2**63 - 1
+_BEYOND_INT64 = f"more than {INT64_MAX} = 2**63 - 1, the largest integer plab computes with"
+
+
 class _Number(_Check):
-    """A real number (never a bool) in a range; finite unless an alternative allows inf."""
+    """A real number (never a bool) in a range; finite unless an alternative allows inf. An integer
+    is at most :data:`INT64_MAX` (a larger one is refused with its own hint, whatever the range)."""
 
     def __init__(self, integer=False, lo=None, lo_open=False, hi=None, hi_open=False):
         self.integer, self.lo, self.lo_open, self.hi, self.hi_open = integer, lo, lo_open, hi, hi_open
@@ -169,6 +177,8 @@ class _Number(_Check):
                 if not f.is_integer():
                     raise _Mismatch()
                 x = int(f)
+            if abs(x) > INT64_MAX:
+                raise _Mismatch(hint=_BEYOND_INT64)
         else:
             try:
                 x = float(value)
@@ -240,19 +250,82 @@ class _Flag(_Check):
         return value
 
 
+#: The numbers ``output.float_format`` is tried on: test error percentages as plab writes them
+#: (none, all, 49 of 104 sonar examples, one of 70,000 MNIST examples, two thirds, all but one of
+#: 70,000), each as a NumPy and as a Python float, as both reach the format.
+_FORMAT_PROBES = (0.0, 100.0, 47.11538461538461, 0.0014285714285714286, 66.66666666666667, 99.99857142857142)
+#: A number as a format may write it: sign, digits, a fraction, an exponent (spaces around it are
+#: not part of it); the digits shown after the point and the exponent give the precision it shows.
+_DECIMAL = re.compile(r"\s*[+-]?(?:\d+\.?(\d*)|\.(\d+))(?:[eE]([+-]?\d+))?\s*")
+
+
+def _format_problem(fmt: str) -> str | None:
+    """Why ``fmt`` cannot be ``output.float_format``, judged by what it writes, or None.
+
+    Each probe value goes the way of a number in ``results.csv``: ``fmt % value``, a field of a CSV
+    row (the csv module, as :func:`perceptron_lab.run.units.rows_to_csv` writes it), read back as
+    text and converted as plab's readers convert it (pandas ``astype(float)``). The format must
+    write one plain field (no comma, quote or line break), a decimal number that plab reads back,
+    and that number must be the value rounded to the digits the text shows (within half a unit of
+    its last digit): rounding is the user's choice of precision, any other difference is a wrong
+    number. ``'%.6g%%'`` (writes ``47.1154%``), ``'%.6g,'`` (two fields), ``'%r'``
+    (``np.float64(...)``), ``'1%g'`` (another number) and ``'%d'`` (66.67 written ``66``) are
+    refused; ``'%.6g'``, ``'%.10g'``, ``'%.4e'``, ``'%.4f'`` and ``'%.2f'`` are not."""
+    import csv
+    import io
+
+    import numpy as np
+    import pandas as pd
+
+    for value in _FORMAT_PROBES:
+        for x in (np.float64(value), float(value)):
+            try:
+                text = fmt % x
+            except (TypeError, ValueError, KeyError, OverflowError) as exc:
+                return f"it cannot format {value:g} ({exc})"
+            if not isinstance(text, str):
+                return "it formats no number"
+            shown = _repr.repr(text)
+            buf = io.StringIO()
+            csv.writer(buf, lineterminator="\n").writerow(["x", text, "y"])
+            if buf.getvalue() != f"x,{text},y\n":   # quoted: a comma, a quote or a line break in it
+                return f"it writes {value:g} as {shown}, which is not one plain field of a CSV line"
+            m = _DECIMAL.fullmatch(text)
+            try:
+                back = float(pd.Series([text]).astype(float).iloc[0])
+            except (TypeError, ValueError):
+                m = None
+            if m is None:
+                return f"it writes {value:g} as {shown}, which plab cannot read back as a number"
+            decimals = len(m.group(1) or m.group(2) or "")
+            half_unit = 0.5 * 10.0 ** (int(m.group(3) or 0) - decimals)
+            if not abs(back - value) <= half_unit * (1 + 1e-9) + 1e-12 * abs(value):
+                return (f"it writes {value:g} as {shown}, which plab reads back as {back:g}: not {value:g} rounded to "
+                        "the digits it shows")
+    return None
+
+
 class _FloatFormat(_Check):
+    """``output.float_format``: a printf-style format judged by what it writes (:func:`_format_problem`)."""
+
     noun = "a printf-style format for one number, such as '%.6g'"
 
     def convert(self, value):
         if not isinstance(value, str):
             raise _Mismatch(wrong_type=True)
         try:
-            formatted = value % 1.5
+            value % 1.5
         except (TypeError, ValueError, KeyError, OverflowError):
             raise _Mismatch() from None
-        if not isinstance(formatted, str):
-            raise _Mismatch()
+        why = _format_problem_cached(value)
+        if why is not None:
+            raise _Mismatch(hint=why)
         return value
+
+
+@functools.lru_cache(maxsize=256)
+def _format_problem_cached(fmt: str) -> str | None:
+    return _format_problem(fmt)
 
 
 class _Union(_Check):

@@ -248,7 +248,10 @@ SCHEMA: tuple[Param, ...] = (
     _P("output.dir", _Union(_Text(nonempty=True), _NULL), None, "Output directory; null means runs/<name>.",
        grid=False),
     _P("output.figures", _Flag(), True, "Write figures.", grid=False),
-    _P("output.float_format", _FloatFormat(), C.DEFAULT_FLOAT_FORMAT, "Format of numbers in CSV files.",
+    _P("output.float_format", _FloatFormat(), C.DEFAULT_FLOAT_FORMAT,
+       "Format of numbers in CSV files (printf style). It is tried on sample error percentages when the config "
+       "is read: each must come out as one plain CSV field, a number that plab reads back as the value rounded "
+       "to the digits it shows, e.g. '%.6g', '%.10g', '%.4e' or '%.4f'; '%.6g%%', '%d' or '1%g' are refused.",
        grid=False),
 )
 

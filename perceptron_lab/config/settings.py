@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from perceptron_lab.config.checks import _Check, _Choice, _did_you_mean, _ListOf, _Literal, _Mismatch, _Union
+from perceptron_lab.config.checks import (_BEYOND_INT64, _Check, _Choice, _did_you_mean, _ListOf, _Literal,
+                                          _Mismatch, _Union)
 from perceptron_lab.config.schema import SCHEMA, Param
 
 #: Python parameter name -> schema key, where the name is not the key's attribute.
@@ -105,7 +106,7 @@ class Setting:
             return None
         except _Mismatch as m:
             text = f"{self.check.expectation(m)}. Got {value!r} instead."
-            if m.hint and m.hint.startswith("did you mean"):
+            if m.hint and (m.hint.startswith("did you mean") or m.hint == _BEYOND_INT64):
                 text = text[:-1] + f" ({m.hint})."
             return text
         except Exception:  # noqa: BLE001 - a value no check can read (an object whose float() fails)
