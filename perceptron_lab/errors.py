@@ -84,7 +84,8 @@ EXIT_STATUSES = (
         "file plab reads back (results.csv, run.json, a comparison, a part without its header) damaged"),
     (2, "usage and configs: an unknown option or command, an invalid config, a config that does not "
         "fit its data (`train_size` beyond the data, a holdout on a dataset without a test split), "
-        "a run whose estimated size is absurd (`--allow-large` insists), epochs or checkpoints that cover "
+        "a run whose estimated size is absurd (`--allow-large` insists, short of a run no machine can do: a "
+        "plan beyond its memory, a century of training), epochs or checkpoints that cover "
         "less than one training step, settings the engine cannot run with, `--executor` options that do not fit "
         "together (`dask` without `--scheduler`) or need the dask extra, an invalid causes file, a folder given "
         "as a run folder that is not one, runs `plab compare` cannot pair (other test sets, not two runs, "

@@ -380,3 +380,42 @@ def test_the_python_doors_refuse_the_same_integers():
         assert s.accepts(INT64_MAX)
         text = s.problem(INT64_MAX + 1)
         assert text is not None and "2**63 - 1" in text, (name, text)
+
+
+# --------------------------------------------------------------------------- --allow-large on absurd runs
+
+
+def _values(n, start=0):
+    return ",".join(str(start + i) for i in range(n))
+
+
+ABSURD = [
+    ("a grid of 10**12 points", lambda w: ["-m", f"training.seed={_values(1000)}", f"evaluation.fold_seed={_values(1000)}",
+                                           f"training.permutations={_values(1000, 1)}",
+                                           f"algorithm.eta={_values(1000, 1)}"], "more than this machine's"),
+    ("10**12 permutations", lambda w: ["training.permutations=1000000000000"], "more than this machine's"),
+    ("1e300 epochs", lambda w: ["training.epochs=1.0e+300"], "hours of training"),
+    ("1e15 epochs", lambda w: ["training.epochs=1.0e+15"], "hours of training"),
+]
+
+
+@pytest.mark.parametrize("what, args, text", ABSURD, ids=[w for w, _, _ in ABSURD])
+def test_allow_large_on_an_absurd_run_is_one_line_not_a_hang(work, what, args, text):
+    before = snapshot(work)
+    try:
+        status, err = plab_child("run", work / "small.yaml", "--out", work / "o", "-q", "--allow-large", *args(work),
+                                 timeout=90, memory_gb=4)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{what}: no answer within 90 s")
+    one_line(status, 2, err, "even with --allow-large", text)
+    assert snapshot(work) == before
+
+
+def test_allow_large_lifts_the_limits_but_not_what_no_machine_can_do(monkeypatch):
+    from perceptron_lab.model import bounds
+
+    monkeypatch.setattr(bounds, "physical_memory", lambda: 16 * 2**30)
+    large = bounds.estimate_size(2_500_000, 1.0, 100, 2)          # beyond MAX_UNITS, 12 GB: --allow-large runs it
+    assert bounds.over_limit(large) == "units" and bounds.impossible(large) is None
+    assert "more than this machine's 16 GB" in bounds.impossible(bounds.estimate_size(10**8, 1.0, 100, 2))
+    assert "hours of training" in bounds.impossible(bounds.estimate_size(2, 1e15, 104, 2))

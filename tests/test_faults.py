@@ -547,14 +547,20 @@ def test_grid_of_six_keys_by_fifty_values_is_refused_without_building_it(tmp_pat
     assert r.exit_code == 2 and len(errors) == 1 and "1.56e+11 runs" in errors[0]
 
 
-def test_allow_large_lifts_the_limits():
+def test_allow_large_lifts_the_limits(monkeypatch):
+    from perceptron_lab.model import bounds
     from perceptron_lab.model.bounds import check_run_size
     from perceptron_lab.config.load import config_from_dict
 
-    cfg = config_from_dict({"dataset": {"name": "sonar"}, "training": {"permutations": 10**12}})
-    assert check_run_size(cfg, 208, allow_large=True)["units"] == 10**12
+    monkeypatch.setattr(bounds, "physical_memory", lambda: 64 * 2**30)   # a machine with 64 GB
+    cfg = config_from_dict({"dataset": {"name": "sonar"}, "training": {"permutations": 3 * 10**6}})
+    assert check_run_size(cfg, 208, allow_large=True)["units"] == 3 * 10**6
     with pytest.raises(Exception, match="--allow-large"):
         check_run_size(cfg, 208)
+    # but not a run no machine can do: 10**12 runs' plan is petabytes
+    cfg = config_from_dict({"dataset": {"name": "sonar"}, "training": {"permutations": 10**12}})
+    with pytest.raises(Exception, match="more than this machine's 64 GB of memory, even with --allow-large"):
+        check_run_size(cfg, 208, allow_large=True)
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")

@@ -4,7 +4,10 @@ A typo such as ``epochs: 1e9`` or ``permutations: 1e12``, or a grid of six keys 
 each, would otherwise exhaust the machine (memory for the plan, days of training) before any
 error. :func:`check_run_size` counts the units without building them, estimates the training
 steps, checkpoints and plan memory, and refuses an absurd run with one line that gives the
-estimate (exit status 2) unless the user insists (``plab run --allow-large``).
+estimate (exit status 2) unless the user insists (``plab run --allow-large``). Insisting lifts
+those limits, not what no machine can run (:func:`impossible`): a plan and result rows beyond
+this machine's memory, or more than :data:`MAX_HOURS_ANYWAY` hours of training, stop the run
+with one line all the same instead of a hang or a MemoryError.
 """
 
 from __future__ import annotations
@@ -21,6 +24,12 @@ MAX_CHECKPOINTS_PER_UNIT = 100_000
 #: are slower), and bytes the plan and the results take per unit.
 STEPS_PER_SECOND = 2e7
 BYTES_PER_UNIT = 4_000
+#: Bytes of the result rows of one checkpoint of one unit, at the least (a dozen rows of a dozen
+#: fields: rules x labels, mistakes, support vectors).
+BYTES_PER_CHECKPOINT = 1_000
+#: Beyond this, no run starts, ``--allow-large`` or not: a century of one core's training (at
+#: :data:`STEPS_PER_SECOND`, the fastest case; a thousand-core cluster would still take six weeks).
+MAX_HOURS_ANYWAY = 1e6
 
 
 def grid_size(cfg) -> int:
@@ -133,12 +142,43 @@ def check_steps(cfg, n_train: int) -> None:
                           f"use at least {1.0 / n:.3g} epochs (one example)")
 
 
+def physical_memory() -> int | None:
+    """Bytes of this machine's memory, or None where the system does not say."""
+    import os
+
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def impossible(e: dict) -> str | None:
+    """What makes the run of estimate ``e`` (:func:`estimate_size`) impossible on any machine, or
+    None: its plan and result rows need more than this machine's memory (building them would fail
+    or swap for hours before any error), or its training more than :data:`MAX_HOURS_ANYWAY` hours.
+    ``--allow-large`` lifts the limits of :func:`over_limit`, never these."""
+    need = float(e["units"]) * (BYTES_PER_UNIT + float(e["checkpoints"]) * BYTES_PER_CHECKPOINT)
+    mem = physical_memory()
+    if mem is not None and need > mem:
+        return (f"{e['units']:.3g} runs x {float(e['checkpoints']):.3g} checkpoints each, at least {need / 2**30:.3g} "
+                f"GB for its plan and result rows, more than this machine's {mem / 2**30:.3g} GB of memory")
+    if e["hours"] > MAX_HOURS_ANYWAY:
+        return f"{e['steps']:.3g} training steps, about {e['hours']:.3g} hours of training (at most {MAX_HOURS_ANYWAY:.0e})"
+    return None
+
+
 def check_run_size(cfg, n_train: int, allow_large: bool = False) -> dict:
     """Refuse (ConfigError, exit status 2) a run beyond the limits above, with its estimate, and
-    one whose folds or epochs do not fit its data (:func:`check_folds`, :func:`check_steps`)."""
+    one whose folds or epochs do not fit its data (:func:`check_folds`, :func:`check_steps`).
+    ``allow_large`` lifts the limits, but not what no machine can run (:func:`impossible`)."""
     check_folds(cfg, n_train)
     e = estimate(cfg, n_train)
     if allow_large:
+        why = impossible(e)
+        if why:
+            raise ConfigError(f"{cfg.source}: this run would need {why}, even with --allow-large. Fix: check "
+                              "training.epochs, training.curve_every, training.permutations and evaluation.grid "
+                              "(a grid runs the product of its value lists)")
         check_steps(cfg, n_train)
         return e
     what = None
@@ -160,4 +200,4 @@ def check_run_size(cfg, n_train: int, allow_large: bool = False) -> dict:
 
 
 __all__ = ["check_folds", "check_steps", "smallest_training_part", "MAX_UNITS", "MAX_TRAIN_STEPS", "MAX_CHECKPOINTS_PER_UNIT", "grid_size", "fold_pairs", "estimate",
-           "estimate_size", "over_limit", "check_run_size"]
+           "estimate_size", "over_limit", "check_run_size", "impossible", "physical_memory", "MAX_HOURS_ANYWAY"]
