@@ -382,6 +382,38 @@ def test_the_python_doors_refuse_the_same_integers():
         assert text is not None and "2**63 - 1" in text, (name, text)
 
 
+# --------------------------------------------------------------------------- a LIBSVM index near 10**8
+
+
+LIBSVM = "".join(f"{1 if i % 2 else -1} {1 + i % 7}:{1 + i % 3} {9 + i % 5}:1\n" for i in range(40))
+
+
+@pytest.mark.parametrize("setting", ["linear perceptron (sparse path)", "alma (sparse path)",
+                                     "gaussian kernel (dense path)"])
+def test_a_libsvm_index_near_1e8_takes_memory_of_its_nonzeros(work, setting):
+    extra = {"linear perceptron (sparse path)": "", "alma (sparse path)": "algorithm: {name: alma}\n",
+             "gaussian kernel (dense path)": "kernel: {type: gaussian, sigma: 2}\n"}[setting]
+    cfg = ("name: big\ndataset: {path: big.libsvm}\nevaluation: {mode: kfold, folds: 2}\ntraining: {epochs: 1}\n"
+           "output: {figures: false}\n" + extra)
+    (work / "big.libsvm").write_text(LIBSVM)
+    (work / "big.yaml").write_text(cfg)
+    status, out, err = plab("run", work / "big.yaml", "--out", work / "warm", "-q")   # compiles what the run needs
+    assert status == 0, err
+    (work / "big.libsvm").write_text(LIBSVM.replace(" 9:1\n", " 9:1 100000000:2\n", 1))
+    tracemalloc.start()
+    try:
+        status, out, err = plab("run", work / "big.yaml", "--out", work / "o", "-q")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert status == 0, err
+    # a list of 10**8 names, or one weight vector of 10**8 floats, would take 800 MB and more
+    assert peak < 64 * 2**20, f"peak {peak / 2**20:.0f} MB"
+    import json
+
+    assert json.loads((work / "o" / "run.json").read_text())["dataset"]["n_features"] == 13  # 1..7, 9..13, 1e8
+
+
 # --------------------------------------------------------------------------- --allow-large on absurd runs
 
 

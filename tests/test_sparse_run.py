@@ -117,8 +117,9 @@ def test_settings_that_read_dense_rows_load_libsvm_dense(tmp_path):
 
 
 def test_a_libsvm_file_too_large_to_densify_is_refused_and_the_sparse_setting_runs(tmp_path):
-    # 11,000 examples x 100,000 features: 8.2 GB dense, 11,000 nonzeros
-    lines = [f"{1 if i % 3 else -1} {(i * 7919) % 99999 + 1}:1 100000:{i % 2}" for i in range(11000)]
+    # 11,000 examples x 110,000 features, each present in one example: 9.7 GB dense, 110,000 nonzeros
+    lines = [f"{1 if i % 3 else -1} " + " ".join(f"{i * 10 + k + 1}:{1 + (i + k) % 2}" for k in range(10))
+             for i in range(11000)]
     (tmp_path / "wide.libsvm").write_text("\n".join(lines) + "\n")
     base = "name: wide\ndataset: {path: wide.libsvm}\nevaluation: {mode: kfold, folds: 2}\noutput: {figures: false}\n"
     (tmp_path / "c.yaml").write_text(base + "kernel: {type: gaussian, sigma: 1}\n")

@@ -212,13 +212,14 @@ def test_bad_libsvm_files(here):
     assert "d.libsvm: the file is empty" in one_error(3, "run", cfg, "--out", here / "o4", "-q")
     (here / "d.libsvm").write_text(good.replace("-1 ", "1 "))
     assert "holds one class (1) in all 10 rows" in one_error(3, "run", cfg, "--out", here / "o5", "-q")
-    # a test file may use feature indices the training file lacks (sparse data): they share one width
+    # a test file may use feature indices the training file lacks (sparse data): they share one
+    # feature space, of the features that appear (1 and 3 in the training file, 1, 2 and 7 in the test file)
     (here / "d.libsvm").write_text(good)
     (here / "t.libsvm").write_text("1 1:0.5 7:1\n-1 2:1\n")
     cfg = write_config(here, "{path: d.libsvm, test_path: t.libsvm}", RUN)
     status, _, errors = plab("run", cfg, "--out", here / "o6", "-q")
     assert status == 0, errors
-    assert json.loads((here / "o6" / "run.json").read_text())["dataset"]["n_features"] == 7
+    assert json.loads((here / "o6" / "run.json").read_text())["dataset"]["n_features"] == 4
 
 
 def test_bad_npz_files(here):

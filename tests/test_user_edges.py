@@ -181,20 +181,28 @@ def test_libsvm_examples_without_features_are_zero_rows(tmp_path):
     exact(ds, np.r_[LIB_X, [[0.0, 0.0]]], [1, 0, 1, 0, 1])
 
 
-def test_libsvm_a_wide_line_loads(tmp_path):
+def test_libsvm_a_wide_line_loads_the_features_that_appear(tmp_path):
+    # 20000 indices, every fifth written as 0: 16000 features appear, index 7 the sixth of them
     line = " ".join(f"{j}:{j % 5}" for j in range(1, 20001))
     ds = load_lib(tmp_path, f"+1 {line}\n-1 3:1\n")
-    assert ds.X_train.shape == (2, 20000) and ds.X_train[0, 6] == 2.0 and ds.X_train[1, 2] == 1.0
+    assert ds.X_train.shape == (2, 16000) and ds.X_train[0, 5] == 2.0 and ds.X_train[1, 2] == 1.0
+    assert ds.meta["feature_names"][:6] == ["f1", "f2", "f3", "f4", "f6", "f7"]
+
+
+def test_libsvm_a_huge_index_is_one_feature(tmp_path):
+    # one index near 2**31 and one near 10**8: two columns, not two billion (memory follows the nonzeros)
+    ds = load_lib(tmp_path, LIB.replace("1:1.5 2:-1", "2147483647:1.5").replace("+1 1:2\n", "+1 100000000:2\n"))
+    exact(ds, np.array([[0.5, 2.0, 0, 0], [0, 0, 0, 1.5], [0, 0, 2.0, 0], [-3.25, 4.0, 0, 0]]), [1, 0, 1, 0])
+    assert ds.meta["feature_names"] == ["f1", "f2", "f100000000", "f2147483647"]
 
 
 LIB_REFUSED = {
     "labels but no features": ("+1\n-1\n+1\n", "d.libsvm: holds labels but no features"),
     "index 10^12": (LIB.replace("1:1.5", "1000000000000:1.5"), "line 2: not LIBSVM/SVMlight text: feature index "
-                    "1000000000000 is beyond the largest one read (2147483647); plab makes the data dense, one column "
-                    "per index. Fix: number the features 1..n without gaps."),
+                    "1000000000000 is beyond the largest one scikit-learn's reader takes (2147483647). Fix: number "
+                    "the features from 1 (gaps are fine)."),
     "index 2^31": (LIB.replace("1:1.5", "2147483648:1.5"), "line 2: not LIBSVM/SVMlight text: feature index "
                                                            "2147483648 is beyond"),
-    "index 2^31-1": (LIB.replace("1:1.5 2:-1", "2147483647:1.5"), "would take 64.0 GB as a dense matrix"),
     "duplicate index": (LIB.replace("1:1.5 2:-1", "1:1.5 1:-1"), "line 2: not LIBSVM/SVMlight text: feature indices "
                                                                  "must increase along a line (1 follows 1)"),
     "unsorted indices": (LIB.replace("1:1.5 2:-1", "2:-1 1:1.5"), "line 2: not LIBSVM/SVMlight text: feature "
@@ -231,7 +239,7 @@ def test_libsvm_edges_are_refused(tmp_path, case):
 def test_libsvm_test_file_edges(tmp_path):
     write(tmp_path / "d.libsvm", LIB)
     ds = load_user_data(tmp_path / "d.libsvm", "libsvm", test_path=write(tmp_path / "t.libsvm", "-1 5:1\n+1\n"))
-    np.testing.assert_array_equal(ds.X_test, [[0, 0, 0, 0, 1], [0, 0, 0, 0, 0]])
+    np.testing.assert_array_equal(ds.X_test, [[0, 0, 1], [0, 0, 0]])   # features 1, 2 and 5
     np.testing.assert_array_equal(ds.y_test, [0, 1])
     write(tmp_path / "t.libsvm", "-1 1:1\n1 2:1\n")
     refused(lambda: load_user_data(tmp_path / "d.libsvm", "libsvm", test_path=tmp_path / "t.libsvm"),

@@ -16,9 +16,14 @@ Three formats, chosen by ``dataset.format`` or the file's extension:
 * **LIBSVM / SVMlight** (``.libsvm``, ``.svm``, ``.svmlight``): ``label index:value ...`` per line,
   indices increasing along a line, ``#`` comments, ``qid:`` tokens ignored. The features are read
   by scikit-learn's ``load_svmlight_file`` (training and test files together, so they share the
-  feature count; an index 0 anywhere makes the files zero-based) and made dense; the labels are
-  read from the text. Indices above 2**31 - 1, and a training file without a single
-  ``index:value`` pair, are refused; a line with no pairs is an example whose features are all 0.
+  feature count; an index 0 anywhere makes the files zero-based), and only the features that some
+  example of either file has a nonzero value of are kept, in index order (feature ``f<index>``):
+  memory follows the nonzeros, however large and gapped the indices (a feature that is 0 in every
+  example adds 0 to every inner product and norm, and stays 0 under every preprocessing: the
+  problem is the same). The features are then made dense, or kept as a CSR matrix where the run's
+  engine reads sparse rows; the labels are read from the text. Indices above 2**31 - 1 (beyond
+  scikit-learn's reader), and a training file without a single nonzero ``index:value`` pair, are
+  refused; a line with no pairs is an example whose features are all 0.
 * **NumPy** (``.npz``): arrays ``X`` (n x features, numbers) and ``y`` (n labels: integers, floats
   with integral values, booleans or strings), as written by ``np.savez(path, X=X, y=y)`` or
   ``np.savez_compressed``; never unpickled (object arrays are refused), and an array whose header
@@ -158,8 +163,7 @@ def load_user_data(path, fmt: str, *, label: str | None = None, categorical=(), 
         X, y, Xt, yt, classes, names = _load_table(path, test, "," if fmt == "csv" else "\t", label,
                                                    tuple(categorical))
     elif fmt == "libsvm":
-        X, y, Xt, yt, classes = _load_libsvm(path, test, sparse)
-        names = [f"f{j + 1}" for j in range(X.shape[1])]
+        X, y, Xt, yt, classes, names = _load_libsvm(path, test, sparse)
     elif fmt == "npz":
         X, y, Xt, yt, classes = _load_npz(path, test)
         names = [f"x{j}" for j in range(X.shape[1])]
@@ -568,8 +572,8 @@ def _libsvm_problem(file: Path):
             if i < 0:
                 return n, f"feature index {i} is negative"
             if i > MAX_LIBSVM_INDEX:
-                return n, (f"feature index {i} is beyond the largest one read ({MAX_LIBSVM_INDEX}); plab makes the "
-                           "data dense, one column per index"), "number the features 1..n without gaps"
+                return n, (f"feature index {i} is beyond the largest one scikit-learn's reader takes "
+                           f"({MAX_LIBSVM_INDEX})"), "number the features from 1 (gaps are fine)"
             if i <= last:
                 return n, f"feature indices must increase along a line ({i} follows {last})"
             last = i
@@ -605,18 +609,20 @@ def _load_libsvm(path: Path, test: Path | None, sparse: bool = False):
         if Xs.shape[0] != len(texts):  # the two readers must see the same examples
             raise _fail(f, f"scikit-learn's reader found {Xs.shape[0]} examples, plab's {len(texts)} label(s)",
                         _LIBSVM_FIX)
+    parts, kept = _present_features(parts)
     if parts[0].nnz == 0:
-        raise _fail(path, "holds labels but no features (no index:value pair on any line)", "give each example its "
-                    "features as index:value pairs after the label, e.g. '+1 1:0.5 3:2'")
-    n_features = parts[0].shape[1]
+        raise _fail(path, "holds labels but no features (no nonzero index:value pair on any line)", "give each "
+                    "example its features as index:value pairs after the label, e.g. '+1 1:0.5 3:2'")
+    names = [f"f{j + 1}" for j in kept.tolist()]
+    n_features = len(kept)
     rows = sum(p.shape[0] for p in parts)
     if sparse:
-        return _sparse_libsvm(path, test, files, parts, labels)
+        return (*_sparse_libsvm(path, test, files, parts, labels), names)
     if rows * max(n_features, 1) * 8 > MAX_DENSE_BYTES:
         raise _fail(path, f"{rows} examples x {n_features} features would take "
                     f"{rows * n_features * 8 / 2**30:.1f} GB as a dense matrix (more than "
                     f"{MAX_DENSE_BYTES / 2**30:.0f} GB)", "select fewer features or examples first, number the "
-                    "features 1..n without gaps, or run a setting that reads the file sparse: the perceptron with "
+                    "features 1..n, or run a setting that reads the file sparse: the perceptron with "
                     "kernel.type linear (or poly of degree 1), or ALMA with p = 2 and the linear kernel, with "
                     "dataset.preprocess: none")
     dense = []
@@ -627,7 +633,34 @@ def _load_libsvm(path: Path, test: Path | None, sparse: bool = False):
             raise _fail(f, "a feature value is NaN or infinite", "replace the non-finite values or drop those lines",
                         lines[int(bad[0])])
         dense.append(Xd)
-    return _with_labels(path, test, labels, dense)
+    return (*_with_labels(path, test, labels, dense), names)
+
+
+def _present_features(parts):
+    """The CSR matrices ``parts`` (a file and its test file, one feature space) with only the
+    features some example has a nonzero value of, in index order, and the kept column numbers.
+
+    Memory and time follow the nonzeros, not the largest index: a file with one index near 10**8
+    gives a matrix of a few columns, not of 10**8 (nor a weight vector or a list of names as long).
+    The problem does not change: a feature that is 0 in every example (stored as 0, or absent)
+    adds 0 to every inner product, norm and distance, gets no weight from any update, and stays 0
+    under every preprocessing. The loops over a row's stored values (the sparse path) visit the
+    other values in the same order; a floating-point sum over whole vectors (a BLAS product of
+    dense rows, ALMA's ``|w|^2``) may group its terms differently, as between any two layouts of
+    one matrix."""
+    import scipy.sparse as sp
+
+    mats = []
+    for X in parts:
+        X = sp.csr_matrix(X, copy=True)
+        X.eliminate_zeros()
+        mats.append(X)
+    kept = np.unique(np.concatenate([X.indices for X in mats])).astype(np.int64)
+    out = []
+    for X in mats:
+        cols = np.searchsorted(kept, X.indices).astype(X.indices.dtype, copy=False)
+        out.append(sp.csr_matrix((X.data, cols, X.indptr), shape=(X.shape[0], len(kept))))
+    return out, kept
 
 
 def _sparse_libsvm(path, test, files, parts, labels):
