@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from perceptron_lab.errors import UsageError, UserFileError
+from perceptron_lab.errors import OutputError, UsageError, UserFileError
 from perceptron_lab.report.paired import (CORRECTED_T, HOLDOUT_BOUND, MIN_FOLDS, MIN_TEST_EXAMPLES, NO_DIFFERENCE,
                                           NO_VERDICT, PAIRED_CONFIDENCE, corrected_t, fold_means, holdout_bound,
                                           verdict)
@@ -577,7 +577,11 @@ def plot_side_by_side(run_dirs, out, cols=None) -> Path:
     if key:
         fig.supxlabel(key_text, fontsize="x-small", x=0.01, ha="left")
     out = Path(out)
-    save_figure(fig, out)   # makes the folder: a failure is one line (OutputError), not an OSError
+    try:
+        save_figure(fig, out)   # makes the folder: a failure is one line (OutputError), not an OSError
+    except OutputError as exc:   # its fix names --out, which compare does not have: the path is --figure's
+        raise OutputError(str(exc).replace("choose another output folder with --out",
+                                           "choose another path with --figure")) from None
     return out
 
 
