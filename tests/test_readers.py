@@ -231,6 +231,27 @@ def test_compare_side_by_side_refuses_damaged_results(run, pristine, tmp_path, d
     assert not (tmp_path / "cmp.png").exists()
 
 
+@pytest.mark.parametrize("column, text", [("fold", "f"), ("value", "12,5"), ("epoch", "ten"), ("permutation", "x")])
+def test_compare_and_plot_refuse_text_in_a_numeric_column(run, pristine, tmp_path, column, text):
+    """A results.csv whose number cells hold text: before, its rows were dropped or merged into one
+    fold and compare printed other means, exit 0; now one line naming the cell, nothing drawn."""
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO((run / "results.csv").read_text())))
+    col = rows[0].index(column)
+    rows[3][col] = text
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
+    (run / "results.csv").write_text(buf.getvalue())
+    for args in (("compare", run, pristine, "--figure", tmp_path / "cmp.png"), ("plot", run, "--out", tmp_path / "f")):
+        r = plab(*args)
+        assert r.exit_code == 1, (args, r.output)
+        (e,) = notes(r, "error")
+        assert str(run / "results.csv") in e and f"{column} = {text!r} on line 4 is not a number" in e
+    assert not (tmp_path / "cmp.png").exists() and not (tmp_path / "f").exists()
+
+
 @pytest.mark.parametrize("what", ["results.csv", "run.json"])
 def test_plot_and_tables_refuse_damaged_inputs(run, tmp_path, what):
     (cut_at_line_end if what == "results.csv" else lambda p: p.write_text("{"))(run / what)

@@ -37,7 +37,7 @@ import zlib
 from pathlib import Path
 
 from perceptron_lab.errors import PlabError, UsageError
-from perceptron_lab.run.store import read_back_csv, read_back_json
+from perceptron_lab.run.store import damaged, read_back_csv, read_back_json
 
 #: (colour, line style, marker) per line that is not a prediction rule (grid points, runs,
 #: algorithms), in order: every line differs in all three.
@@ -330,6 +330,14 @@ def read_run(run_dir, info: dict | None = None):
         info = read_back_json(run_dir / "run.json") if (run_dir / "run.json").exists() else {}
     need = ["rule", "metric", "value", "epoch", "grid_point", "fold", "permutation"]
     df = read_back_csv(res, need, rows=(info.get("csv_rows") or {}).get("results.csv"))
+    for col in ("epoch", "value", "grid_point", "fold", "permutation"):
+        # plab writes numbers there: text would be dropped or merged silently, moving every mean
+        cells = df[col]
+        bad = cells.ne("") & pd.to_numeric(cells, errors="coerce").isna() & \
+            ~cells.str.lower().isin(["nan", "inf", "-inf"])
+        if bad.any():
+            i = int(bad.to_numpy().argmax())
+            raise damaged(res, f"{col} = {cells.iloc[i]!r} on line {i + 2} is not a number")
     if "class" in df:
         df = df[df["class"] == "all"]
     df = df.assign(epoch=pd.to_numeric(df["epoch"], errors="coerce"),
