@@ -109,6 +109,20 @@ def test_workers_running_other_code_under_the_same_version_are_refused(tmp_path,
     assert not (tmp_path / "out" / "parts").is_dir() or not list((tmp_path / "out" / "parts").glob("*.csv"))
 
 
+def test_workers_of_another_version_are_named_as_such(tmp_path, scheduler):
+    """The version is part of the code fingerprint: a worker of another release is refused with
+    the version named, from the same one check."""
+    cfg = setup(tmp_path)
+    on_workers(scheduler, "import perceptron_lab.run.store as s; s._CODE[:] = ['0.0.9+0ld']")
+    try:
+        r = dask_run(cfg, tmp_path / "out", scheduler)
+    finally:
+        on_workers(scheduler, OWN_CODE)
+    assert r.exit_code == 5, r.output
+    line = one_error_line(r.output)
+    assert "Dask workers run perceptron_lab 0.0.9, this process" in line and "same version everywhere" in line
+
+
 def test_a_worker_whose_code_changes_after_the_connect_check_computes_nothing(tmp_path, scheduler, monkeypatch):
     """Each task proves the code fingerprint again (a worker that joins later, or is restarted on
     other code, never went through the check when plab connected)."""

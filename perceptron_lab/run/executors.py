@@ -110,15 +110,6 @@ def connect_dask(scheduler: str, timeout: float = DASK_CONNECT_SECONDS):
         except (TimeoutError, OSError):
             raise WorkerError(f"the Dask scheduler at {scheduler} has no workers after {timeout:g} s; start "
                             f"them with 'dask worker {scheduler} --nworkers N --nthreads 1'") from None
-        try:
-            found = client.run(_worker_version)
-        except Exception as exc:
-            raise WorkerError(f"Dask workers cannot run perceptron_lab ({_reason(exc)}); install "
-                            f"perceptron_lab {__version__} in every worker's environment") from None
-        other = sorted({v for v in found.values() if v != __version__})
-        if other:
-            raise WorkerError(f"Dask workers run perceptron_lab {', '.join(other)}, this process "
-                            f"{__version__}; install the same version everywhere")
         _check_worker_code(client)
     except BaseException:
         client.close()
@@ -178,10 +169,6 @@ def _with_deadline(fn, seconds: float, message: str):
     return box["value"]
 
 
-def _worker_version():
-    return __version__
-
-
 #: What to do when a worker's code is not this process's.
 SAME_CODE_FIX = ("install the same code on every worker (the same commit and local edits, or the same wheel) and "
                  "restart workers started before an edit or upgrade, then run the same command again (finished "
@@ -190,8 +177,9 @@ SAME_CODE_FIX = ("install the same code on every worker (the same commit and loc
 
 def _check_worker_code(client) -> None:
     """:class:`~perceptron_lab.errors.WorkerError` unless every worker of ``client`` has this
-    process's code fingerprint (:func:`perceptron_lab.run.store.code_fingerprint`): the same version
-    string is not the same code (an edit, a checkout of another commit)."""
+    process's code fingerprint (:func:`perceptron_lab.run.store.code_fingerprint`, the version and a
+    hash of the code): another version is named as such; the same version string is not the same
+    code (an edit, a checkout of another commit)."""
     from perceptron_lab.run.store import code_fingerprint
 
     mine = code_fingerprint()
@@ -200,6 +188,10 @@ def _check_worker_code(client) -> None:
     except Exception as exc:
         raise WorkerError(f"Dask workers cannot run perceptron_lab ({_reason(exc)}); install perceptron_lab "
                           f"{__version__} in every worker's environment") from None
+    versions = sorted({c.split("+", 1)[0] for c in found.values()} - {__version__})
+    if versions:
+        raise WorkerError(f"Dask workers run perceptron_lab {', '.join(versions)}, this process "
+                          f"{__version__}; install the same version everywhere")
     other = sorted({c for c in found.values() if c != mine})
     if other:
         n = sum(c != mine for c in found.values())
