@@ -123,6 +123,20 @@ def _fs_results(T, spec, value):
            -1, 0, f"{T:g}", spec.rule, spec.normalized, "all", spec.metric, value]
     return pd.DataFrame([row], columns=RESULT_COLUMNS)
 
+def _print_in_reference(monkeypatch, tables, table, mask, value):
+    """Make the paper print ``value`` in the cells ``mask(t)`` of its reference ``table`` (read
+    through ``tables.reference_table``), for the rest of the test."""
+    real = tables.reference_table
+
+    def reference_table(name):
+        t = real(name).copy()
+        if name == table:
+            t.loc[mask(t), "value"] = value
+        return t
+
+    monkeypatch.setattr(tables, "reference_table", reference_table)
+
+
 
 @pytest.mark.parametrize("row, T, tol_of, step", [
     ("Vote", 1.0, lambda p: max(0.3, 0.1 * abs(p)), 0.1),          # 0.3 points (paper 2.2)
@@ -132,18 +146,11 @@ def _fs_results(T, spec, value):
 ], ids=["error-abs", "error-rel", "supvec", "mistakes"])
 def test_fs1999_cells_on_the_tolerance_boundary(row, T, tol_of, step, monkeypatch):
     eps = _slack(fs_tables)
-    real_ref = fs_tables.reference_table
-    ref = real_ref("fs1999_table1")
+    ref = fs_tables.reference_table("fs1999_table1")
     printed = float(ref.loc[_fs_ref_mask(ref, T, row), "value"].iloc[0])
     paper = paper_with_a_float_boundary(printed, step, tol_of, eps)
 
-    def reference_table(name):
-        t = real_ref(name).copy()
-        if name == "fs1999_table1":
-            t.loc[_fs_ref_mask(t, T, row), "value"] = paper
-        return t
-
-    monkeypatch.setattr(fs_tables, "reference_table", reference_table)
+    _print_in_reference(monkeypatch, fs_tables, "fs1999_table1", lambda t: _fs_ref_mask(t, T, row), paper)
     spec = {r.name: r for r in fs_tables.TABLE1_ROWS}[row]
     tol = tol_of(paper)
     cases = boundary_cases(paper, tol, eps)
@@ -207,18 +214,11 @@ def _g_mask(ref, rule, metric):
 ], ids=["last-error", "avg-error", "corrections"])
 def test_gentile2001_cells_on_the_tolerance_boundary(rule, metric, column, tol_of, step, monkeypatch):
     eps = _slack(g_tables)
-    real_ref = g_tables.reference_table
-    ref = real_ref("gentile2001_table1")
+    ref = g_tables.reference_table("gentile2001_table1")
     printed = {m: float(ref.loc[_g_mask(ref, rule, m), "value"].iloc[0]) for m in ("test_error_pct", "corrections")}
     paper = paper_with_a_float_boundary(printed[metric], step, tol_of, eps)
 
-    def reference_table(name):
-        t = real_ref(name).copy()
-        if name == "gentile2001_table1":
-            t.loc[_g_mask(t, rule, metric), "value"] = paper
-        return t
-
-    monkeypatch.setattr(g_tables, "reference_table", reference_table)
+    _print_in_reference(monkeypatch, g_tables, "gentile2001_table1", lambda t: _g_mask(t, rule, metric), paper)
     tol = tol_of(paper)
     cases = boundary_cases(paper, tol, eps)
     assert len(cases) > 4
