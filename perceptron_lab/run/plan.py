@@ -35,7 +35,7 @@ from perceptron_lab.errors import ConfigError
 from perceptron_lab.model.bounds import check_run_size
 from perceptron_lab.model.exactness import exactness
 from perceptron_lab.run.evaluation import Grid
-from perceptron_lab.run.spec import UnitSpec, eval_epochs, unit_spec  # noqa: F401  (eval_epochs re-exported)
+from perceptron_lab.run.spec import UnitSpec, unit_spec
 from perceptron_lab.run.store import code_fingerprint, data_fingerprint, part_key
 
 RESULT_COLUMNS = ["dataset", "kernel", "degree", "algorithm", "params", "grid_point", "fold",
