@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 
-#: the package version (also ``perceptron_lab.__version__``); pyproject.toml carries the same string
+#: the package version (also ``perceptron_lab.__version__``): its one source; pyproject.toml reads it
+#: (``[tool.setuptools.dynamic]``) and a test checks CITATION.cff against it
 __version__ = "0.1.0"
 
 # --------------------------------------------------------------------------- datasets
