@@ -8,10 +8,24 @@ the config schema table there is the place that says which key each one belongs 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 #: the package version (also ``perceptron_lab.__version__``): its one source; pyproject.toml reads it
 #: (``[tool.setuptools.dynamic]``) and a test checks CITATION.cff against it
 __version__ = "0.1.0"
+
+
+def source_checkout() -> Path | None:
+    """The clone of the repository this package is imported from, or None for an installed copy.
+
+    ``plab`` itself never reads the source tree: configs, data and reference tables ship inside the
+    package. Only the tools that regenerate the repository's own files (``make reproduce``,
+    ``make golden``, ``make docs``) need a clone, an editable install (``pip install -e .``); they
+    ask here and stop with :class:`perceptron_lab.errors.CheckoutRequired` when there is none.
+    A clone is the folder above ``perceptron_lab/`` that holds ``pyproject.toml`` and ``results/``.
+    """
+    root = Path(__file__).resolve().parents[1]
+    return root if (root / "pyproject.toml").is_file() and (root / "results").is_dir() else None
 
 # --------------------------------------------------------------------------- datasets
 

@@ -43,6 +43,16 @@ class UsageError(PlabError):
     exit_code = 2
 
 
+class CheckoutRequired(UsageError):
+    """A tool that regenerates the repository's own files (results/, docs/) runs from a clone of the
+    repository, not from an installed copy (:func:`perceptron_lab.constants.source_checkout`).
+    Exit status 2; nothing is written."""
+
+    def __init__(self, tool: str):
+        super().__init__(f"{tool} regenerates the files of a clone of the perceptron_lab repository and "
+                         "this perceptron_lab is an installed copy; run it from a clone (pip install -e .)")
+
+
 class DamagedFileError(OutputError):
     """A file plab reads back (results, tables, run records, parts, logs) is damaged: cut short,
     not UTF-8, not parseable, or missing columns. The message names the file and how to get a

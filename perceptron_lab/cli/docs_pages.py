@@ -40,7 +40,8 @@ from pathlib import Path
 import pandas as pd
 
 from perceptron_lab.config import plugins
-from perceptron_lab.errors import EXIT_STATUSES, PlabError
+from perceptron_lab.constants import source_checkout
+from perceptron_lab.errors import EXIT_STATUSES, CheckoutRequired, PlabError
 from perceptron_lab.run.plan import RESULT_COLUMNS
 from perceptron_lab.run.store import damaged, read_back_csv, read_back_json, read_back_text
 
@@ -950,15 +951,18 @@ def write(root: Path = ROOT) -> list[str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file is stale")
-    ap.add_argument("--root", default=str(ROOT), help="the repository (default: this checkout)")
+    ap.add_argument("--root", help="the repository (default: the clone this package runs from)")
     args = ap.parse_args(argv)
     try:
+        root = Path(args.root) if args.root else source_checkout()
+        if root is None:   # an installed copy has no docs/ or results/ beside it
+            raise CheckoutRequired("python -m perceptron_lab.cli.docs_pages (make docs)")
         if args.check:
-            bad = stale(Path(args.root))
+            bad = stale(root)
             for rel in bad:
                 print(f"{rel}: differs from the results; run `make docs` (python -m perceptron_lab.cli.docs_pages)")
             return 1 if bad else 0
-        for rel in write(Path(args.root)):
+        for rel in write(root):
             print(f"wrote {rel}")
     except PlabError as exc:
         print(f"plab: error: {exc}", file=sys.stderr)

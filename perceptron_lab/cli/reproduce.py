@@ -62,7 +62,8 @@ if __name__ == "__main__":
 from perceptron_lab.config import plugins  # noqa: E402  (after the process settings)
 from perceptron_lab.config.load import load_config, with_overrides  # noqa: E402
 from perceptron_lab.engine import columns  # noqa: E402
-from perceptron_lab.errors import UsageError  # noqa: E402
+from perceptron_lab.constants import source_checkout  # noqa: E402
+from perceptron_lab.errors import CheckoutRequired, UsageError  # noqa: E402
 from perceptron_lab.run.experiment import run_experiment  # noqa: E402
 from perceptron_lab.run.inputs import verify_inputs
 from perceptron_lab.run.store import atomic_write_text  # noqa: E402
@@ -165,6 +166,8 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (default 1); above 1, the configs run side by side in one pool")
     ap.add_argument("--list", action="store_true", help="print the configs and exit")
     args = ap.parse_args(argv)
+    if source_checkout() is None:   # it writes the clone's results/, which an installed copy lacks
+        raise CheckoutRequired("python -m perceptron_lab.cli.reproduce (make reproduce)")
     configure_process()   # again when called as a function: the settings reach the workers it starts
     os.environ.setdefault(columns.KEEP_ENV, f"{KEEP_GB:g}")   # likewise, unless the caller set it
     os.chdir(ROOT)

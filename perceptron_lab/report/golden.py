@@ -65,12 +65,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 from pathlib import Path
 
 import pandas as pd
 
 from perceptron_lab.config.load import load_config
+from perceptron_lab.constants import source_checkout
+from perceptron_lab.errors import CheckoutRequired
 from perceptron_lab.run.experiment import run_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -251,6 +254,10 @@ def main(argv=None):
     ap.add_argument("cases", nargs="*", default=list(CASES))
     ap.add_argument("--data-dir", default=os.environ.get("PLAB_DATA"))
     args = ap.parse_args(argv)
+    if source_checkout() is None:   # the golden values are the clone's results/golden/
+        exc = CheckoutRequired("python -m perceptron_lab.report.golden (make golden)")
+        print(f"plab: error: {exc}", file=sys.stderr)
+        return exc.exit_code
     GOLDEN_DIR.mkdir(parents=True, exist_ok=True)
     for case in args.cases:
         new = compute(case, args.data_dir)
@@ -266,4 +273,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

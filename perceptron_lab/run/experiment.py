@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 
 from perceptron_lab.config.load import ExperimentConfig, with_overrides
-from perceptron_lab.constants import __version__
+from perceptron_lab.constants import __version__, source_checkout
 from perceptron_lab.engine import columns
 from perceptron_lab.engine.kernels import load_jit
 from perceptron_lab.errors import PlabError, UsageError
@@ -74,8 +74,13 @@ _OUTPUTS_LOCK = threading.RLock()
 
 
 def git_revision():
+    """The commit of the clone this package runs from (``+dirty`` with uncommitted changes), or None
+    for an installed copy: a copy installed into a virtual environment that lies inside some other
+    git repository must not record that repository's commit."""
     try:
         here = Path(__file__).resolve().parent
+        if source_checkout() is None:
+            return None
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5)
         if out.returncode == 0:
             dirty = subprocess.run(["git", "status", "--porcelain"], cwd=here, capture_output=True,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from perceptron_lab.config.checks import PACKAGE_CONFIG_DIR
 from perceptron_lab.run.figures import _figure, algorithm_style, legend_outside, rule_style, save_figure, suptitle
 
 def plot_margin_distributions(panels, out_png, title: str | None = None, ncols: int = 2,
@@ -85,8 +86,9 @@ def plot_margin_distributions(panels, out_png, title: str | None = None, ncols: 
     return out
 
 
-#: Where the configs of Figures 3-5 are read (the repository's ``configs/gentile2001``).
-GENTILE_CONFIG_DIR = Path(__file__).resolve().parents[3] / "configs" / "gentile2001"
+#: Where the configs of Figures 3-5 are read: the packaged ``configs/gentile2001`` (the repository's
+#: ``configs/`` is a link to the package's), so an installed copy draws them too.
+GENTILE_CONFIG_DIR = PACKAGE_CONFIG_DIR / "gentile2001"
 #: Figure 3 (USPS): the Perceptron and ALMA_2(alpha) at the kernel width of their Table 1 config.
 FIGURE3_RUNS = (("Perceptron", "table1_usps_perceptron.yaml", {}),
                 ("ALMA2(1.0)", "table1_usps_alma.yaml", {"algorithm.alpha": 1.0}),
