@@ -617,8 +617,11 @@ def figures_gentile2001(out_dir, data_dir, which, permutations, quiet):
                    "paired over its folds and permutations, with the same interval and verdict as --paired.")
 @click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
               show_default=True, help="Level of the paired intervals.")
+@click.option("--points", "points_text", metavar="I,J,...",
+              help="Only these grid points of each run (numbered as in its grid.csv and plab run's summary), in "
+                   "this order: e.g. --points 0,2 --paired pairs two points of one sweep.")
 @friendly_errors
-def compare(run_dirs, only_outside, figure, diff_only, layout, as_csv, paired, rule_pair, confidence):
+def compare(run_dirs, only_outside, figure, diff_only, layout, as_csv, paired, rule_pair, confidence, points_text):
     """Compare runs: several side by side, one against another, or one run against its paper.
 
     One run folder that reproduces a paper table: every cell, the paper's value, ours, within
@@ -639,6 +642,10 @@ def compare(run_dirs, only_outside, figure, diff_only, layout, as_csv, paired, r
     (whatever the files are called), a run.json without one, another evaluation mode, fold
     count or fold seed.
 
+    --points I,J keeps only those grid points of each run (numbered as in its grid.csv and in
+    plab run's summary): with --paired, two points of one sweep are paired (they share the run's
+    folds and training orders unless the grid changes the data or the evaluation).
+
     \b
     Examples:
       plab compare results/fs1999/d4
@@ -646,6 +653,7 @@ def compare(run_dirs, only_outside, figure, diff_only, layout, as_csv, paired, r
       plab compare runs/quickstart runs/my_variant --figure cmp.png
       plab compare runs/my_run/kernel.degree-2+3 --diff --layout rows
       plab compare runs/a runs/b --paired
+      plab compare runs/my_sweep --points 0,2 --paired
       plab compare runs/quickstart --rules vote,last --csv
     """
     from perceptron_lab.report.compare import (_columns, check_figure, differing, left_out, numbers, paired_notes,
@@ -661,11 +669,14 @@ def compare(run_dirs, only_outside, figure, diff_only, layout, as_csv, paired, r
                          "folders written by plab run (or plab tables)")
     if (paired or rule_pair) and not users:
         raise UsageError("--paired and --rules compare run folders with a results.csv; none was given")
-    if len(run_dirs) == 1 and papers and not (paired or rule_pair or as_csv or diff_only):
+    points = _points(points_text)
+    if points is not None and not users:
+        raise UsageError("--points selects grid points of run folders with a results.csv; none was given")
+    if len(run_dirs) == 1 and papers and not (paired or rule_pair or as_csv or diff_only or points is not None):
         click.echo(compare_text(run_dirs[0], only_outside=only_outside))
         return
     if users:
-        cols = _columns(users)
+        cols = _columns(users, points)
         if paired or rule_pair:
             if rule_pair:
                 x, _, y = rule_pair.partition(",")
@@ -715,6 +726,19 @@ def compare(run_dirs, only_outside, figure, diff_only, layout, as_csv, paired, r
     for d in papers:
         click.echo("")
         click.echo(compare_text(d, only_outside=only_outside, cells=only_outside))
+
+
+def _points(text):
+    """``--points 0,2`` as grid point numbers (None without the option); a usage error otherwise."""
+    if text is None:
+        return None
+    parts = [p.strip() for p in text.split(",")]
+    if not all(p.isdigit() for p in parts):
+        raise UsageError(f"--points {text}: give grid point numbers separated by commas, e.g. --points 0,2")
+    points = [int(p) for p in parts]
+    if len(set(points)) < len(points):
+        raise UsageError(f"--points {text}: each grid point once")
+    return points
 
 
 @main.command()

@@ -51,24 +51,76 @@ _LABEL_SEPARATORS = re.compile(r"[\s_/,;+()\[\]]+")
 _NUMBER = re.compile(r"^[-+]?[\d.]+(?:e[-+]?\d+)?$")
 
 
-def _columns(run_dirs) -> list[dict]:
-    """One entry per (run, grid point): its short label (:func:`perceptron_lab.run.figures.run_labels`, with the grid point's
-    varying values when the run has several), results, last epoch, run.json and grid values."""
+def _columns(run_dirs, points=None) -> list[dict]:
+    """One entry per (run, grid point): its short label (:func:`column_labels`), results, last
+    epoch, run.json and grid values. ``points`` (grid point numbers, as ``grid.csv`` and ``plab run``
+    number them) keeps only those points of every run, in the order given;
+    :class:`~perceptron_lab.errors.UsageError` when a run has no such point."""
     read = [(Path(d), *read_run(d)) for d in run_dirs]
     names = [str(info.get("name") or d.name) for d, _, info, _ in read]
     labels = run_labels([d for d, *_ in read], names)
     cols = []
     for (d, df, info, glabels), name in zip(read, labels):
         gps = sorted(df["gp"].unique())
+        if points is not None:
+            missing = [p for p in points if p not in gps]
+            if missing:
+                raise UsageError(f"{d} has no grid point {missing[0]} (its points are "
+                                 f"{', '.join(map(str, gps))}, numbered as in its grid.csv)")
+            gps = list(points)
         grid = _grid_rows(d)
         for g in gps:
             sub = df[df["gp"] == g]
             point = glabels.get(int(g)) or f"grid point {g}"
-            label = (name if len(gps) == 1 else point if len(read) == 1 else f"{name} [{point}]")
+            label = (name if len(gps) == 1 and points is None else point if len(read) == 1
+                     else f"{name} [{point}]")
             cols.append({"name": label, "dir": d, "info": info, "gp": int(g), "df": sub,
                          "grid": grid.get(int(g), {}), "last": float(sub["epoch"].max()),
                          "runs": sub.groupby(["fold", "permutation"]).ngroups})
+    for c, label in zip(cols, column_labels(cols)):
+        c["name"] = label
     return cols
+
+
+#: What a setting that does not apply to a run shows (a Stoptron's eta, a perceptron's budget) in
+#: the settings and in the labels built from them.
+NOT_APPLICABLE = "\u2014"
+
+
+def column_labels(cols, width: int = LABEL_WIDTH) -> list[str]:
+    """The shortest labels that tell the columns apart. The labels :func:`_columns` starts from
+    (the runs' names, a single run's grid values ``tau=0.125``) are kept when they differ and are
+    at most ``width`` characters; otherwise each column is named by the values of the settings
+    that differ between the columns (:func:`settings`), joined by ``/`` in the config's order and
+    leaving out those that do not apply to it: ``perceptron`` and ``stoptron/10`` for a perceptron
+    and a Stoptron with a budget of 10. A label of numbers only names its keys (``tau=0.5``).
+    When the settings do not tell the columns apart either (one run given twice), the starting
+    labels stay."""
+    start = [c["name"] for c in cols]
+    if len(set(start)) == len(start) and all(len(x) <= width for x in start):
+        return start
+    flats = _flat_settings(cols)
+    keys = list(dict.fromkeys(k for cfg in flats for k in cfg if k not in _NAMING))
+    labels: list[list[tuple[str, str]]] = [[] for _ in cols]
+    for k in keys:
+        # the values of the columns where the same schema row applies: a key two algorithms share in
+        # name only (the perceptron's C, ALMA's C) tells nothing the algorithm's name does not
+        meant = [(_applying_row(k, cfg), _text(cfg[k])) if k in cfg else (None, None) for cfg in flats]
+        rows = {r for r, _ in meant if r is not None}
+        if not any(len({v for r2, v in meant if r2 == r}) > 1 for r in rows):
+            continue
+        for lab, (r, v) in zip(labels, meant):
+            if r is not None:
+                lab.append((k, v))
+    out = []
+    for values in labels:
+        if values and all(_NUMBER.match(v) for _, v in values):
+            out.append("/".join(f"{key.split('.')[-1]}={v}" for key, v in values))
+        else:
+            out.append("/".join(v for _, v in values))
+    if len(set(out)) < len(out) or not all(out):
+        return start
+    return out
 
 
 def _grid_rows(run_dir: Path) -> dict:
@@ -97,18 +149,47 @@ def _flat(d: dict, prefix: str = "") -> dict:
 _NAMING = ("name", "description", "output.dir", "output.figures", "extends", "paper")
 
 
-def settings(cols) -> pd.DataFrame:
+def settings(cols, names=None) -> pd.DataFrame:
     """Every setting of every column (the config in its run.json, with the grid point's values in
-    place of the grid), a row per dotted key, a column per run (per grid point)."""
-    rows = {}
+    place of the grid), a row per dotted key, a column per run (per grid point) headed by its
+    label (or by ``names``). A setting that does not apply to a column -- a key the schema ties to
+    another algorithm or kernel (:func:`applies`), or one its config lacks -- shows
+    :data:`NOT_APPLICABLE`, not ``null``: ``null`` is a value the run ran with."""
+    names = [c["name"] for c in cols] if names is None else list(names)
+    flats = _flat_settings(cols)
+    keys = list(dict.fromkeys(k for cfg in flats for k in cfg if k not in _NAMING))
+    return pd.DataFrame({n: [_text(cfg[k]) if k in cfg and applies(k, cfg) else NOT_APPLICABLE for k in keys]
+                         for n, cfg in zip(names, flats)}, index=keys)
+
+
+def _flat_settings(cols) -> list[dict]:
+    """Each column's config as dotted key -> value, its grid point's values in place of the grid."""
+    flats = []
     for c in cols:
         cfg = _flat((c["info"] or {}).get("config") or {})
         cfg.pop("evaluation.grid", None)
         cfg.update({k: _num_text(v) for k, v in c["grid"].items()})
-        for k, v in cfg.items():
-            rows.setdefault(k, {})[c["name"]] = v
-    keys = [k for k in rows if k not in _NAMING]
-    return pd.DataFrame({c["name"]: [_text(rows[k].get(c["name"])) for k in keys] for c in cols}, index=keys)
+        flats.append(cfg)
+    return flats
+
+
+def _applying_row(key: str, flat: dict) -> int | None:
+    """The index in the schema of the row of ``key`` in effect in the flat config ``flat``, -1 for a
+    key the schema does not know, None when no row of it applies."""
+    from perceptron_lab.config.schema import SCHEMA
+
+    rows = [(i, p) for i, p in enumerate(SCHEMA) if p.path == key]
+    if not rows:
+        return -1
+    return next((i for i, p in rows if p.when is None
+                 or flat.get(f"{p.section}.{p.when[0]}" if p.section else p.when[0]) in p.when[1]), None)
+
+
+def applies(key: str, flat: dict) -> bool:
+    """Whether the dotted config ``key`` is in effect in the flat config ``flat`` (dotted key ->
+    value): the schema's rows for the key (:data:`perceptron_lab.config.schema.SCHEMA`) say under
+    which algorithm or kernel it applies; a key the schema does not know applies."""
+    return _applying_row(key, flat) is not None
 
 
 def _num_text(v):
@@ -363,8 +444,11 @@ def paired_runs(cols, confidence: float = PAIRED_CONFIDENCE) -> pd.DataFrame:
     (exit status 2) when the two are not comparable (:func:`not_comparable`) or share no fold and
     permutation."""
     if len(cols) != 2:
+        hint = ("; pick two grid points with --points I,J (grid point numbers: "
+                + ", ".join(f"{c['gp']} {c['name']}" for c in cols) + ")") if len({c["dir"] for c in cols}) == 1 else \
+            ("; give two run folders, or one folder and --points I,J" if len(cols) > 2 else "")
         raise UsageError(f"a paired comparison takes two runs (or a run with two grid points); these give {len(cols)}: "
-                         + ", ".join(c["name"] for c in cols))
+                         + ", ".join(c["name"] for c in cols) + hint)
     a, b = cols
     who = f"{a['name']} and {b['name']} of {a['dir']}" if a["dir"] == b["dir"] else f"{a['dir']} and {b['dir']}"
     why = why_not_comparable(a, b)
@@ -593,5 +677,5 @@ def table_text(table: pd.DataFrame) -> str:
 
 __all__ = ["side_by_side", "plot_side_by_side", "check_figure", "table_text", "settings", "differing",
            "paired_difference", "paired_runs", "paired_rules", "paired_text", "paired_notes", "protocol",
-           "legend_labels", "left_out",
+           "legend_labels", "left_out", "column_labels", "applies", "NOT_APPLICABLE",
            "not_comparable", "why_not_comparable", "numbers", "short_rows"]
