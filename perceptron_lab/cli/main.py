@@ -219,7 +219,7 @@ def main():
 
     \b
     Examples:
-      plab run                          # the packaged quickstart (sonar, 10-fold CV)
+      plab run                          # the quickstart: the perceptron on sonar, 10-fold CV
       plab run configs/mnist_d4.yaml    # Freund & Schapire Table 1, d = 4
       plab run fs1999/table1_d4 training.epochs=1   # a packaged config by name, one key overridden
       plab configs                      # the packaged configs
@@ -270,8 +270,10 @@ def run(config, overrides, multirun, out_dir, data_dir, force, quiet, jobs, exec
     """Run the experiment described by CONFIG (a YAML file, or a packaged config's name: 'plab configs'
     lists them), with OVERRIDES (key=value, values in YAML) replacing keys of the config.
 
-    Without CONFIG, runs the packaged quickstart: the voted perceptron on the UCI sonar data
-    (shipped inside the package), 10-fold cross-validation. A run writes to runs/NAME (the
+    Without CONFIG, runs the packaged quickstart: Khardon & Wachman's perceptron with a threshold,
+    without and with a margin (a grid over algorithm.tau), predicting with the rules last,
+    longest survivor, vote and average, on the UCI sonar data (shipped inside the package),
+    10-fold cross-validation. The summary's first line says what ran. A run writes to runs/NAME (the
     config's output.dir, or --out, chooses another folder; the paper configs write to runs/ too:
     'make reproduce' is what regenerates results/). An overridden run writes to its own folder,
     runs/NAME/KEY-VALUE_... (the overrides, shell-safe). Finished runs are kept in OUT/parts, so

@@ -70,8 +70,14 @@ def _type(check) -> str:
 
 
 def key_docs() -> list[KeyDoc]:
+    """Every key a config may hold: the schema's, with ``extends`` (resolved before the schema
+    applies, :data:`perceptron_lab.config.reading.EXTENDS_DOC`) after the top-level keys."""
+    from perceptron_lab.config.reading import EXTENDS_DOC, EXTENDS_TYPE
+
     out = []
     for p in SCHEMA:
+        if p.section and not any(d.key == "extends" for d in out):
+            out.append(KeyDoc("extends", EXTENDS_TYPE, "null", "", "", EXTENDS_DOC))
         applies = ""
         if p.when is not None:
             sel = f"{p.section}.{p.when[0]}" if p.section else p.when[0]

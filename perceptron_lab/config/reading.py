@@ -19,6 +19,15 @@ from perceptron_lab.config.schema import MAX_CONFIG_BYTES, PACKAGE_CONFIG_DIR, S
 
 # =========================================================================== YAML and extends
 
+#: What ``extends`` does, as ``plab config docs`` and the configuration reference say it (the key is
+#: resolved here, before the schema sees the config, so it has no row of its own in the schema).
+EXTENDS_DOC = ("Base configs merged before this file's own keys: a file name or a list of them, paths relative "
+               "to this file, '" + C.PACKAGE_CONFIG_PREFIX + "NAME.yaml' for a config shipped with plab (plab configs "
+               "lists them). Mappings merge key by key, this file winning; any other value, lists included, is "
+               "replaced whole; a later base in the list wins over an earlier one. A base's name and paper are "
+               "never inherited.")
+EXTENDS_TYPE = "a file name or a list of file names"
+
 
 class _StrictLoader(yaml.SafeLoader):
     """SafeLoader that records every duplicate key of a mapping instead of keeping the last."""

@@ -93,6 +93,65 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
         "  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
 
 
+# ----------------------------------------------------------------------------- what ran
+
+
+def _value_text(v) -> str:
+    if isinstance(v, float):
+        return f"{v:g}"
+    return "null" if v is None else str(v)
+
+
+def _kernel_text(kernel: dict) -> str:
+    """``linear kernel``, ``poly kernel (degree 4)``, ``gaussian kernel (sigma 3)``."""
+    kind = kernel.get("type") or "linear"
+    params = []
+    if kind in ("poly", "poly_gaussian") and kernel.get("degree") is not None:
+        params.append(f"degree {_value_text(kernel['degree'])}")
+    if kind in ("gaussian", "poly_gaussian") and kernel.get("sigma") is not None:
+        params.append(f"sigma {_value_text(kernel['sigma'])}")
+    return f"{kind} kernel" + (f" ({', '.join(params)})" if params else "")
+
+
+def _protocol_text(evaluation: dict, dataset: dict) -> str:
+    mode = evaluation.get("mode") or "holdout"
+    if mode == "kfold":
+        return f"{evaluation.get('folds', '?')}-fold cross-validation"
+    if mode == "nested":
+        outer = ("the test split" if evaluation.get("outer") == "holdout"
+                 else f"{evaluation.get('folds', '?')} outer folds")
+        return f"nested cross-validation ({outer}, {evaluation.get('inner_folds', '?')} inner folds)"
+    n_test = dataset.get("n_test")
+    return f"the test split ({n_test} examples)" if n_test else "the test split"
+
+
+def what_ran(config: dict, dataset: dict | None = None) -> str:
+    """What a run ran, in one line, from its resolved config (``run.json``'s ``config``) and what it
+    read (``run.json``'s ``dataset``): ``the perceptron, linear kernel, on sonar (208 examples, 60
+    features); 10-fold cross-validation, 100 epochs; grid over algorithm.tau: 0, 0.125``."""
+    from perceptron_lab.config.schema import ALGORITHM_TITLES
+
+    config, dataset = config or {}, dataset or {}
+    algo = (config.get("algorithm") or {}).get("name") or "perceptron"
+    ds = config.get("dataset") or {}
+    data = ds.get("name") or (Path(ds["path"]).name if ds.get("path") else None) or dataset.get("name") or "?"
+    size = [f"{dataset['n_train']} examples" if dataset.get("n_train") else "",
+            f"{dataset['n_features']} features" if dataset.get("n_features") else ""]
+    size = ", ".join(s for s in size if s)
+    training = config.get("training") or {}
+    epochs = training.get("epochs")
+    perms = training.get("permutations") or 1
+    line = (f"{ALGORITHM_TITLES.get(algo, algo)}, {_kernel_text(config.get('kernel') or {})}, on {data}"
+            + (f" ({size})" if size else "")
+            + f"; {_protocol_text(config.get('evaluation') or {}, dataset)}"
+            + (f", {_value_text(epochs)} epoch{'' if epochs == 1 else 's'}" if epochs is not None else "")
+            + (f", {perms} training orders" if perms > 1 else ""))
+    grid = (config.get("evaluation") or {}).get("grid") or {}
+    if grid:
+        line += "; grid over " + "; ".join(f"{k}: {', '.join(_value_text(v) for v in vs)}" for k, vs in grid.items())
+    return line
+
+
 # ----------------------------------------------------------------------------- the run's table
 
 
@@ -102,7 +161,9 @@ def format_summary(cfg, res, table) -> str:
     then the parameter searches (:func:`search_lines`). ``table`` is
     :func:`perceptron_lab.run.experiment.summarize`'s (mean, std and count of each cell's runs)."""
     out_dir = Path(res.out_dir)
-    lines = [f"{cfg.name}: {res.ran} run(s) computed, {res.skipped} reused; results in {out_dir}/results.csv"]
+    info = res.run_info or {}
+    lines = [f"ran {what_ran(info.get('config') or cfg.to_dict(), info.get('dataset'))}",
+             f"{cfg.name}: {res.ran} run(s) computed, {res.skipped} reused; results in {out_dir}/results.csv"]
     figs = sorted(p.name for p in out_dir.glob("*.png")) if cfg.output.figures else []
     tail = [f"figures in {out_dir}: {', '.join(figs)} (plab plot redraws them)"] if figs else []
     if table.empty:
