@@ -1,4 +1,5 @@
-"""mkdocs hook: the figures under results/ become files of the site, at the same relative path.
+"""mkdocs hook: the figures under results/ become files of the site, at the same relative path, and
+the repository's CHANGELOG.md becomes its page changelog.md.
 
 Pages in docs/ link a figure as ``results/<...>.png`` (relative to docs/), so a figure is shown
 from the file ``make reproduce`` wrote, never from a copy that could go stale.
@@ -25,6 +26,9 @@ def _figures():
 
 
 def on_files(files, config):
+    # the changelog is kept in one file, CHANGELOG.md at the repository's root (where packaging tools
+    # and readers of the sdist look); the site shows it as changelog.md
+    files.append(File.generated(config, "changelog.md", abs_src_path=str(ROOT / "CHANGELOG.md")))
     for p in _figures():
         files.append(File(p.relative_to(ROOT).as_posix(), src_dir=str(ROOT), dest_dir=config["site_dir"],
                           use_directory_urls=config["use_directory_urls"]))
