@@ -59,8 +59,11 @@ def test_classifiers_name_the_supported_pythons():
     project = _pyproject()["project"]
     floor = re.fullmatch(r">=3\.(\d+)", project["requires-python"])
     assert floor, project["requires-python"]
-    named = sorted(int(c.rsplit(".", 1)[1]) for c in project["classifiers"]
-                   if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c))
+    named = sorted(
+        int(c.rsplit(".", 1)[1])
+        for c in project["classifiers"]
+        if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+    )
     assert named and named[0] == int(floor.group(1))
     assert named == list(range(named[0], named[-1] + 1))
     # PEP 639: a license expression excludes license classifiers

@@ -59,8 +59,9 @@ def installed(tmp_path_factory):
     base = tmp_path_factory.mktemp("wheel")
     assert not base.resolve().is_relative_to(ROOT)
     dist = base / "dist"
-    out = subprocess.run([sys.executable, "-m", "build", "--outdir", str(dist), str(ROOT)],
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-m", "build", "--outdir", str(dist), str(ROOT)], capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     wheels = sorted(dist.glob("perceptron_lab-*.whl"))
     assert len(wheels) == 1 and len(list(dist.glob("perceptron_lab-*.tar.gz"))) == 1
@@ -68,18 +69,28 @@ def installed(tmp_path_factory):
     subprocess.run(["git", "init", "-q", str(base)], check=True)
     (base / "README").write_text("someone else's project\n")
     subprocess.run(["git", "-C", str(base), "-c", "user.name=t", "-c", "user.email=t@t", "add", "README"], check=True)
-    subprocess.run(["git", "-C", str(base), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x"],
-                   check=True)
+    subprocess.run(
+        ["git", "-C", str(base), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x"], check=True
+    )
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     bindir = venv / "bin"
     py = bindir / "python"
-    purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    purelib = subprocess.run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
     Path(purelib, "_test_dependencies.pth").write_text("".join(f"{d}\n" for d in sorted(deps)))
-    out = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheels[0])],
-                         capture_output=True, text=True, env=_env(), timeout=300)
+    out = subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheels[0])],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     work = base / "work"
     work.mkdir()
@@ -100,8 +111,12 @@ def test_the_package_comes_from_the_wheel(installed):
     assert Path(out.stdout.strip()).resolve().is_relative_to(venv.resolve())
     names = zipfile.ZipFile(wheel).namelist()
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
-    for data in ("perceptron_lab/py.typed", "perceptron_lab/configs/quickstart.yaml",
-                 "perceptron_lab/templates/index.html", "perceptron_lab/papers/REFERENCE.md"):
+    for data in (
+        "perceptron_lab/py.typed",
+        "perceptron_lab/configs/quickstart.yaml",
+        "perceptron_lab/templates/index.html",
+        "perceptron_lab/papers/REFERENCE.md",
+    ):
         assert data in names, data
     assert any(n.startswith("perceptron_lab/datasets/embedded/") for n in names)
     assert not [n for n in names if n.startswith(("tests/", "results/", "docs/"))]
@@ -114,8 +129,14 @@ def test_quickstart_gives_the_checkouts_results(installed, tmp_path):
     ours = work / "runs" / "quickstart" / "results.csv"
     assert ours.is_file()
     # the same run from the checkout (the interpreter running these tests)
-    ref = subprocess.run([sys.executable, "-m", "perceptron_lab.cli.main", "run", "--out", str(tmp_path / "ck")],
-                         cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=600)
+    ref = subprocess.run(
+        [sys.executable, "-m", "perceptron_lab.cli.main", "run", "--out", str(tmp_path / "ck")],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert ref.returncode == 0, ref.stderr[-3000:]
     assert ours.read_bytes() == (tmp_path / "ck" / "results.csv").read_bytes()
     import json
@@ -128,8 +149,9 @@ def test_estimator_example_gives_the_checkouts_output(installed, tmp_path):
     _, bindir, _, _ = installed
     out = _run(installed, str(bindir / "python"), "-c", ESTIMATOR_EXAMPLE)
     assert out.returncode == 0, out.stderr[-3000:]
-    ref = subprocess.run([sys.executable, "-c", ESTIMATOR_EXAMPLE], cwd=tmp_path, env=_env(),
-                         capture_output=True, text=True, timeout=600)
+    ref = subprocess.run(
+        [sys.executable, "-c", ESTIMATOR_EXAMPLE], cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=600
+    )
     assert ref.returncode == 0, ref.stderr[-3000:]
     assert out.stdout == ref.stdout and len(out.stdout.splitlines()) == 5
 
@@ -145,8 +167,9 @@ def test_report_of_the_quickstart(installed):
     assert (work / "report" / "index.html").stat().st_size > 0
 
 
-@pytest.mark.parametrize("module", ["perceptron_lab.cli.reproduce", "perceptron_lab.report.golden",
-                                    "perceptron_lab.cli.docs_pages"])
+@pytest.mark.parametrize(
+    "module", ["perceptron_lab.cli.reproduce", "perceptron_lab.report.golden", "perceptron_lab.cli.docs_pages"]
+)
 def test_checkout_tools_refuse_an_installed_copy(installed, module):
     venv, bindir, work, _ = installed
     before = sorted(p for p in venv.rglob("*") if "__pycache__" not in p.parts)
@@ -159,12 +182,17 @@ def test_checkout_tools_refuse_an_installed_copy(installed, module):
     assert not (work / "results").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="model/exactness.py reads results/spread/ from the source tree, so an "
-                   "installed copy knows no measured spread (issue 56: to ship inside the package)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="model/exactness.py reads results/spread/ from the source tree, so an "
+    "installed copy knows no measured spread (issue 56: to ship inside the package)",
+)
 def test_installed_copy_knows_the_measured_spreads(installed, tmp_path):
     _, bindir, _, _ = installed
-    code = ("from perceptron_lab.model.exactness import measured_spread; "
-            "print(measured_spread('configs/golden/kw2007_sonar.yaml'))")
+    code = (
+        "from perceptron_lab.model.exactness import measured_spread; "
+        "print(measured_spread('configs/golden/kw2007_sonar.yaml'))"
+    )
     ref = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=_env(), capture_output=True, text=True)
     assert ref.returncode == 0 and ref.stdout.strip() != "None", ref.stderr
     out = _run(installed, str(bindir / "python"), "-c", code)
