@@ -214,6 +214,27 @@ def log_axis(axis, ticks=None) -> None:
     axis.set_minor_locator(NullLocator())
 
 
+#: A spread band: a light fill and its two edges drawn as thin lines of the curve's colour, so that
+#: where the bands of several curves overlap each one's edges can still be followed.
+BAND_ALPHA = 0.07
+BAND_EDGE = {"lw": 0.7, "alpha": 0.55, "ls": (0, (4, 2))}
+
+
+def spread_band(ax, x, mean, std, color) -> None:
+    """Mean ± std of a curve as a band: a light fill (:data:`BAND_ALPHA`) bounded by thin dashed
+    lines of ``color`` (:data:`BAND_EDGE`); nothing where the std is unknown (one run)."""
+    import numpy as np
+
+    x, mean, std = (np.asarray(v, dtype=float) for v in (x, mean, std))
+    ok = np.isfinite(std)
+    if not ok.any():
+        return
+    lo, hi = mean - std, mean + std
+    ax.fill_between(x[ok], lo[ok], hi[ok], color=color, alpha=BAND_ALPHA, lw=0)
+    for edge in (lo, hi):
+        ax.plot(x[ok], edge[ok], color=color, **BAND_EDGE)
+
+
 def label_outer(axes, n: int, ncols: int, sharey: bool = False, ylabels: bool = False) -> None:
     """Panels of one grid sharing their x axis (and, with ``sharey``, their y axis): x tick labels
     and x label on the lowest panel of each column only, y label on the first column only (y tick
@@ -221,10 +242,15 @@ def label_outer(axes, n: int, ncols: int, sharey: bool = False, ylabels: bool = 
     differ). Fewer texts to lay out and draw, and less repetition to read."""
     flat = list(axes.flat)[:n]
     ylabel = flat[0].get_ylabel() if flat else ""
+    xlabel = flat[-1].get_xlabel() if flat else ""
     for k, ax in enumerate(flat):
         if k + ncols < n:
             ax.tick_params(labelbottom=False)
             ax.set_xlabel("")
+        else:   # the lowest panel of its column, above an empty slot too: matplotlib's sharex hid them
+            ax.tick_params(labelbottom=True)
+            ax.xaxis.get_offset_text().set_visible(True)
+            ax.set_xlabel(ax.get_xlabel() or xlabel)
         if k % ncols:
             if not ylabels:
                 ax.set_ylabel("")
@@ -456,9 +482,11 @@ def plot_learning_curves(df, info, labels, out) -> Path | None:
     shown = gps[:MAX_PANELS]
     nrows, ncols = _panels(len(shown))
     fig = _figure(4.4 * ncols + 1.3, 3.3 * nrows + 0.35)
-    axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True)
+    # every panel shows one quantity, the test error: one y scale, so that panels compare at a glance
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)
     rules = rule_order(err["label"])
     many = curves["epoch"].nunique() > 25
+    drawn = curves[curves["gp"].isin(shown)]
     for ax, g in zip(axes.flat, shown):
         sub = curves[curves["gp"] == g]
         for k, rule in enumerate(rules):
@@ -468,18 +496,16 @@ def plot_learning_curves(df, info, labels, out) -> Path | None:
             st = rule_style(rule)
             ax.plot(c["epoch"], c["mean"], lw=1.4, ms=3.5, label=rule, markevery=max(1, len(c) // 10) if many else 1,
                     **st)
-            if c["std"].notna().any():
-                ax.fill_between(c["epoch"], c["mean"] - c["std"], c["mean"] + c["std"], color=st["color"],
-                                alpha=0.10, lw=0)
-        sd = sub["std"].fillna(0)
-        error_axis(ax, sub["mean"], list(sub["mean"] - sd) + list(sub["mean"] + sd))
+            spread_band(ax, c["epoch"], c["mean"], c["std"], st["color"])
         epoch_axis(ax, sub["epoch"])
         if len(gps) > 1:
             ax.set_title(labels.get(int(g)) or f"grid point {g}", fontsize="medium")
         ax.grid(True, alpha=0.3, lw=0.5)
+    sd = drawn["std"].fillna(0)
+    error_axis(axes.flat[0], drawn["mean"], list(drawn["mean"] - sd) + list(drawn["mean"] + sd))
     for ax in list(axes.flat)[len(shown):]:
         ax.set_visible(False)
-    label_outer(axes, len(shown), ncols)
+    label_outer(axes, len(shown), ncols, sharey=True)
     legend_outside(fig)
     more = f"; the first {len(shown)} of {len(gps)} grid points" if len(gps) > len(shown) else ""
     suptitle(fig, _title(info, f"test error vs epochs ({_describe(info, err)}{more})"))
@@ -504,9 +530,7 @@ def plot_counts(df, info, labels, out) -> Path | None:
             name = labels.get(int(g)) or ("" if len(gps) == 1 else f"grid point {g}")
             ax.plot(c["epoch"], c["mean"], lw=1.4, ms=3.5, label=name or None,
                     markevery=max(1, len(c) // 10), **style(k))
-            if c["std"].notna().any():
-                ax.fill_between(c["epoch"], c["mean"] - c["std"], c["mean"] + c["std"], color=style(k)["color"],
-                                alpha=0.10, lw=0)
+            spread_band(ax, c["epoch"], c["mean"], c["std"], style(k)["color"])
         sd = sub["std"].fillna(0)
         fit_ylim(ax, list(sub["mean"] - sd) + list(sub["mean"] + sd))
         epoch_axis(ax, sub["epoch"])
@@ -560,7 +584,14 @@ def plot_parameter_curve(df, info, run_dir, out) -> Path | None:
     if numeric:
         ax.set_xlabel(cols[0])
         if logx:
-            ax.set_xscale("log")
+            log_axis(ax.xaxis, vals if len(vals) <= MAX_NAMED_POINTS else None)
+        elif len(vals) <= MAX_NAMED_POINTS:   # a tick at each value tried: degree 2 and 3, not 2.2, 2.4 ...
+            ax.set_xticks(vals)
+            ax.set_xticklabels([f"{v:g}" for v in vals], fontsize="small" if len(vals) > 12 else None)
+        elif all(float(v).is_integer() for v in vals):
+            from matplotlib.ticker import MaxNLocator
+
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     else:
         gps = sorted(curves["gp"].unique())
         if len(gps) <= MAX_NAMED_POINTS:
@@ -626,6 +657,9 @@ def plot_folds(df, info, labels, out) -> Path | None:
     fit_ylim(axes.flat[0], drawn, ceiling=100.0)   # one scale for every panel: they compare at a glance
     for ax in list(axes.flat)[len(groups):]:
         ax.set_visible(False)
+    for k, ax in enumerate(list(axes.flat)[:len(groups)]):   # the shared scale is read off the first column
+        if k % ncols:
+            ax.set_ylabel("")
     n = err["fold"].nunique()
     suptitle(fig, _title(info, f"{what} ({n} folds; box: quartiles, dots: folds)"))
     save_figure(fig, out)
@@ -648,6 +682,6 @@ def plot_run(run_dir, out_dir=None, info: dict | None = None) -> list[Path]:
 
 
 __all__ = ["LINE_STYLES", "RULE_STYLES", "RULE_ALIASES", "ALGORITHM_STYLES", "style", "rule_key", "rule_style",
-           "rule_order", "algorithm_style", "paper_style", "fit_ylim", "error_axis", "log_axis", "label_outer", "legend_outside", "run_labels", "suptitle",
+           "rule_order", "algorithm_style", "paper_style", "spread_band", "fit_ylim", "error_axis", "log_axis", "label_outer", "legend_outside", "run_labels", "suptitle",
            "epoch_axis", "save_figure", "read_run", "grid_labels", "plot_run", "plot_learning_curves", "plot_counts",
            "plot_parameter_curve", "plot_folds"]

@@ -35,7 +35,7 @@ def plot_kw2007_figure4(curves: pd.DataFrame, out_png, title: str | None = None)
     ``rule`` and ``accuracy_pct`` (:func:`perceptron_lab.papers.kw2007.tables.parameter_curves`). Returns the
     path of the PNG written. The paper's Figure 4 prints no numbers, so no paper values are drawn;
     the rules keep their styles of :data:`perceptron_lab.run.figures.RULE_STYLES` (the legend sits right of
-    the panels), and each y axis spans at least
+    the panels), and the panels of a row (one data set) share a y axis spanning at least
     :data:`MIN_SPAN_PCT` accuracy points.
     """
     if curves.empty:
@@ -50,8 +50,9 @@ def plot_kw2007_figure4(curves: pd.DataFrame, out_png, title: str | None = None)
         title = "\n".join(textwrap.fill(part, width) for part in title.split("\n"))
     lines = title.count("\n") + 1 if title else 0
     fig = _figure(3.6 * ncols + 1.1, 2.6 * nrows + 0.2 * lines + 0.1)
-    # a column is one parameter: its x axis is shared, labelled under the bottom panel only
-    axes = fig.subplots(nrows, ncols, squeeze=False, sharex="col")
+    # a column is one parameter: its x axis is shared, labelled under the bottom panel only; a row is
+    # one data set (setting): its panels compare one accuracy, on one y axis
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharex="col", sharey="row")
     for i, s in enumerate(settings):
         for j, p in enumerate(params):
             ax = axes[i][j]
@@ -61,8 +62,9 @@ def plot_kw2007_figure4(curves: pd.DataFrame, out_png, title: str | None = None)
                 if c.empty:
                     continue
                 ax.plot(c["position"], c["accuracy_pct"], ms=4, lw=1.3, label=rule, **rule_style(rule))
-            if len(sub):
-                ax.set_ylim(*y_limits(sub["accuracy_pct"].astype(float)))
+            row = curves[curves["setting"] == s]
+            if len(row):
+                ax.set_ylim(*y_limits(row["accuracy_pct"].astype(float)))
             ticks = sub.drop_duplicates("position").sort_values("position")
             ax.set_xticks(ticks["position"].tolist())
             ax.set_xticklabels(ticks["value"].tolist(), fontsize="small")
@@ -71,6 +73,8 @@ def plot_kw2007_figure4(curves: pd.DataFrame, out_png, title: str | None = None)
                 ax.set_ylabel(f"{s}\naccuracy (%)", fontsize="small")
             ax.grid(True, alpha=0.3, lw=0.5)
     label_outer(axes, nrows * ncols, ncols, ylabels=True)
+    for ax in axes[:, 1:].flat:   # the row's scale is read off its first panel
+        ax.tick_params(labelleft=False)
     legend_outside(fig)
     if title:
         fig.suptitle(title, fontsize="medium")

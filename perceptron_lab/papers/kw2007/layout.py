@@ -158,16 +158,34 @@ def write_kw2007_outputs(cfg, out, df: pd.DataFrame, data_dir=None) -> list[Path
     if cmp is not None and len(cmp):
         written += write_table(cmp, out, f"kw2007_table{table}", TABLE_TITLES[table] + f" -- {cfg.name}")
     if cfg.output.figures and cfg.evaluation.search and cfg.evaluation.mode != "nested":
-        from perceptron_lab.papers.kw2007.figures import plot_kw2007_figure4
-
-        curves = parameter_curves(cfg, df)
-        if len(curves):
-            written.append(plot_kw2007_figure4(curves, out / "kw2007_figure4.png",
-                                               title=f"Khardon & Wachman (2007) Figure 4, reproduced on {cfg.dataset.name}: "
-                                                     "cross-validated accuracy vs parameter value\n(the paper's "
-                                                     "figure prints no numbers to overlay; each y axis spans at "
-                                                     "least 10 points)"))
+        written += draw_figure4(cfg, df, out)
     return written
+
+
+def draw_figure4(cfg, df: pd.DataFrame, out: Path) -> list[Path]:
+    """Figure 4 of a parameter-search run (``out/kw2007_figure4.png``) from its results; [] when
+    the search gives no curve."""
+    from perceptron_lab.papers.kw2007.figures import plot_kw2007_figure4
+
+    curves = parameter_curves(cfg, df)
+    if not len(curves):
+        return []
+    return [plot_kw2007_figure4(curves, Path(out) / "kw2007_figure4.png",
+                                title=f"Khardon & Wachman (2007) Figure 4, reproduced on {figure4_where(cfg, curves)}: "
+                                      "cross-validated accuracy vs parameter value\n(the paper's figure prints no "
+                                      "numbers to overlay; a row's panels share their y axis, which spans at least "
+                                      "10 points)")]
+
+
+def figure4_where(cfg, curves: pd.DataFrame) -> str:
+    """What Figure 4's panels were computed on: the data set, or how many data sets when the grid
+    sweeps ``dataset.name`` (Table 3 UCI: 8, a row each), and what a row of panels is."""
+    names = list(dict.fromkeys(cfg.evaluation.grid.get("dataset.name") or ())) or [cfg.dataset.name]
+    rows = len(dict.fromkeys(curves["setting"]))
+    where = str(names[0]) if len(names) == 1 else f"{len(names)} data sets"
+    if rows > 1:
+        where += ", a row of panels per " + ("data set" if rows == len(names) else "setting")
+    return where
 
 
 def combine_kw2007(root, out_dir=None) -> list[Path]:
