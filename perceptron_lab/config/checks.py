@@ -75,7 +75,7 @@ _VALUE_ALIASES = {"rbf": "gaussian", "polynomial": "poly", "voted": "vote", "ave
                   "single": "float32", "cv": "kfold", "k-fold": "kfold", "crossval": "kfold"}
 
 
-def _did_you_mean(word: Any, options: Iterable[str], cutoff: float = 0.6) -> str | None:
+def _did_you_mean(word: Any, options: Iterable[object], cutoff: float = 0.6) -> str | None:
     """A 'did you mean' hint; dotted paths share long prefixes, so pass a higher ``cutoff``."""
     if not isinstance(word, str):
         return None
@@ -124,7 +124,9 @@ _YAML11_FLOAT = re.compile(r"^([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))[eE]([-+]?)([0-
 def _yaml11_hint(text: str) -> str:
     """The fix for a number YAML read as text: the same number with a dot in its mantissa and a
     sign in its exponent (``1e-9`` -> ``1.0e-9``, ``5E3`` -> ``5.0e+3``)."""
-    mant, sign, digits = _YAML11_FLOAT.match(text).groups()
+    match = _YAML11_FLOAT.match(text)
+    assert match is not None, text   # the callers pass only text that matched
+    mant, sign, digits = match.groups()
     if "." not in mant:
         mant += ".0"
     elif mant.endswith("."):
@@ -166,6 +168,7 @@ class _Number(_Check):
             raise _Mismatch(wrong_type=True, hint=_yaml11_hint(value.strip()))
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise _Mismatch(wrong_type=True)
+        x: float
         if self.integer:
             if isinstance(value, numbers.Integral):
                 x = int(value)
@@ -280,7 +283,7 @@ def _format_problem(fmt: str) -> str | None:
     for value in _FORMAT_PROBES:
         for x in (np.float64(value), float(value)):
             try:
-                text = fmt % x
+                text: object = fmt % x   # checked below: a caller may pass what is not text
             except (TypeError, ValueError, KeyError, OverflowError) as exc:
                 return f"it cannot format {value:g} ({exc})"
             if not isinstance(text, str):

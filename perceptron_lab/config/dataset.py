@@ -57,17 +57,18 @@ def rule_dataset_source(v) -> None:
     fmt = ds.get("format")
     if not _valid(fmt):
         return
-    kinds = {}
+    kinds: dict[str, str] = {}
     for key in ("path", "test_path"):
         file = ds.get(key)
         if file is None or not _valid(file):
             continue
         ext = os.path.splitext(file)[1].lower()
-        kinds[key] = C.USER_EXTENSIONS.get(ext) if fmt == "auto" else fmt
-        if kinds[key] is None:
+        kind = C.USER_EXTENSIONS.get(ext) if fmt == "auto" else fmt
+        if kind is None:
             v.line(("dataset", key), f"dataset.{key} = {v.shown('dataset', key)}: cannot tell the format from "
                    f"the extension {ext or '(none)'!r}; set dataset.format: csv, tsv, libsvm or npz")
             return
+        kinds[key] = kind
     if kinds.get("test_path") not in (None, kinds["path"]):
         v.line(("dataset", "test_path"), f"dataset.test_path is {kinds['test_path']} but dataset.path is "
                f"{kinds['path']}: give both files in one format")

@@ -74,7 +74,7 @@ def key_docs() -> list[KeyDoc]:
     applies, :data:`perceptron_lab.config.reading.EXTENDS_DOC`) after the top-level keys."""
     from perceptron_lab.config.reading import EXTENDS_DOC, EXTENDS_TYPE
 
-    out = []
+    out: list[KeyDoc] = []
     for p in SCHEMA:
         if p.section and not any(d.key == "extends" for d in out):
             out.append(KeyDoc("extends", EXTENDS_TYPE, "null", "", "", EXTENDS_DOC))

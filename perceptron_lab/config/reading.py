@@ -188,7 +188,9 @@ def _resolve(data: dict, src: _Source, chain: tuple, problems: list[str]) -> Any
         problems.append(f"{src.label}: extends must be a file name or a list of file names, "
                         f"got {_show(extends)}{kind}")
         return INVALID
-    merged, merged_o, ok = {}, {}, True
+    merged: dict = {}
+    merged_o: dict = {}
+    ok = True
     for name in names:
         base = _base_source(name, src)
         if base is None:

@@ -66,7 +66,7 @@ def schema_entry(path: str, algorithm: str | None = None) -> Param:
     return rows[0]
 
 
-def _python(check: _Check, path: str) -> _Check:
+def _python(check: _Check, path: str) -> _Check | None:
     """``check`` as a Python caller meets it: null is None, and YAML-only spellings are gone."""
     if isinstance(check, _Union):
         alts = [_python(a, path) for a in check.alternatives]
@@ -149,7 +149,9 @@ def setting(name: str, algorithm: str | None = None, options: tuple[str, ...] | 
     check = entry.check
     if isinstance(check, _ListOf):  # prediction.rules: a door takes one rule
         check = check.item
-    check = _python(check, path)
+    python_check = _python(check, path)
+    assert python_check is not None, path   # every key takes some value from Python
+    check = python_check
     if options is not None or extra:
         if not isinstance(check, _Choice):
             raise TypeError(f"{name}: options and extra narrow or widen a choice, and {path} is not one")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -97,7 +99,7 @@ def validate_dataset(ds: Dataset, where: str, folds=(), subset: bool = False) ->
     def fail(problem: str, how: str = fix):
         raise DatasetError(f"{what}: {problem}. Fix: {how}.")
 
-    splits = [("training", ds.X_train, ds.y_train)]
+    splits: list[tuple[str, Any, Any]] = [("training", ds.X_train, ds.y_train)]
     if ds.X_test is not None or ds.y_test is not None:
         splits.append(("test", ds.X_test, ds.y_test))
     for split, X, y in splits:

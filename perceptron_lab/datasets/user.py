@@ -65,6 +65,8 @@ read.
 
 from __future__ import annotations
 
+from typing import Any
+
 import csv
 import difflib
 import io
@@ -229,7 +231,7 @@ def _text_classes(file, texts, where: str, line_of, libsvm: bool = False):
     every one is written as a canonical integer, are returned as Python ints; otherwise the classes
     are the texts in code-point order.
     """
-    first = {}  # text -> first row
+    first: dict[str, int] = {}  # text -> first row
     for i, t in enumerate(texts):
         first.setdefault(t, i)
     values = {}
@@ -240,11 +242,11 @@ def _text_classes(file, texts, where: str, line_of, libsvm: bool = False):
                         "the examples without one)", line_of(i))
         if v is not None:
             values[t] = v
-    seen = {}
+    seen: dict[Any, str] = {}
     for t, v in values.items():
         other = seen.setdefault(v, t)
         if other != t:
-            a, b = sorted((other, t), key=first.get)
+            a, b = sorted((other, t), key=first.__getitem__)
             raise _fail(file, f"{where} writes one number two ways: {_shown(a)} (line {line_of(first[a])}) and "
                         f"{_shown(b)} (line {line_of(first[b])}); plab takes the text of a label as its class and "
                         "will not guess whether these are one class or two",
@@ -252,7 +254,7 @@ def _text_classes(file, texts, where: str, line_of, libsvm: bool = False):
                         "numbers", line_of(first[b]))
     twin = _unicode_twin(first)
     if twin:
-        a, b = sorted(twin, key=first.get)
+        a, b = sorted(twin, key=first.__getitem__)
         raise _fail(file, f"{where} writes one label two ways: {ascii(a)} (line {line_of(first[a])}) and "
                     f"{ascii(b)} (line {line_of(first[b])}), which differ only in their Unicode encoding "
                     "(composed or decomposed accents, full-width or compatibility characters)", "write each "
@@ -266,10 +268,10 @@ def _text_classes(file, texts, where: str, line_of, libsvm: bool = False):
             raise _fail(file, f"{where} holds {_shown(frac[0])}, not a class label (numeric labels must be integers)",
                         "choose the class column with dataset.label, or use labels such as -1/+1 or 1..k",
                         line_of(first[frac[0]]))
-        order = sorted(first, key=values.get)
+        order = sorted(first, key=values.__getitem__)
     else:
         order = sorted(first)
-    classes = list(order)
+    classes: list[Any] = list(order)
     if all(_INTEGER.fullmatch(t) for t in order):
         try:
             classes = [int(t) for t in order]
@@ -414,7 +416,7 @@ def _check_finite(file, name, values, lines):
                     "replace the non-finite values or drop those rows", lines[bad[0]])
 
 
-def _load_table(path: Path, test: Path | None, delim: str, label: str, categorical: tuple):
+def _load_table(path: Path, test: Path | None, delim: str, label: str | None, categorical: tuple):
     header, rows, lines = _read_table(path, delim)
     for name, key in [(label, "dataset.label")] + [(c, "dataset.categorical") for c in categorical]:
         if name not in header:
