@@ -79,6 +79,7 @@ def test_report_items_show_the_counts_and_table(tmp_path):
     kol.compare(runs, ref).to_csv(out / "comparison.csv", index=False)
     items = kol.report_items(tmp_path)
     assert items[0] == ("h3", "A fifth reference: KOL's budgeted algorithms")
-    assert "**3/3 cells of the deterministic algorithms equal**" in items[1][1]
+    assert "**2/2 mistake and test-accuracy cells of the deterministic algorithms equal** (support vectors: 1/1 equal)" \
+        in items[1][1]
     table = items[2][1]
     assert table.loc[0, "algorithm"] == "Forgetron" and table.loc[0, "mistakes (KOL's count): status"] == "equal"
