@@ -509,15 +509,21 @@ def configs_list():
                    "out of the counts (by default a damaged one stops the report, exit status 1).")
 @friendly_errors
 def report(results_dirs, out_dir, allow_damaged):
-    """Build the paper-vs-ours report (Markdown and HTML pages) from run folders.
+    """Build the report (Markdown and HTML pages) of run folders: yours, the papers', or both.
 
-    Every folder under RESULTS_DIRS holding a run.json is read (default: results/). For each paper
-    table: the paper's value, ours (mean ± std), the difference, whether it is within tolerance,
-    a summary per table and overall; the figures; machine, versions and run times. Open
-    OUT/index.html: per paper and table the counts and a heat-map, one page per paper. A damaged
-    run folder stops the report (exit status 1) unless --allow-damaged.
+    Every folder under RESULTS_DIRS holding a run.json is read (default: results/). Your own runs
+    (no paper: in their config): each run's (sweep's) test error and counts at every checkpoint,
+    mean ± std over folds and permutations, its figures, the settings that differ between the
+    runs and the paired comparison of every two runs on the same test sets (as compare --paired).
+    Runs that reproduce a paper table: for each table the paper's value, ours, the difference,
+    whether it is within tolerance, a summary per table and overall; the figures; machine,
+    versions and run times; these sections appear only when such runs are given. Open
+    OUT/index.html. A damaged run folder stops the report (exit status 1) unless --allow-damaged.
 
-    Example: plab report results --out results/report
+    \b
+    Examples:
+      plab report runs/ --out runs/report        # your runs
+      plab report results --out results/report   # the papers
     """
     from perceptron_lab.report.tables import write_report
     from perceptron_lab.run.store import check_output_folder

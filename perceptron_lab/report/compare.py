@@ -94,8 +94,8 @@ def column_labels(cols, width: int = LABEL_WIDTH) -> list[str]:
     that differ between the columns (:func:`settings`), joined by ``/`` in the config's order and
     leaving out those that do not apply to it: ``perceptron`` and ``stoptron/10`` for a perceptron
     and a Stoptron with a budget of 10. A label of numbers only names its keys (``tau=0.5``).
-    When the settings do not tell the columns apart either (one run given twice), the starting
-    labels stay."""
+    Columns of the same settings (one config run twice) add the shortest tail of their folder; when
+    nothing tells them apart (one folder given twice), the starting labels stay."""
     start = [c["name"] for c in cols]
     if len(set(start)) == len(start) and all(len(x) <= width for x in start):
         return start
@@ -118,8 +118,14 @@ def column_labels(cols, width: int = LABEL_WIDTH) -> list[str]:
             out.append("/".join(f"{key.split('.')[-1]}={v}" for key, v in values))
         else:
             out.append("/".join(v for _, v in values))
-    if len(set(out)) < len(out) or not all(out):
+    if not all(out):
         return start
+    if len(set(out)) < len(out):   # runs of the same settings (one config run twice): their folders tell them apart
+        dirs = list(dict.fromkeys(Path(c["dir"]) for c in cols))
+        tails = dict(zip(dirs, (t.removeprefix(" (").removesuffix(")") for t in run_labels(dirs, [""] * len(dirs)))))
+        out = [f"{x} ({tails[Path(c['dir'])]})" if out.count(x) > 1 else x for x, c in zip(out, cols)]
+        if len(set(out)) < len(out):
+            return start
     return out
 
 
@@ -491,9 +497,9 @@ def _paired_row(what: str, r: dict, a: str, b: str) -> dict:
             "ci_high": r["hi"], "n": r["n"], "method": r["method"], "verdict": verdict(r, a, b)}
 
 
-def paired_text(table: pd.DataFrame, confidence: float = PAIRED_CONFIDENCE) -> str:
-    """A paired table (:func:`paired_runs`, :func:`paired_rules`) as text: two decimals, the
-    interval as ``[low, high]``."""
+def paired_display(table: pd.DataFrame, confidence: float = PAIRED_CONFIDENCE) -> pd.DataFrame:
+    """A paired table (:func:`paired_runs`, :func:`paired_rules`) for reading: two decimals, the
+    interval as ``[low, high]``, then ``n``, ``method`` and ``verdict``."""
     t = table.copy()
     fmt = lambda v: "" if v is None or v != v else f"{v:.2f}"  # noqa: E731
     for k in ("A", "B", "A - B", "se"):
@@ -502,7 +508,12 @@ def paired_text(table: pd.DataFrame, confidence: float = PAIRED_CONFIDENCE) -> s
                                       for lo, hi in zip(table["ci_low"], table["ci_high"])]
     t = t.drop(columns=["ci_low", "ci_high"])
     order = [c for c in t.columns if c not in ("n", "method", "verdict")] + ["n", "method", "verdict"]
-    return t[order].to_string(index=False)
+    return t[order]
+
+
+def paired_text(table: pd.DataFrame, confidence: float = PAIRED_CONFIDENCE) -> str:
+    """A paired table (:func:`paired_runs`, :func:`paired_rules`) as text (:func:`paired_display`)."""
+    return paired_display(table, confidence).to_string(index=False)
 
 
 def paired_notes(table: pd.DataFrame, confidence: float = PAIRED_CONFIDENCE, width: int = 100) -> list[str]:
@@ -676,6 +687,6 @@ def table_text(table: pd.DataFrame) -> str:
 
 
 __all__ = ["side_by_side", "plot_side_by_side", "check_figure", "table_text", "settings", "differing",
-           "paired_difference", "paired_runs", "paired_rules", "paired_text", "paired_notes", "protocol",
+           "paired_difference", "paired_runs", "paired_rules", "paired_text", "paired_display", "paired_notes", "protocol",
            "legend_labels", "left_out", "column_labels", "applies", "NOT_APPLICABLE",
            "not_comparable", "why_not_comparable", "numbers", "short_rows"]

@@ -258,18 +258,21 @@ def _outside_rows(tabs) -> list[dict]:
     return rows
 
 
-def study_page(env, title: str, items: list, out: Path) -> str:
-    """A study's page from its report items (``("h2"|"h3"|"p", text)``, ``("table", frame)``,
-    ``("img", path)``)."""
+def study_page(env, title: str, items: list, out: Path, standalone: bool = False) -> str:
+    """A study's page from its report items (``("h1"|"h2"|"h3"|"p", text)``, ``("ul", lines)``,
+    ``("table", frame)``, ``("img", path)``); ``standalone``: a landing page of its own (the report
+    of your runs when no paper run is given), without the link back to the papers."""
     rows = []
     for kind, x in items:
         if kind == "table":
             rows.append({"kind": kind, "table": _layout(x.fillna(""))})
         elif kind == "img":
             rows.append({"kind": kind, "src": _relpath(Path(x), out), "alt": Path(x).name})
+        elif kind == "ul":
+            rows.append({"kind": kind, "lines": [ln[2:] if ln.startswith("- ") else ln for ln in x]})
         else:
             rows.append({"kind": kind, "text": x})
-    return env.get_template("study.html").render(title=title, items=rows, status=STATUS)
+    return env.get_template("study.html").render(title=title, items=rows, status=STATUS, standalone=standalone)
 
 
 def pages(rep, out: Path, text: dict, studies=()) -> dict[str, str]:

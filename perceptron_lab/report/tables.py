@@ -636,24 +636,49 @@ def write_report(paths, out_dir, allow_damaged: bool = False) -> tuple[Path, Pat
     anything is written (:class:`~perceptron_lab.errors.DamagedFileError`, exit status 1), unless
     ``allow_damaged``: then the report is written with the damaged ones marked and left out of the
     counts."""
+    from perceptron_lab.report.html import _env, study_page
+    from perceptron_lab.report.runs import readable_runs, run_items
+
     quiet: list = []
     rep = collect(paths, warn=warn if allow_damaged else quiet.append)
+    mine, broken = readable_runs(rep)   # the runs that reproduce no paper table: a report of their own
+    for d, why in broken:
+        (warn if allow_damaged else quiet.append)(f"{why}; run {d} is marked damaged and not shown")
+        rep.damaged.append((d, why))
+        rep.runs = [(r, {"damaged": why} if r == d else info) for r, info in rep.runs]
     if rep.damaged and not allow_damaged:
         where, why = rep.damaged[0]
         more = f" (and {len(rep.damaged) - 1} more)" if len(rep.damaged) > 1 else ""
         raise DamagedFileError(f"{why}{more}: the report would leave it out of its counts; fix it or rerun the run "
                                f"that wrote it, or pass --allow-damaged to write a report that marks it DAMAGED")
     out = Path(out_dir)
+    from perceptron_lab.run.store import check_replaceable
+
+    for name in ("report.md", "index.html", "runs.html"):   # before a figure of your runs is drawn
+        check_replaceable(out / name)
     out.mkdir(parents=True, exist_ok=True)
-    items = build(rep, out)
+    own = run_items(mine, out)
     md_path = out / "report.md"
+    if own and not (rep.tables or rep.figures or rep.study_items or rep.reproductions):
+        # only runs of your own: their report, without the papers' sections
+        items = ([("h1", "perceptron_lab: your runs")] + ([("ul", damage_lines(rep))] if rep.damaged else [])
+                 + own[1:] + [("h2", "Runs, machine and versions"), ("ul", run_lines(rep))])
+        atomic_write_text(md_path, to_markdown(items, out))
+        index = out / "index.html"
+        atomic_write_text(index, study_page(_env(), "your runs", items, out, standalone=True))
+        return md_path, index
+    items = build(rep, out)
+    if own:   # the papers' report, then your runs (a page of their own in HTML)
+        at = next(i for i, (kind, x) in enumerate(items) if kind == "h2" and x == "Runs, machine and versions")
+        items = items[:at] + own + items[at:]
     atomic_write_text(md_path, to_markdown(items, out))
     studies = [(f"{budget_study.STUDY_DIR}.html", "kernel perceptrons on a memory budget", rep.study_items)]
+    studies = (studies if rep.study_items else []) + ([("runs.html", "your own runs", own)] if own else [])
     html_paths = write_pages(rep, out, {"scoring": scoring_rules(), "protocol": protocol_notes(),
                                         "damaged": damage_lines(rep), "damage_note": damage_note(rep),
                                         "cause_lines": cause_lines(rep), "missing": missing_lines(rep),
                                         "reproductions": reproduction_lines(rep), "runs": run_lines(rep)},
-                             studies if rep.study_items else [])
+                             studies)
     return md_path, next(p for p in html_paths if p.name == "index.html")
 
 
