@@ -102,3 +102,26 @@ def test_bad_causes_file_is_one_line_error(tmp_path, text, message):
     with pytest.raises(PlabError) as e:
         load_rules(p)
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_cells_with_a_tolerance_but_no_value_of_ours_are_named_beside_the_count(tmp_path):
+    """A cell the paper prints, with a tolerance, where we have no value (no SVM grid value converged)
+    leaves the scored denominator; the summary says so beside the count, with the cell and the reason,
+    and counts the perceptron family apart from the baselines (Table 3's majority class, Table 6's SVM)."""
+    root = tmp_path / "results"
+    _run(root, "kw2007/table6_uci", "kw2007_table6", [
+        {"block": "crx", "row": "Last", "column": "tau", "paper": 80.0, "ours_mean": 81.0, "ours_std": 1.0},
+        {"block": "crx", "row": "Voted", "column": "tau", "paper": 80.0, "ours_mean": 90.0, "ours_std": 0.1},
+        {"block": "crx", "row": "SVM", "column": "SVM L1", "paper": 70.0, "ours_mean": 70.5, "ours_std": 1.0},
+        {"block": "crx", "row": "SVM", "column": "SVM L2", "paper": 65.9, "ours_mean": math.nan, "ours_std": math.nan,
+         "n_runs": 0, "detail": "no grid value converged"},
+    ])
+    rep = collect([root])
+    (t,) = rep.tables
+    assert t.counts[:2] == (2, 3)
+    assert len(t.unscored) == 1 and t.family_counts == (1, 2)
+    line = next(x for x in summary_lines(rep) if "Khardon & Wachman, the paper's settings" in x)
+    assert "2/3 within tolerance" in line
+    assert "the perceptron family alone: 1/2, its baselines (majority class, SVM): 1/1" in line
+    assert "1 more cell with a tolerance not scored, no value of ours: Table 6 crx / SVM / SVM L2 " \
+           "(no grid value converged)" in line

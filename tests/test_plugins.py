@@ -86,3 +86,20 @@ def test_only_a_run_that_names_a_paper_table_is_scored_against_it(tmp_path, pape
         assert "fs1999_table1_d2_comparison.csv" in tables
     else:
         assert tables == []
+
+
+def test_each_shipped_paper_says_why_its_tolerances_are_what_they_are():
+    """The paper pages' "Why each tolerance is what it is": the printed precision read from the
+    reference tables, and Khardon & Wachman's Table 6 intervals (their range over the reference)."""
+    import csv
+
+    from perceptron_lab.config import plugins
+
+    for name, decimals in (("fs1999", 1), ("gentile2001", 2), ("kw2007", 1)):
+        p = plugins.get(name)
+        lines = p.tolerance_basis()
+        assert lines and all(isinstance(x, str) and x for x in lines)
+        assert f"printed with {decimals} decimal" in " ".join(lines) or f"prints it with {decimals} decimal" in " ".join(lines)
+    with open(plugins.get("kw2007").reference_dir / "kw2007_table6.csv", newline="", encoding="utf-8") as fh:
+        cis = sorted(float(r["ci"]) for r in csv.DictReader(fh) if r["ci"])
+    assert f"{cis[0]:g} to {cis[-1]:g} points" in plugins.get("kw2007").tolerance_basis()[1]

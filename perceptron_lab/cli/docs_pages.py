@@ -224,10 +224,18 @@ def paper_summary(root: Path) -> str:
         var = [t for t in rep.tables if t.paper == p.name and t.variant]
         vok, vn = sum(t.counts[0] for t in var), sum(t.counts[1] for t in var)
         nruns = len({t.run_dir for t in var})   # a variant run may hold several tables
+        from perceptron_lab.report.html import family_tally
+
+        fok, fn, bok, bn = family_tally(tabs)
+        unscored = sum(len(t.unscored) for t in tabs)
         rows.append([p.title.split(":")[0], what, f"{ok} / {n}", f"{cons} / {n}", _causes_text(causes),
+                     f"{fok} / {fn}; baselines {bok} / {bn}" if bn else "all",
+                     f"{unscored} (no value of ours)" if unscored else "none",
                      f"{vok} / {vn} ({nruns} run{'s' if nruns > 1 else ''})" if var else "none"])
     return md_table(["paper", "results", "within tolerance", "consistent with sampling",
-                     "causes of the rest", "variants (not in the totals)"], rows, ["l", "l", "r", "r", "l", "l"])
+                     "causes of the rest", "perceptron family (baselines apart)",
+                     "cells with a tolerance not scored", "variants (not in the totals)"], rows,
+                    ["l", "l", "r", "r", "l", "l", "l", "l"])
 
 
 @_block("scoring-rules")
@@ -518,10 +526,16 @@ def paper_page(root: Path, rep, paper) -> str:
     two = (f"; {ts_ok} / {ts_n} consistent by a two-sample check where the paper prints its spread (Welch's t on "
            "the two means with both sides' spread; a second check that never changes the strict count)"
            if ts_n else "")
+    from perceptron_lab.report.html import family_text, unscored_text
+
     out += [f"**{ok} / {n}** in-scope cells within tolerance with the paper's settings, {cons} / {n} consistent "
-            f"with our own sampling{two} ({both} cells compared; outside tolerance: {_causes_text(causes)}). "
+            f"with our own sampling{two} ({both} cells compared; outside tolerance: {_causes_text(causes)}"
+            f"{family_text(main)}{unscored_text(main)}). "
             "Runs of settings the paper does not state (*variants*) are shown and kept out of these totals.", ""]
     out += [f"**How cells are scored.** {_text(paper.scoring_rule())}", ""]
+    if paper.tolerance_basis:
+        out += ["**Why each tolerance is what it is** (the paper's printed precision, its stated intervals, its "
+                "number of runs):", ""] + [f"- {_text(line)}" for line in paper.tolerance_basis()] + [""]
     # per table number
     rows = []
     for number in sorted({t.number for t in main if t.number is not None}):
@@ -696,6 +710,7 @@ def budget_page(root: Path, rep) -> str:
            "```bash", "make reproduce SET=budget JOBS=2                      # the study's runs, results/budget/, DOGMA's demo",
            "python -m perceptron_lab.studies.budget --no-train     # redraw from the finished runs",
            "python -m perceptron_lab.studies.dogma                 # DOGMA's budget demo alone, over many draws",
+           "python -m perceptron_lab.studies.kol                   # KOL's budgeted algorithms on a9a and german",
            "```", ""]
     if not rep.study_items:
         return "\n".join(out + ["The study has not been run yet (`results/budget/` is empty)."]) + "\n"

@@ -35,7 +35,10 @@ class Paper:
     in the paper's layout (with their ``*_comparison.csv``) and returns their paths;
     ``combine(results_dir)`` merges the runs of one table into the paper's whole table;
     ``reproduce_figures(results_dir, data_dir)`` draws the paper's figures from finished runs (or
-    its own small runs); ``table_notes(table)`` adds lines under a table in the report.
+    its own small runs); ``table_notes(table)`` adds lines under a table in the report;
+    ``baseline_cells(comparison)`` marks the cells (a boolean Series over a comparison's rows) that
+    hold no perceptron-family result (a majority-class baseline, an SVM), which the report counts
+    apart; ``tolerance_basis()`` says, one line each, why each of the paper's tolerances is what it is.
     """
     name: str                      # e.g. "kw2007": the prefix of its reference tables and outputs
     title: str                     # e.g. "Khardon & Wachman (2007): noise-tolerant perceptron variants"
@@ -49,6 +52,8 @@ class Paper:
     combine: Callable | None = None
     reproduce_figures: Callable | None = None
     table_notes: Callable | None = None
+    baseline_cells: Callable | None = None
+    tolerance_basis: Callable[[], list] | None = None
     # False: reproduce_figures(results_dir, data_dir, progress=False) trains runs of its own and
     # reads no results, so make reproduce draws the figures beside the configs
     figures_read_runs: bool = True

@@ -61,6 +61,39 @@ def _tally(tables) -> tuple[int, int, int, int, dict]:
     return ok, n, both, cons, causes
 
 
+def unscored_text(tables, sep: str = "; ") -> str:
+    """Beside a count: how many in-scope cells with the paper's value and a tolerance have no value of
+    ours, so are not in its denominator, where and why (the comparison's ``detail``); empty when none."""
+    rows = []
+    for t in tables:
+        for _, r in t.unscored.iterrows():
+            why = str(r.get("detail") or "").strip() if pd.notna(r.get("detail")) else ""
+            rows.append(f"Table {t.number} {r['block']} / {r['row']} / {r['column']}" + (f" ({why})" if why else ""))
+    if not rows:
+        return ""
+    return (f"{sep}{len(rows)} more cell{'s' if len(rows) > 1 else ''} with a tolerance not scored, no value of "
+            f"ours: {', '.join(rows)}")
+
+
+def family_tally(tables) -> tuple[int, int, int, int]:
+    """(perceptron-family cells within tolerance, perceptron-family cells, baseline cells within,
+    baseline cells) over tables' in-scope cells (baselines: the paper plug-in's ``baseline_cells``)."""
+    fok = fn = 0
+    for t in tables:
+        a, b = t.family_counts
+        fok, fn = fok + a, fn + b
+    ok, n = sum(t.counts[0] for t in tables), sum(t.counts[1] for t in tables)
+    return fok, fn, ok - fok, n - fn
+
+
+def family_text(tables, sep: str = "; ") -> str:
+    """``the perceptron family: a/b, baselines (majority class, SVM): c/d`` (empty without baselines)."""
+    fok, fn, bok, bn = family_tally(tables)
+    if not bn:
+        return ""
+    return f"{sep}the perceptron family alone: {fok}/{fn}, its baselines (majority class, SVM): {bok}/{bn}"
+
+
 def _two_sample_tally(tables) -> tuple[int, int]:
     """(consistent by the two-sample check, scored cells where the paper prints its spread) over tables."""
     ok = n = 0

@@ -39,11 +39,13 @@ from perceptron_lab.report.causes import FILE_NAME as CAUSES_FILE
 from perceptron_lab.report.causes import VOCABULARY, assign, load_rules
 from perceptron_lab.run.comparison import compared, consistent, read_comparison, sampling_covers, scored, two_sample_checked, two_sample_ok
 from perceptron_lab.model.exactness import exactness_note
-from perceptron_lab.report.html import _causes_text, _tally, _two_sample_tally, two_sample_text, write_pages
+from perceptron_lab.report.html import (_causes_text, _tally, _two_sample_tally, family_text, two_sample_text, unscored_text,
+                                        write_pages)
 from perceptron_lab.errors import DamagedFileError
 from perceptron_lab.run.store import atomic_write_text, read_back_csv, read_back_json
 from perceptron_lab.studies import budget as budget_study
 from perceptron_lab.studies import dogma as dogma_study
+from perceptron_lab.studies import kol as kol_study
 
 def _table_match(name: str):
     """(paper name, table number) of an output or reference table stem ``<paper>_table<N>...``, or None."""
@@ -85,6 +87,30 @@ class TableResult:
         """(in-scope cells within tolerance, in-scope cells, all cells with both values)."""
         s = self.scoped
         return int((s["within"] == True).sum()), int(len(s)), int(compared(self.comparison).sum())  # noqa: E712
+
+    @property
+    def unscored(self) -> pd.DataFrame:
+        """In-scope cells with the paper's value and a tolerance but no value of ours (e.g. no grid value
+        of an SVM converged): they leave the scored count, and the report says so beside it."""
+        c = self.comparison
+        return c[c["paper"].notna() & c["in_scope"].fillna(False).astype(bool) & c["tolerance"].notna()
+                 & ~compared(c)]
+
+    @property
+    def baseline(self) -> pd.Series:
+        """Which comparison rows hold a baseline, not a perceptron-family result (the paper plug-in's
+        ``baseline_cells``; none when it has none)."""
+        p = plugins.get(self.paper) if self.paper in plugins.names() else None
+        if p is None or p.baseline_cells is None:
+            return pd.Series(False, index=self.comparison.index)
+        return p.baseline_cells(self.comparison).reindex(self.comparison.index, fill_value=False).astype(bool)
+
+    @property
+    def family_counts(self) -> tuple[int, int]:
+        """(in-scope perceptron-family cells within tolerance, in-scope perceptron-family cells)."""
+        s = self.scoped
+        fam = s[~self.baseline.loc[s.index]]
+        return int((fam["within"] == True).sum()), len(fam)  # noqa: E712
 
     @property
     def outside(self) -> pd.DataFrame:
@@ -190,7 +216,7 @@ def collect(paths, warn=warn, strict: bool = False) -> Report:
     rep = Report()
     for p in paths:
         try:
-            rep.study_items = budget_study.report_items(p) + dogma_study.report_items(p)
+            rep.study_items = budget_study.report_items(p) + dogma_study.report_items(p) + kol_study.report_items(p)
         except DamagedFileError as exc:
             if strict:
                 raise
@@ -340,6 +366,13 @@ def protocol_notes() -> list[str]:
         "`table4_lambda_indicator`), whose counts are listed beside the scored ones over the same cells; the "
         "other tables' `configs/kw2007/lambda_indicator_*.yaml` run it by hand. `tests/test_kw_lambda.py` checks both "
         "readings against the slow reference.",
+        "- **Khardon & Wachman, promoters' instance name (assumption).** UCI's promoters.data holds per line the "
+        "class, an instance name and the 57-nucleotide sequence; UCI's promoters.names lists the name as attribute "
+        "2. §3.1 translates \"any nominal attribute in these data sets\" into binary indicators, which, read "
+        "literally, would expand the name too; every one of the 106 names is different, so each example would get "
+        "an indicator of its own. plab's loader drops the name as an identifier (`perceptron_lab/datasets/uci.py`) "
+        "and expands each of the 57 positions into 4 indicators; promoters is not in the paper's Table 1, so no "
+        "printed feature count decides between the two readings. The literal reading is not run as a variant yet.",
         "- **Khardon & Wachman, Table 4's weight vector (assumption).** §3.1: \"We generated the weight vector, "
         "w, by flipping a coin for each example and adding it to the weight vector on a head.\" plab reads it "
         "per feature (a head adds one to that feature's weight: `dataset.params.weight_rule: feature`), taking "
@@ -406,12 +439,13 @@ def summary_lines(rep: Report) -> list[str]:
             ok, n, _, cons, causes = _tally(tabs)
             lines.append(f"- **{short}, the paper's settings: {ok}/{n} within tolerance**, {cons}/{n} "
                          f"consistent with sampling{two_sample_text(*_two_sample_tally(tabs), sep=', ')}"
-                         + (f"; outside: {_causes_text(causes)}" if causes else ""))
+                         + (f"; outside: {_causes_text(causes)}" if causes else "")
+                         + family_text(tabs) + unscored_text(tabs))
     main = [t for t in rep.tables if not t.variant]
     ok, n, both, cons, causes = _tally(main)
     lines.append(f"- **Overall, the papers' settings: {ok}/{n} in-scope cells within tolerance**, {cons}/{n} "
                  f"consistent with sampling ({both} cells compared)"
-                 + (f"; outside: {_causes_text(causes)}" if causes else "") + damage_note(rep))
+                 + (f"; outside: {_causes_text(causes)}" if causes else "") + unscored_text(main) + damage_note(rep))
     var = [t for t in rep.tables if t.variant]
     if var:
         ok, n, both, cons, _ = _tally(var)
