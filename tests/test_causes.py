@@ -125,3 +125,17 @@ def test_cells_with_a_tolerance_but_no_value_of_ours_are_named_beside_the_count(
     assert "the perceptron family alone: 1/2, its baselines (majority class, SVM): 1/1" in line
     assert "1 more cell with a tolerance not scored, no value of ours: Table 6 crx / SVM / SVM L2 " \
            "(no grid value converged)" in line
+
+
+def test_an_inferred_data_copy_is_its_own_cause(tmp_path):
+    """``data-copy-inferred`` says in the label that the cause is inferred from the pattern of misses; the
+    report keeps it apart from a shown ``data-copy``."""
+    from perceptron_lab.report.causes import ASSERTABLE, VOCABULARY
+    from perceptron_lab.report.html import STATUS
+
+    assert "data-copy-inferred" in ASSERTABLE and "inferred" in VOCABULARY["data-copy-inferred"]
+    assert "inferred" in STATUS["data-copy-inferred"][0]
+    path = tmp_path / "causes.yaml"
+    path.write_text("causes:\n  - {table: gentile2001_table2, cause: data-copy-inferred, note: per-digit misses}\n")
+    (rule,) = load_rules(path)
+    assert rule.cause == "data-copy-inferred"

@@ -6,7 +6,9 @@ Every in-scope cell outside its tolerance gets exactly one cause:
   re-sampling gives (:func:`perceptron_lab.run.comparison.sampling_covers`: the central 95% of
   independent draws of a data set, or the 95% interval of a mean over folds or permutations).
 * otherwise the first rule of the causes file (``results/causes.yaml``) that matches the cell:
-  ``data-copy`` (the paper's copy of the data differs from ours), ``protocol-unspecified`` (the
+  ``data-copy`` (the paper's copy of the data differs from ours, shown), ``data-copy-inferred`` (the
+  same cause inferred from the pattern of misses, not shown: the note names what else would give
+  that pattern), ``protocol-unspecified`` (the
   paper leaves unstated a choice that moves the cell; the note names it), ``paper-inconsistent``
   (the paper contradicts itself; the note cites both places) or ``unexplained``;
 * ``unexplained`` when no rule matches.
@@ -32,12 +34,14 @@ from perceptron_lab.errors import ConfigError
 VOCABULARY = {
     "sampling": "our own spread (draws of the data, folds, orders) covers the paper's value; computed",
     "data-copy": "the paper's copy of the data differs from ours",
+    "data-copy-inferred": ("inferred, not shown: the pattern of misses points to the paper's copy of the data; "
+                           "the note names what else would give it"),
     "protocol-unspecified": "the paper leaves unstated a choice that moves the cell",
     "paper-inconsistent": "the paper contradicts itself",
     "unexplained": "no cause backed by evidence",
 }
 #: Causes a rule may assert (``sampling`` is computed from the results).
-ASSERTABLE = ("data-copy", "protocol-unspecified", "paper-inconsistent", "unexplained")
+ASSERTABLE = ("data-copy", "data-copy-inferred", "protocol-unspecified", "paper-inconsistent", "unexplained")
 FILE_NAME = "causes.yaml"
 _FIELDS = ("table", "run", "block", "row", "column")
 

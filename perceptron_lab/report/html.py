@@ -32,6 +32,7 @@ STATUS = {
     "within": ("within tolerance", "#2e9e4f"),
     "sampling": ("outside: sampling", "#a6d96a"),
     "data-copy": ("outside: data copy", "#fdae61"),
+    "data-copy-inferred": ("outside: data copy (inferred)", "#fee08b"),
     "protocol-unspecified": ("outside: protocol unspecified", "#b98ad6"),
     "paper-inconsistent": ("outside: paper inconsistent", "#6baed6"),
     "unexplained": ("outside: unexplained", "#d7191c"),
