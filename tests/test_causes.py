@@ -139,3 +139,24 @@ def test_an_inferred_data_copy_is_its_own_cause(tmp_path):
     path.write_text("causes:\n  - {table: gentile2001_table2, cause: data-copy-inferred, note: per-digit misses}\n")
     (rule,) = load_rules(path)
     assert rule.cause == "data-copy-inferred"
+
+
+def test_a_cell_another_run_of_the_same_table_scores_is_not_called_unscored(tmp_path):
+    """Gentile's tables are filled by several runs, each writing the whole layout: a cell one run leaves
+    empty and another scores is scored; only a cell no run has a value for is named."""
+    from perceptron_lab.report.html import unscored_cells, unscored_text
+
+    root = tmp_path / "results"
+    nan = {"ours_mean": math.nan, "ours_std": math.nan, "n_runs": 0}
+    _run(root, "gentile2001/a", "gentile2001_table5", [
+        {"block": "letter", "row": "ALMA last", "column": "1", "paper": 5.0, "ours_mean": 5.1, "ours_std": 0.1},
+        {"block": "letter", "row": "Perceptron last", "column": "1", "paper": 6.0, **nan}])
+    _run(root, "gentile2001/b", "gentile2001_table5", [
+        {"block": "letter", "row": "ALMA last", "column": "1", "paper": 5.0, **nan},
+        {"block": "letter", "row": "Perceptron last", "column": "1", "paper": 6.0, "ours_mean": 6.1, "ours_std": 0.1},
+        {"block": "letter", "row": "ROMMA last", "column": "1", "paper": 7.0, **nan}])
+    rep = collect([root])
+    assert sum(len(t.unscored) for t in rep.tables) == 3
+    assert unscored_cells(rep.tables) == [(5, "letter", "ROMMA last", "1", "a baseline plab does not run")]
+    assert unscored_text(rep.tables) == ("; 1 more cell with a tolerance not scored, no value of ours: "
+                                         "Table 5 letter / ROMMA last / 1 (a baseline plab does not run)")

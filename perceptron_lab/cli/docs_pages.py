@@ -224,10 +224,10 @@ def paper_summary(root: Path) -> str:
         var = [t for t in rep.tables if t.paper == p.name and t.variant]
         vok, vn = sum(t.counts[0] for t in var), sum(t.counts[1] for t in var)
         nruns = len({t.run_dir for t in var})   # a variant run may hold several tables
-        from perceptron_lab.report.html import family_tally
+        from perceptron_lab.report.html import family_tally, unscored_cells
 
         fok, fn, bok, bn = family_tally(tabs)
-        unscored = sum(len(t.unscored) for t in tabs)
+        unscored = len(unscored_cells(tabs))
         rows.append([p.title.split(":")[0], what, f"{ok} / {n}", f"{cons} / {n}", _causes_text(causes),
                      f"{fok} / {fn}; baselines {bok} / {bn}" if bn else "all",
                      f"{unscored} (no value of ours)" if unscored else "none",

@@ -62,17 +62,46 @@ def _tally(tables) -> tuple[int, int, int, int, dict]:
     return ok, n, both, cons, causes
 
 
+def unscored_cells(tables) -> list[tuple]:
+    """The in-scope cells with the paper's value and a tolerance that no run of ``tables`` has a value
+    for, once each: ``(table number, block, row, column, detail)``. A paper whose table is filled by
+    several runs (each writing the whole layout) has a cell scored once and left empty by the others;
+    only a cell no run scores is returned."""
+    key = ["table", "block", "row", "column", "metric"]
+    scored_keys = {(t.paper, *(str(v) for v in r)) for t in tables for r in t.scoped[key].itertuples(index=False)}
+    out, seen = [], set()
+    for t in tables:
+        base = t.baseline
+        for i, r in t.unscored.iterrows():
+            k = (t.paper, *(str(r[c]) for c in key))
+            if k in scored_keys or k in seen:
+                continue
+            seen.add(k)
+            why = str(r.get("detail")).strip() if pd.notna(r.get("detail")) else ""
+            out.append((t.number, r["block"], r["row"], r["column"],
+                        why or ("a baseline plab does not run" if bool(base.loc[i]) else "")))
+    return out
+
+
 def unscored_text(tables, sep: str = "; ") -> str:
     """Beside a count: how many in-scope cells with the paper's value and a tolerance have no value of
-    ours, so are not in its denominator, where and why (the comparison's ``detail``); empty when none."""
-    rows = []
-    for t in tables:
-        for _, r in t.unscored.iterrows():
-            why = str(r.get("detail") or "").strip() if pd.notna(r.get("detail")) else ""
-            rows.append(f"Table {t.number} {r['block']} / {r['row']} / {r['column']}" + (f" ({why})" if why else ""))
-    if not rows:
+    ours (:func:`unscored_cells`), so are not in its denominator, where and why (the comparison's
+    ``detail``); empty when none."""
+    cells = unscored_cells(tables)
+    if not cells:
         return ""
-    return (f"{sep}{len(rows)} more cell{'s' if len(rows) > 1 else ''} with a tolerance not scored, no value of "
+    groups: dict = {}   # (table, row, why) -> [(block, column)]
+    for n, b, r, c, why in cells:
+        groups.setdefault((n, r, why), []).append((b, c))
+    rows = []
+    for (n, r, why), where in groups.items():
+        cols = sorted({str(c) for _, c in where})
+        if len(where) <= 4 and len(cols) == 1:
+            text = f"Table {n} {' and '.join(str(b) for b, _ in where)} / {r} / {cols[0]}"
+        else:
+            text = f"Table {n} {r}: {len(where)} cells"
+        rows.append(text + (f" ({why})" if why else ""))
+    return (f"{sep}{len(cells)} more cell{'s' if len(cells) > 1 else ''} with a tolerance not scored, no value of "
             f"ours: {', '.join(rows)}")
 
 
