@@ -303,7 +303,9 @@ FINDINGS = (
     "the same rank and no run can be repeated; its runs are compared with plab's range over seeds. Its mistakes "
     "on a9a lie below plab's range: removing one fixed rank for a second's worth of examples is not a uniform draw.",
     "Seconds: KOL's \"Learning time\" includes parsing the file; plab's column is reading plus fitting in a "
-    "Python process (numba's compiled code cached), on the same machine; shown, not scored.",
+    "Python process (numba's compiled code cached; runs.csv has the fitting alone as fit_seconds). The committed "
+    "runs were timed on a shared two-core machine under other load, KOL's and plab's at different moments, so "
+    "the column is a rough ratio only; shown, not scored.",
 )
 
 
