@@ -139,9 +139,10 @@ def test_paper_page(site, tmp_path):
                    "Freund & Schapire Table 3, d4", "within tolerance"):
         assert needed in text, needed
     assert dom.count('class="plab-grid"') >= 13 and 'class="st-within"' in dom
-    # the grid shows the committed layout's cells (our mean at full precision, not re-rounded)
+    # the grid shows the committed layout's cells (our mean at full precision, not re-rounded), the
+    # mean ± std kept on one line by no-break spaces
     layout = pd.read_csv(ROOT / "results/fs1999/d4/fs1999_table1_d4.csv", dtype=str, keep_default_na=False)
-    missing = [c for c in layout.iloc[:, 2:].values.ravel() if f">{c}<" not in dom]
+    missing = [c for c in layout.iloc[:, 2:].values.ravel() if f">{c.replace(' ± ', '&nbsp;±&nbsp;')}<" not in dom]
     assert missing == [], missing
     render(page, tmp_path, _shots(tmp_path) / "docs_paper_fs1999_table1_d4.png", at="t-fs1999-table1-d4-d4")
     render(page, tmp_path, _shots(tmp_path) / "docs_paper_fs1999_figures.png", at="figures")
@@ -172,3 +173,62 @@ def test_the_probe_finds_a_broken_image(tmp_path):
     page.write_text("<!doctype html><html><body><p>x</p><img src='missing.png'></body></html>")
     _, _, n_img, broken, _ = render(page, tmp_path, tmp_path / "p.png")
     assert n_img == 1 and broken == ["missing.png"]
+
+
+#: Appended to a copy of a page: after the load event, how far each table's last column reaches past
+#: the right edge of its box or of the window (0 or less: in view), as ``data-overflow="th: px; ..."``.
+WIDTH_PROBE = ("<script>window.addEventListener('load', function () { var out = [];"
+               " document.querySelectorAll('.md-typeset__scrollwrap, .plab-scroll').forEach(function (box) {"
+               " var t = box.querySelector('table'); if (!t) return;"
+               " var last = t.querySelector('tr').lastElementChild.getBoundingClientRect().right;"
+               " var w = Math.round(last - Math.min(box.getBoundingClientRect().right, window.innerWidth));"
+               " out.push(t.querySelector('th').textContent.trim() + ': ' + w); });"
+               " document.documentElement.setAttribute('data-overflow', out.join('; ')); });</script>")
+
+
+def _overflow(page: Path, tmp: Path, width: int = 1280) -> list[tuple[str, int]]:
+    """(first header cell, pixels hidden to the right) of every table of ``page`` in a window
+    ``width`` pixels wide (a laptop screen)."""
+    probe = page.with_name(page.stem + ".width.html")
+    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", WIDTH_PROBE + "</body>"), encoding="utf-8")
+    try:
+        p = subprocess.run([BROWSER, *FLAGS, f"--user-data-dir={tmp / 'profile'}", "--virtual-time-budget=5000",
+                            f"--window-size={width},900", "--dump-dom", probe.resolve().as_uri()],
+                           capture_output=True, text=True, timeout=180)
+    finally:
+        probe.unlink()
+    m = re.search(r'data-overflow="([^"]*)"', p.stdout)
+    assert m, p.stderr[-2000:]
+    return [(k, int(v)) for k, _, v in (x.rpartition(": ") for x in m.group(1).split("; ") if x)]
+
+
+def test_wide_tables_fit_a_laptop_screen(site, tmp_path):
+    """The landing page's headline table shows its T = 30 column, and Freund & Schapire's grids every
+    column, in a window 1280 pixels wide, without scrolling sideways."""
+    landing = dict(_overflow(site / "index.html", tmp_path))
+    assert landing["d = 4, T ="] <= 0
+    grids = _overflow(site / "papers" / "fs1999.html", tmp_path)
+    assert len(grids) >= 13 and [g for g in grids if g[1] > 0] == []
+    shots = _shots(tmp_path)
+    render(site / "index.html", tmp_path, shots / "docs_landing_headline.png", at="the-headline-table")
+
+
+def test_search_works_from_disk(site, tmp_path):
+    """Opened from disk (file://), the site's search finds pages: the index is inlined
+    (search/search_index.js) and the search worker runs through docs/javascripts/iframe-worker.js,
+    with nothing fetched from the internet."""
+    assert (site / "search" / "search_index.js").is_file()
+    html = (site / "index.html").read_text()
+    assert "unpkg.com" not in html and "iframe-worker.js" in html
+    url = (site / "index.html").resolve().as_uri() + "?q=perceptron"
+    common = [BROWSER, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=8000",
+              "--window-size=1280,900"]
+    p = subprocess.run(common + ["--enable-logging=stderr", "--v=0", "--dump-dom", url], capture_output=True,
+                       text=True, timeout=180)
+    m = re.search(r'class="md-search-result__meta">(\d+) matching document', p.stdout)
+    assert m and int(m.group(1)) > 0, p.stdout[-2000:]
+    assert p.stdout.count('class="md-search-result__item"') > 0
+    assert [ln for ln in p.stderr.splitlines() if CONSOLE.search(ln)] == []
+    shot = _shots(tmp_path) / "docs_search_offline.png"
+    s = subprocess.run(common + [f"--screenshot={shot}", url], capture_output=True, text=True, timeout=180)
+    assert s.returncode == 0 and shot.is_file()

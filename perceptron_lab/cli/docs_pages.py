@@ -191,7 +191,7 @@ def headline_table(root: Path) -> str:
     sizes = f"{ds.get('n_train', '?')} / {ds.get('n_test', '?')}" if ds.get("n_train") else ""
     cols = list(layout.columns)
     header = ["d = 4, T ="] + cols[2:]
-    rows = [[r[cols[1]]] + [r[c] for c in cols[2:]] for _, r in layout.iterrows()]
+    rows = [[r[cols[1]]] + [keep_spread(r[c]) for c in cols[2:]] for _, r in layout.iterrows()]
     return "\n".join([
         f"Freund & Schapire (1999) Table 1, d = 4, on MNIST{f' ({sizes})' if sizes else ''}, reproduced by "
         f"`plab run {info.get('config_file', 'configs/fs1999/table1_d4.yaml')}`: our mean ± standard deviation over "
@@ -446,6 +446,16 @@ def _layout_texts(t, g) -> list | None:
     return cells
 
 
+#: The space around the ± of a cell: no break (a narrow column breaks a cell before the paper's value only).
+NO_BREAK = "\u00a0"
+
+
+def keep_spread(text: str) -> str:
+    """A cell's ``mean ± std`` kept on one line (no-break spaces around the ±), so that a column too
+    narrow for the whole cell breaks it only before the paper's value in parentheses."""
+    return str(text).replace(" ± ", f"{NO_BREAK}±{NO_BREAK}")
+
+
 def _grid_html(t) -> str:
     """The table's cells in the paper's shape, each coloured by its status, the hover text saying
     the paper's value, ours, the tolerance and the cause (:func:`perceptron_lab.report.html.grid`)."""
@@ -453,8 +463,12 @@ def _grid_html(t) -> str:
 
     g = grid(t)
     e = html.escape
-    head = ("<th>block</th>" if g["has_block"] else "") + "<th></th>" + "".join(f"<th>{e(str(c))}</th>"
-                                                                              for c in g["columns"])
+    blocks = list(dict.fromkeys(str(row["block"]) for row in g["rows"]))
+    # one block for every row (d=1): named once, in the corner, not in a column of its own
+    has_block = g["has_block"] and len(blocks) > 1
+    corner = e(blocks[0]) if g["has_block"] and not has_block else ""
+    head = ("<th>block</th>" if has_block else "") + f"<th>{corner}</th>" + "".join(f"<th>{e(str(c))}</th>"
+                                                                                   for c in g["columns"])
     body = []
     texts = _layout_texts(t, g)
     for i, row in enumerate(g["rows"]):
@@ -465,8 +479,8 @@ def _grid_html(t) -> str:
             else:
                 title = e(c["title"]).replace("\n", "&#10;")
                 text = texts[i][j] if texts else c["text"]
-                tds.append(f'<td class="st-{c["status"]}" title="{title}">{e(text)}</td>')
-        body.append("<tr>" + (f"<th>{e(str(row['block']))}</th>" if g["has_block"] else "")
+                tds.append(f'<td class="st-{c["status"]}" title="{title}">{e(keep_spread(text))}</td>')
+        body.append("<tr>" + (f"<th>{e(str(row['block']))}</th>" if has_block else "")
                     + f"<th>{e(str(row['row']))}</th>" + "".join(tds) + "</tr>")
     assert set(STATUS)  # the classes are styled by docs/stylesheets/status.css
     return ('<div class="plab-scroll"><table class="plab-grid"><thead><tr>' + head + "</tr></thead><tbody>"
