@@ -74,7 +74,7 @@ def _edit_readme(root: Path, fn) -> None:
 
 def _hand_edited(text: str) -> str:
     """The headline table with a number typed by hand."""
-    cell = re.search(r"\d+\.\d\d ± \d+\.\d\d", text.split("<!-- generated: headline-table")[1]).group(0)
+    cell = re.search(r"\d+\.\d\d\s±\s\d+\.\d\d", text.split("<!-- generated: headline-table")[1]).group(0)
     return text.replace(cell, "9.99 ± 9.99", 1)
 
 
