@@ -140,3 +140,22 @@ def test_a_report_it_may_not_replace_is_refused_before_any_figure_is_drawn(runs,
     r = invoke("report", runs, "--out", out)
     assert r.exit_code == 1 and "was not written by plab" in r.output
     assert sorted(p.name for p in out.iterdir()) == ["report.md"]
+
+
+def test_two_grid_points_of_a_sweep_are_paired_with_the_command_that_pairs_them(tmp_path):
+    cfg = tmp_path / "sweep.yaml"
+    cfg.write_text(CONFIG.replace("evaluation: {mode: kfold, folds: 3}",
+                                  "evaluation: {mode: kfold, folds: 3, grid: {algorithm.tau: [0, 0.5]}}"))
+    run = tmp_path / "sweep"
+    assert invoke("run", cfg, "--out", run, "-q").exit_code == 0
+    r = invoke("report", run, "--out", tmp_path / "rep")
+    assert r.exit_code == 0, r.output
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "### A = tau=0, B = tau=0.5" in md
+    assert f"`plab compare {run} --points 0,1 --paired` gives the same" in md
+    vote = _row(md, "### A = ", "vote")
+    df = pd.read_csv(run / "results.csv", dtype={"class": str})
+    d = df[(df["class"] == "all") & (df["metric"] == "test_error_pct") & (df["rule"] == "vote") & (df["epoch"] == 2)
+           & (df["normalized"].astype(str).str.lower() != "true")].sort_values("fold")
+    diff = d[d["grid_point"] == 0]["value"].to_numpy() - d[d["grid_point"] == 1]["value"].to_numpy()
+    assert vote[3] == f"{diff.mean():.2f}"

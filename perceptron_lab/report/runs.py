@@ -208,8 +208,8 @@ def _paired_items(cols, confidence, paired_runs, paired_notes, why_not_comparabl
         items += [("h3", f"A = {a['name']}, B = {b['name']}"),
                   ("p", f"Test error % at the last epoch; A - B is the mean of the paired differences over the folds "
                         f"and training orders both have, with its {confidence * 100:g}% interval. "
-                        f"`plab compare {a['dir']} {b['dir']} --paired`"
-                        + (f" (with `--points {a['gp']},{b['gp']}`)" if a["dir"] == b["dir"] else "") + " gives the same."),
+                        + (f"`plab compare {a['dir']} --points {a['gp']},{b['gp']} --paired`" if a["dir"] == b["dir"]
+                           else f"`plab compare {a['dir']} {b['dir']} --paired`") + " gives the same."),
                   ("table", _paired_frame(table, confidence))]
     if len(pairs) > MAX_PAIRS:
         items.append(("p", f"{len(pairs) - MAX_PAIRS} more pairs can be compared: `plab compare A B --paired` "
