@@ -74,6 +74,7 @@ import pandas as pd
 from perceptron_lab.config.load import load_config
 from perceptron_lab.constants import source_checkout
 from perceptron_lab.errors import CheckoutRequired
+from perceptron_lab.run.comparison import text_column
 from perceptron_lab.run.experiment import run_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,7 +114,7 @@ def keyed_values(df: pd.DataFrame) -> pd.Series:
     """``value`` of golden rows indexed by :data:`KEY`, the key columns as text (missing: empty)."""
     df = df.copy()
     for k in KEY:
-        df[k] = df[k].fillna("").astype(str)
+        df[k] = text_column(df[k])
     return df.set_index(KEY)["value"]
 
 

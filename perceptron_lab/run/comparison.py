@@ -72,6 +72,12 @@ def _fmt_T(T) -> str:
         return ""
 
 
+def text_column(s: pd.Series) -> pd.Series:
+    """``s`` as text, a missing value as the empty text: an all-empty column a CSV round trip reads
+    as float NaN included (filled as objects, since pandas refuses text as a float column's fill)."""
+    return s.astype(object).where(s.notna(), "").astype(str)
+
+
 def normalize(df: pd.DataFrame) -> pd.DataFrame:
     """A comparison with the core columns first (typed), then its own extra columns.
 
@@ -84,8 +90,8 @@ def normalize(df: pd.DataFrame) -> pd.DataFrame:
     for k in ("block", "row", "metric"):
         if k not in c:
             c[k] = ""
-        c[k] = c[k].fillna("").astype(str)
-    c["column"] = c["column"].fillna("").astype(str)
+        c[k] = text_column(c[k])
+    c["column"] = text_column(c["column"])
     for k in _NUMERIC:
         c[k] = pd.to_numeric(c[k], errors="coerce").astype(float) if k in c else math.nan
     if "n_runs" not in c:
@@ -114,7 +120,7 @@ def _with_sampling(c: pd.DataFrame) -> None:
 
     for k in ("sampling_lo", "sampling_hi"):
         c[k] = pd.to_numeric(c[k], errors="coerce").astype(float) if k in c else math.nan
-    c["sampling_basis"] = c["sampling_basis"].fillna("").astype(str) if "sampling_basis" in c else ""
+    c["sampling_basis"] = text_column(c["sampling_basis"]) if "sampling_basis" in c else ""
     n = c["n_runs"]
     need = c["sampling_lo"].isna() & c["ours_std"].notna() & c["ours_mean"].notna() & (n >= 2)
     if need.any():
