@@ -70,7 +70,8 @@ def _entry_points() -> dict:
 def names() -> tuple:
     """The names of every paper plug-in, sorted."""
     spec = importlib.util.find_spec(PACKAGE)
-    found = {m.name for m in pkgutil.iter_modules(list(spec.submodule_search_locations or []))
+    locations = spec.submodule_search_locations if spec is not None else None   # None: no papers package
+    found = {m.name for m in pkgutil.iter_modules(list(locations or []))
              if m.ispkg and not m.name.startswith("_")}
     return tuple(sorted(found | set(_entry_points())))
 
