@@ -83,25 +83,34 @@ def test_chunk_dots_of_integer_features_equal_the_float64_gemm(dtype):
     assert np.array_equal(chunk_dots(Xe), want)
 
 
+def _in_order_tn(A, d):
+    """``A.T @ d`` added over A's rows in order, one rounded product and one rounded sum per term,
+    in A's type (numpy's elementwise operations round each one)."""
+    P = np.zeros((A.shape[1], d.shape[1]), dtype=A.dtype)
+    for k in range(A.shape[0]):
+        P += A[k][:, None] * d[k][None, :]
+    return P
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_add_product_equals_the_expression_bit_for_bit(dtype):
-    """Scores get ``S += A.T @ d`` with the product in a buffer kept by the run: the same sums,
-    whatever the rows of A and however much of the buffer the call uses."""
+def test_add_product_adds_in_order_bit_for_bit(dtype):
+    """Scores get ``S += A.T @ d`` with the product in a buffer kept by the run: each entry added
+    over A's rows in order, whatever the rows of A and however much of the buffer the call uses."""
     rng = np.random.default_rng(3)
     n, L = 500, 10
     S0 = rng.normal(size=(n, L)) * 1e3
     buf = np.full((n, L), np.nan, dtype=dtype)     # stale contents must not leak into S
-    for k in (1, 3, 40):
+    for k in (1, 3, 5, 40):
         A = (rng.normal(size=(k, n)) * 1e4).astype(dtype)
         d = rng.normal(size=(k, L)).astype(dtype)
         d[:, 1::3] = 0.0
         want = S0.copy()
-        want += A.T @ d
+        want += _in_order_tn(A, d)
         got = S0.copy()
         add_product(got, A, d, buf)
         assert np.array_equal(got, want)
         want = S0.copy()
-        want[200:] += A[:, 200:].T @ d      # a suffix of the scores (a streamed pass)
+        want[200:] += _in_order_tn(A[:, 200:], d)      # a suffix of the scores (a streamed pass)
         got = S0.copy()
         add_product(got[200:], A[:, 200:], d, buf)
         assert np.array_equal(got, want)
@@ -296,5 +305,5 @@ def test_ordered_dots_sum_each_pair_in_feature_order_whatever_the_other_rows():
     assert (G != A @ B.T).any()  # the BLAS product rounds some of them otherwise
     np.testing.assert_array_equal(ordered_dots(A[7:9], B[[3, 11, 29]]), G[7:9][:, [3, 11, 29]])
     # a kernel block from ordered dots: each value the same in a block of other rows
-    poly = gram(Kernel("poly", degree=3), A, B, ordered=True)
-    np.testing.assert_array_equal(gram(Kernel("poly", degree=3), A[5:6], B[2:4], ordered=True), poly[5:6, 2:4])
+    poly = gram(Kernel("poly", degree=3), A, B)
+    np.testing.assert_array_equal(gram(Kernel("poly", degree=3), A[5:6], B[2:4]), poly[5:6, 2:4])

@@ -15,13 +15,15 @@ and compares what it wrote with the committed run in the folder ``make reproduce
 * for the golden cases (``configs/golden/``) the golden file ``results/golden/<case>.csv``
   (:func:`perceptron_lab.report.golden.compute`'s aggregation).
 
-The variants (:data:`VARIANTS`) are the machines of this kind (x86-64 with AVX2 at least) that
-one CPU can stand in for: ``avx2`` runs the code an AVX2 CPU runs (numba compiled for Haswell,
-OpenBLAS's Haswell kernels, which are also AMD Zen's, numpy without its AVX-512 loops); ``host``
-is what this CPU picks by itself (on an AVX-512 CPU, its AVX-512 code); ``avx2+blas=NAME`` changes only OpenBLAS's kernel
-(``OPENBLAS_CORETYPE``: SSE3 ``Prescott``, SSE4.2 ``Nehalem``, AVX ``Sandybridge``, AVX-512
-``SkylakeX``; OpenBLAS is DYNAMIC_ARCH, bundled with numpy); ``avx2+threads2`` runs two BLAS, OpenMP
-and numba threads instead of one; ``avx2+dtype`` flips ``training.dtype`` between float32 and
+The variants (:data:`VARIANTS`) are the x86-64 machines that one CPU can stand in for: ``avx2``
+runs the code an AVX2 CPU runs (numba compiled for Haswell with Haswell's features, OpenBLAS's
+Haswell kernels, which are also AMD Zen's, numpy without its AVX-512 loops); ``generic`` the
+x86-64 baseline (numba's generic CPU: SSE2, no FMA; OpenBLAS's SSE3 kernel; glibc's math without
+its AVX2 and FMA variants); ``host`` is what this CPU picks by itself (on an AVX-512 CPU, its
+AVX-512 code); ``avx2+blas=NAME`` changes only OpenBLAS's kernel (``OPENBLAS_CORETYPE``: SSE3
+``Prescott``, SSE4.2 ``Nehalem``, AVX ``Sandybridge``, AVX-512 ``SkylakeX``; OpenBLAS is
+DYNAMIC_ARCH, bundled with numpy); ``avx2+threads2`` and ``host+threads2`` run two BLAS, OpenMP and
+numba threads instead of one; ``avx2+dtype`` flips ``training.dtype`` between float32 and
 float64, which is a different computation, not another machine, and is reported apart.
 
 Each variant writes one row to ``results/spread/<config>.csv``: the variant, its environment and
@@ -66,16 +68,26 @@ GOLDEN_DIR = ROOT / "results" / "golden"
 
 _ONE = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 _TWO = {"OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "2", "NUMBA_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
-_AVX2 = {"NUMBA_CPU_NAME": "haswell", "OPENBLAS_CORETYPE": "Haswell",
+#: ``NUMBA_CPU_FEATURES`` empty: the named CPU's own features (numba takes the host's features
+#: whatever the CPU name when it is unset, so ``haswell`` alone would still compile AVX-512 code).
+_AVX2 = {"NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": "", "OPENBLAS_CORETYPE": "Haswell",
          "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR"}
+#: The x86-64 baseline: numba's generic CPU (SSE2, no FMA), OpenBLAS's SSE3 kernel, numpy's baseline
+#: loops (X86_V2, which numpy cannot disable), glibc's math without its AVX2/FMA variants.
+_GENERIC = {"NUMBA_CPU_NAME": "generic", "NUMBA_CPU_FEATURES": "", "OPENBLAS_CORETYPE": "Prescott",
+            "NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR",
+            "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2,-FMA,-AVX512F,-AVX_Usable,-AVX2_Usable,-FMA_Usable"}
 #: The variants: name -> environment of the rerun, on top of the current one with every key below
 #: removed first. ``avx2`` is code for an AVX2 x86-64 CPU (numba compiled for Haswell, OpenBLAS's
 #: Haswell kernels, which are also AMD Zen's, numpy's loops without their AVX-512 versions);
-#: ``host`` is what this CPU selects by itself; the others change one thing from ``avx2``. ``dtype`` is handled apart (an override of ``avx2``).
+#: ``generic`` the x86-64 baseline (:data:`_GENERIC`); ``host`` is what this CPU selects by itself;
+#: the others change one thing from ``avx2`` or ``host``. ``dtype`` is handled apart (an override of ``avx2``).
 VARIANTS = {
     "avx2": {**_ONE, **_AVX2},
     "host": dict(_ONE),
+    "generic": {**_ONE, **_GENERIC},
     "avx2+threads2": {**_TWO, **_AVX2},
+    "host+threads2": dict(_TWO),
     **{f"avx2+blas={c}": {**_ONE, **_AVX2, "OPENBLAS_CORETYPE": c}
        for c in ("Prescott", "Nehalem", "Sandybridge", "SkylakeX")},
 }
@@ -97,7 +109,8 @@ def kernels_used(env: dict) -> str:
             "blas = sorted({i.get('architecture') or '?' for i in threadpoolctl.threadpool_info()"
             " if i['user_api'] == 'blas'})\n"
             "import llvmlite.binding as ll\n"
-            "print('numba=' + (c.CPU_NAME or ll.get_host_cpu_name()) + ' openblas=' + ','.join(blas))")
+            "print('numba=' + (c.CPU_NAME or ll.get_host_cpu_name())"
+            " + ('' if c.CPU_FEATURES is None else '(own features)') + ' openblas=' + ','.join(blas))")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     return out.stdout.strip() or "?"
 

@@ -84,6 +84,7 @@ from dataclasses import dataclass, field
 import numba as nb
 import numpy as np
 
+from perceptron_lab.engine import ordered
 from perceptron_lab.engine.kernels import Kernel, exact32_ok, gram, kernel_diag, sq_norms
 from perceptron_lab.engine.base import sign_of
 from perceptron_lab.engine.base import EngineError, chunk_bounds, epochs_to_steps
@@ -844,7 +845,7 @@ def _vote_scores(log: BudgetLog, kernel: Kernel, X_train, X_test, checkpoint: in
             j = 0
             while j < steps.size:
                 k, j = _hypotheses(steps, kinds, lcols, vals, j, coef, T, C, w)
-                out[a:b, c] += w[:k] @ np.sign(C[:k] @ Ks)
+                out[a:b, c] += ordered.vecmat(w[:k], np.sign(ordered.matmul(C[:k], Ks)))
     return out
 
 
@@ -867,7 +868,7 @@ def budget_scores(log: BudgetLog, kernel: Kernel, X_train, X_test, rule: str = "
         np.add.at(A[:, c], np.searchsorted(union, exs), coefs)  # an example may hold several terms (NORMA)
     Xu = X_train[union]
     for a, b in _test_blocks(X_test.shape[0], union.size):
-        out[a:b] = gram(kernel, X_test[a:b], Xu) @ A
+        out[a:b] = ordered.matmul(gram(kernel, X_test[a:b], Xu), A)
     return out
 
 
@@ -934,7 +935,7 @@ def unit_diag_kernel(kernel: Kernel, X) -> Kernel:
     X = np.asarray(X, dtype=np.float64)
     if kernel.name != "poly" or not len(X):
         return kernel
-    c = 1.0 + float(np.max(np.einsum("ij,ij->i", X, X))) / kernel.scale
+    c = 1.0 + float(np.max(sq_norms(np.asarray(X, dtype=np.float64)))) / kernel.scale
     if not (math.isfinite(c) and c > 1.0):
         return kernel
     return dataclasses.replace(kernel, base_div=c)

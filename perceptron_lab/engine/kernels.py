@@ -27,6 +27,8 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from perceptron_lab.engine import ordered
+from perceptron_lab.engine.ordered import exp as fixed_exp
 from perceptron_lab.errors import NumericError
 from perceptron_lab.sparse import issparse
 
@@ -185,7 +187,7 @@ class Kernel:
         log_max = math.log10(fmax)
         headroom = 2.0 * math.log10(max(X.shape[0], 2))  # sums over up to n updates, then over n steps
         with np.errstate(over="ignore", invalid="ignore"):
-            norms = sq_norms64(X) if issparse(X) else np.einsum("ij,ij->i", X, X, dtype=np.float64)
+            norms = sq_norms64(X)
         sq, sq_min = float(np.max(norms)), float(np.min(norms))
         what = f"{self.describe()} kernel in {dt.name}"
         more = "training.dtype: float64, or " if dt != np.float64 else ""
@@ -347,7 +349,13 @@ class Kernel:
         divided a poly kernel or rescaled linear features or a Gram matrix; may be inf or 0)."""
         with np.errstate(over="ignore", under="ignore"):
             if self.code == POLY:
-                return float(self.base_div) ** (-self.degree)
+                # c^-d by repeated multiplication (fixed operations: the C library's pow differs
+                # between builds); exact for a power of two, as range_safe picks
+                c = float(self.base_div)
+                p = 1.0
+                for _ in range(int(self.degree)):
+                    p *= c
+                return 1.0 / p
             if self.code == LINEAR:
                 return float(np.ldexp(1.0, 2 * self.feature_exp))
             if self.code == PRECOMPUTED:
@@ -372,7 +380,8 @@ class Kernel:
         if power == 0:
             return S
         if self.code == POLY:
-            return S / self.value_factor ** power
+            f = self.value_factor
+            return S / (f if power == 1 else math.sqrt(f) if power == 0.5 else f ** power)
         e = 2 * self.feature_exp if self.code == LINEAR else self.feature_exp if self.code == PRECOMPUTED else 0
         if not e:
             return S
@@ -419,7 +428,7 @@ def _log2_range(X, diagonal: bool = False):
         d = d[d > 0]
         return (float(np.log2(d.min())), float(np.log2(d.max()))) if d.size else None
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        n2 = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+        n2 = sq_norms64(X)
         top = float(np.max(n2))
         zero = n2 == 0
         lost = bool(zero.any()) and bool(np.any(X[zero] != 0))
@@ -432,7 +441,7 @@ def _log2_range(X, diagonal: bool = False):
             return None
         e = math.frexp(m)[1]
         Xs = np.ldexp(np.asarray(X, dtype=np.float64), -e)   # largest |value| in [0.5, 1): no overflow
-        n2 = np.einsum("ij,ij->i", Xs, Xs)
+        n2 = ordered.sq_norms(Xs)
     nz = n2 > 0
     lost = bool(np.any(~nz & np.any(X != 0, axis=1)))
     return (-math.inf if lost else float(np.log2(n2[nz].min())) + 2 * e), float(np.log2(n2.max())) + 2 * e
@@ -447,8 +456,8 @@ def _sample_d2(X, sample: int = 2000) -> np.ndarray:
         sq = sq_norms(A)
         return np.maximum(sq[:, None] + sq[None, :] - 2.0 * (A @ A.T).toarray(), 0.0)
     A = np.asarray(X[rows], dtype=np.float64)
-    sq = np.einsum("ij,ij->i", A, A)
-    return np.maximum(sq[:, None] + sq[None, :] - 2.0 * (A @ A.T), 0.0)
+    sq = ordered.sq_norms(A)
+    return np.maximum(sq[:, None] + sq[None, :] - 2.0 * ordered.matmul_nt(A, A), 0.0)
 
 
 def _pow2_text(l2: float) -> str:
@@ -486,7 +495,7 @@ def kernel_from_dot(code, degree, scale, sigma, base_div, dot, sq_a, sq_b):
     d2 = sq_a + sq_b - 2.0 * dot
     if d2 < 0.0:
         d2 = 0.0
-    g = np.exp(-d2 / (2.0 * sigma * sigma))
+    g = fixed_exp(-d2 / (2.0 * sigma * sigma))   # the same bits on every machine (engine.ordered)
     if code == GAUSSIAN:
         return g
     base = 1.0 + g
@@ -504,9 +513,9 @@ def _powi(b, degree):
     return r
 
 
-@nb.njit(cache=True, fastmath=True, inline="always")
+@nb.njit(cache=True, inline="always")
 def dot_rows(X, i, j):
-    """Inner product of rows i and j of X (the order of the sum is left to the compiler)."""
+    """Inner product of rows i and j of X, added in feature order (:mod:`~perceptron_lab.engine.ordered`)."""
     acc = 0.0
     for f in range(X.shape[1]):
         acc += X[i, f] * X[j, f]
@@ -546,12 +555,14 @@ def dot_rows_exact(X, i, j):
     return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
 
 
-@nb.njit(cache=True, parallel=True, fastmath=True)
+@nb.njit(cache=True, parallel=True)
 def _transform_block(G, code, degree, scale, sigma, base_div, sq_a, sq_b):
     """Turn a block of inner products into kernel values, in place.
 
     The degree is dispatched outside the inner loop so that the loop vectorizes (a loop over the
-    degree inside it does not).
+    degree inside it does not). No ``fastmath``: ``one + row[j] * inv`` is a multiplication and an
+    addition, each rounded, on every CPU (a fused multiply-add, where the CPU has one, would round
+    once).
     """
     n, m = G.shape
     one = G.dtype.type(1.0 / base_div)
@@ -593,14 +604,14 @@ def _transform_block(G, code, degree, scale, sigma, base_div, sq_a, sq_b):
         elif code == POLY_GAUSSIAN:
             for j in range(m):
                 d2 = max(sq_a[i] + sq_b[j] - 2 * row[j], 0)
-                row[j] = _powi(1 + np.exp(d2 * g2), degree)
+                row[j] = _powi(1 + fixed_exp(d2 * g2), degree)
         elif code == GAUSSIAN:
             for j in range(m):
                 d2 = max(sq_a[i] + sq_b[j] - 2 * row[j], 0)
-                row[j] = np.exp(d2 * g2)
+                row[j] = fixed_exp(d2 * g2)
 
 
-@nb.njit(cache=True, fastmath=True)
+@nb.njit(cache=True)
 def _transform_block_serial(G, code, degree, scale, sigma, base_div, sq_a, sq_b):
     """Single-threaded twin of :func:`_transform_block` for small blocks."""
     n, m = G.shape
@@ -643,11 +654,11 @@ def _transform_block_serial(G, code, degree, scale, sigma, base_div, sq_a, sq_b)
         elif code == POLY_GAUSSIAN:
             for j in range(m):
                 d2 = max(sq_a[i] + sq_b[j] - 2 * row[j], 0)
-                row[j] = _powi(1 + np.exp(d2 * g2), degree)
+                row[j] = _powi(1 + fixed_exp(d2 * g2), degree)
         elif code == GAUSSIAN:
             for j in range(m):
                 d2 = max(sq_a[i] + sq_b[j] - 2 * row[j], 0)
-                row[j] = np.exp(d2 * g2)
+                row[j] = fixed_exp(d2 * g2)
 
 
 def sq_norms(X: np.ndarray) -> np.ndarray:
@@ -655,7 +666,7 @@ def sq_norms(X: np.ndarray) -> np.ndarray:
     if issparse(X):
         Xc = as_csr(X)
         return _csr_sq_norms(Xc.indptr, Xc.data).astype(Xc.dtype, copy=False)
-    return np.einsum("ij,ij->i", X, X)
+    return ordered.sq_norms(X)
 
 
 # ----------------------------------------------------------------------------- sparse rows
@@ -766,36 +777,12 @@ def sparse_dots(A, B, out=None) -> np.ndarray:
     return out
 
 
-@nb.njit(cache=True, parallel=True)
-def _ordered_dots(A, BT, out):
-    """``out[i, j] = sum_k A[i, k] * BT[k, j]``, summed over k in increasing order from 0, one
-    multiplication and one addition per term (zero entries of A add nothing and are skipped)."""
-    n, d = A.shape
-    m = BT.shape[1]
-    for i in nb.prange(n):
-        row = out[i]
-        for j in range(m):
-            row[j] = 0.0
-        for k in range(d):
-            a = A[i, k]
-            if a != 0.0:
-                b = BT[k]
-                for j in range(m):
-                    row[j] += a * b[j]
-
-
 def ordered_dots(A: np.ndarray, B: np.ndarray, out=None) -> np.ndarray:
-    """``A @ B.T`` with every entry summed over the features in their order, as a plain loop
-    (and ``tests/naive.py``) sums it: the value of a pair of rows does not depend on the other
-    rows of A or B. A BLAS product's can (its blocking follows the matrix shapes), so blocks of
-    non-integer features computed against different sets of rows may differ in their last bits;
-    these never do. ``out``: a C-contiguous array of shape (len(A), len(B)) in A's dtype."""
-    A = np.ascontiguousarray(A)
-    BT = np.ascontiguousarray(np.asarray(B, dtype=A.dtype).T)
-    if out is None:
-        out = np.empty((A.shape[0], BT.shape[1]), dtype=A.dtype)
-    _ordered_dots(A, BT, out)
-    return out
+    """``A @ B.T`` with every entry added over the features in their order
+    (:func:`perceptron_lab.engine.ordered.matmul_nt`): the value of a pair of rows does not depend on
+    the other rows of A or B, nor on the machine. ``out``: a C-contiguous array of shape
+    (len(A), len(B)) in A's dtype."""
+    return ordered.matmul_nt(A, B, out=out)
 
 
 #: Rows converted to float64 at a time by :func:`sq_norms64`.
@@ -824,13 +811,14 @@ EXACT32_LIMIT = float(2**24)
 
 
 def exact32_ok(X: np.ndarray) -> bool:
-    """Whether float32 inner products can stand in for float64 ones on ``X``: every value an integer
-    of magnitude below 2^24 (e.g. MNIST's raw pixels, 0/1 indicators), so that each pair with
-    ``|x|·|y| < 2^24`` has the same inner product in both types (:func:`matmul_exact32`)."""
+    """Whether a float32 GEMM can compute the inner products of ``X`` (float64 or float32): every
+    value an integer of magnitude below 2^24 (e.g. MNIST's raw pixels, 0/1 indicators), so that
+    each pair with ``|x|·|y| < 2^24`` has the same, exact inner product in float32 and float64, in
+    any order of its sum (:func:`matmul_exact32`)."""
     if issparse(X):
         return False  # the float32 GEMM path is for dense blocks
     X = np.asarray(X)
-    return X.dtype == np.float64 and integer_features(X)
+    return X.dtype in (np.float64, np.float32) and integer_features(X)
 
 
 def integer_features(X: np.ndarray) -> bool:
@@ -878,18 +866,22 @@ def exact32_heavy_rows(sq_a, sq_b) -> np.ndarray:
 
 
 def matmul_exact32(A: np.ndarray, B: np.ndarray, sq_a=None, sq_b=None, out=None, B32=None) -> np.ndarray:
-    """``A @ B.T`` in float64, equal to it bit for bit, for A and B that pass :func:`exact32_ok`.
+    """``A @ B.T`` in A's float type, equal bit for bit to :func:`ordered_dots` (the inner products
+    added in feature order), for A and B that pass :func:`exact32_ok`.
 
     The product runs as a float32 GEMM (a SIMD register holds twice as many float32 values as
-    float64 ones); the few pairs with ``|a|·|b| >= 2^24``, whose float32 sums could round, are
-    recomputed in float64 (on MNIST, 27 of 70000 examples have a norm that can reach that bound
-    with any other). ``B32`` may pass a float32 copy of B made once by the caller.
+    float64 ones): a pair with ``|a|·|b| < 2^24`` has every partial sum an integer float32 holds,
+    so its value is exact in any order, and equal to the ordered sum in float32 or float64. The few
+    pairs with ``|a|·|b| >= 2^24``, whose sums could round, are recomputed by :func:`ordered_dots` in
+    A's type (on MNIST, 27 of 70000 examples have a norm that can reach that bound with any
+    other). ``B32`` may pass a float32 copy of B made once by the caller.
     """
-    sq_a = sq_norms(A) if sq_a is None else np.asarray(sq_a, dtype=np.float64)
-    sq_b = sq_norms(B) if sq_b is None else np.asarray(sq_b, dtype=np.float64)
-    B32 = B.astype(np.float32) if B32 is None else B32
-    G32 = np.matmul(A.astype(np.float32), B32.T)
-    G = np.empty(G32.shape) if out is None else out
+    # the bound is tested on float64 norms (float32 ones round beyond 2^24)
+    sq_a = sq_norms64(A) if sq_a is None or np.asarray(sq_a).dtype != np.float64 else np.asarray(sq_a)
+    sq_b = sq_norms64(B) if sq_b is None or np.asarray(sq_b).dtype != np.float64 else np.asarray(sq_b)
+    B32 = B.astype(np.float32, copy=False) if B32 is None else B32
+    G32 = np.matmul(A.astype(np.float32, copy=False), B32.T)
+    G = np.empty(G32.shape, dtype=A.dtype) if out is None else out
     G[...] = G32
     if not (sq_a.size and sq_b.size):
         return G
@@ -900,30 +892,29 @@ def matmul_exact32(A: np.ndarray, B: np.ndarray, sq_a=None, sq_b=None, out=None,
         rows = heavy[g:g + 256]
         cols = np.flatnonzero(sq_b * float(sq_a[rows[0]]) >= lim2)
         if cols.size:
-            G[np.ix_(rows, cols)] = A[rows] @ B[cols].T
+            G[np.ix_(rows, cols)] = ordered.matmul_nt(A[rows], B[cols])
     return G
 
 
 def gram(kernel: Kernel, A: np.ndarray, B: np.ndarray, sq_a=None, sq_b=None, out=None, exact32: bool = False,
-         B32=None, ordered: bool = False) -> np.ndarray:
+         B32=None) -> np.ndarray:
     """Kernel block K(A_i, B_j), shape (len(A), len(B)), in the dtype of A.
 
     ``sq_a``/``sq_b`` may pass precomputed squared norms (used by the Gaussian kernels); ``out``
     may name a C-contiguous array to write into (e.g. rows of a kernel cache), saving a copy.
-    ``exact32`` (float64 A and B that pass :func:`exact32_ok`) computes the inner products by
-    :func:`matmul_exact32`: the same float64 values, at float32 GEMM speed. ``ordered`` (dense A
-    and B) computes them by :func:`ordered_dots`: each value independent of the other rows.
+    ``exact32`` (A and B that pass :func:`exact32_ok`) computes the inner products by
+    :func:`matmul_exact32`: the same values, at float32 GEMM speed. Other dense A and B
+    take them from :func:`ordered_dots`: each value added in feature order, independent of the other
+    rows and of the machine.
     """
     if kernel.code == PRECOMPUTED:
         raise ValueError("a precomputed kernel has no kernel function: take its values from the Gram matrix")
     if issparse(A) or issparse(B):
         G = sparse_dots(A, B, out=out)
-    elif exact32 and A.dtype == np.float64:
+    elif exact32:
         G = matmul_exact32(A, B, sq_a, sq_b, out=out, B32=B32)
-    elif ordered:
-        G = ordered_dots(A, B, out=out)
     else:
-        G = np.matmul(A, B.T, out=out)
+        G = ordered_dots(A, B, out=out)
     if kernel.code == LINEAR:
         return G
     if kernel.uses_norms:
@@ -949,7 +940,13 @@ def kernel_diag(kernel: Kernel, X: np.ndarray) -> np.ndarray:
     if kernel.code == LINEAR:
         return sq
     if kernel.code == POLY:
-        return ((1.0 + sq / kernel.scale) / kernel.base_div) ** kernel.degree
+        # the power by repeated multiplication, as kernel_from_dot and _transform_block take it (numpy's
+        # power is a vectorized approximation on some CPUs, e.g. AVX-512, and libm's on others)
+        base = (1.0 + sq / kernel.scale) / kernel.base_div
+        out = base.copy()
+        for _ in range(int(kernel.degree) - 1):
+            out *= base
+        return out
     if kernel.code == GAUSSIAN:
         return np.ones_like(sq)
     return np.full_like(sq, 2.0**kernel.degree)

@@ -28,10 +28,11 @@ Polynomial kernels of degree 1 are handled in their affine form
 ``k0 b + k1 w.x`` with ``b`` the sum of its coefficients, which is the inner product with the
 feature map ``(sqrt(k0), sqrt(k1) x)`` without building it.
 
-Arithmetic: scores are float64 sums; a dot product's order of summation is left to the compiler
-(vectorized), so on non-integer data the last bits of a score can differ from the driver's (GEMM)
-ones. On integer data with dyadic parameters (raw pixels, eta = 1) every score is exact and the
-logs agree bit for bit.
+Arithmetic: scores are float64 sums added in feature order, one multiplication and one addition
+per term (:mod:`~perceptron_lab.engine.ordered`): the same bits on every CPU and thread count. A
+primal score ``(sum_j a_j x_j) . x`` is associated otherwise than the driver's ``sum_j a_j (x_j . x)``,
+so on non-integer data the last bits of the two can differ; on integer data with dyadic parameters
+(raw pixels, eta = 1) every score is exact and the logs agree bit for bit.
 """
 
 from __future__ import annotations
@@ -69,23 +70,23 @@ def has_affine_form(kernel: Kernel) -> bool:
     return kernel.name == "linear" or (kernel.name == "poly" and kernel.degree == 1)
 
 
-@nb.njit(cache=True, fastmath={"reassoc", "nsz"})
+@nb.njit(cache=True)
 def _dot(a, b):
-    """Inner product of two vectors (the order of the sum is left to the compiler)."""
+    """Inner product of two vectors, added in feature order (:mod:`~perceptron_lab.engine.ordered`)."""
     acc = 0.0
     for f in range(a.shape[0]):
         acc += a[f] * b[f]
     return acc
 
 
-@nb.njit(cache=True, fastmath={"reassoc", "nsz"})
+@nb.njit(cache=True)
 def _axpy(a, x, y):
     """``y += a x`` in place."""
     for f in range(x.shape[0]):
         y[f] += a * x[f]
 
 
-@nb.njit(cache=True, fastmath={"reassoc", "nsz"})
+@nb.njit(cache=True)
 def _axpy_sq(a, x, y):
     """``y += a x`` in place; returns ``|y|^2`` after the update."""
     acc = 0.0
@@ -209,7 +210,7 @@ def _perceptron_groups(g0, g1, seq, a, b, rule, state, out, n_out):
 CsrSequence = namedtuple("CsrSequence", "indptr indices data Y order")
 
 
-@nb.njit(cache=True, fastmath={"reassoc", "nsz"})
+@nb.njit(cache=True)
 def _dot_csr(w, indices, data, a, b):
     """Inner product of the dense vector ``w`` with the CSR row stored at ``a .. b-1``."""
     acc = 0.0
@@ -218,7 +219,7 @@ def _dot_csr(w, indices, data, a, b):
     return acc
 
 
-@nb.njit(cache=True, fastmath={"reassoc", "nsz"})
+@nb.njit(cache=True)
 def _sq_csr(data, a, b):
     """Squared norm of the CSR row stored at ``a .. b-1``."""
     acc = 0.0
@@ -227,7 +228,7 @@ def _sq_csr(data, a, b):
     return acc
 
 
-@nb.njit(cache=True, fastmath={"reassoc", "nsz"})
+@nb.njit(cache=True)
 def _axpy_csr(coef, indices, data, a, b, w):
     """``w += coef x`` in place for the CSR row ``x`` stored at ``a .. b-1``."""
     for k in range(a, b):
@@ -301,7 +302,7 @@ def _perceptron_steps_csr(seq, a, b, rule, state, out, n_out):
         n_out[g] = m
 
 
-@nb.njit(cache=True, fastmath={"reassoc", "nsz"})
+@nb.njit(cache=True)
 def _scale_sq(w, a, b, indices, data, coef):
     """``w += coef x`` for the CSR row ``x`` at ``a .. b-1``; returns ``|w|^2`` after the update,
     summed over every feature as :func:`_axpy_sq` does."""

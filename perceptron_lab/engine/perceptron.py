@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from perceptron_lab.engine import columns
+from perceptron_lab.engine import columns, ordered
 from perceptron_lab.errors import NumericError
 from perceptron_lab.engine.kernels import (
     DOTS_EXACT_SQ_LIMIT, Kernel, dot_rows, dot_rows_exact, exact32_ok, gram, integer_features, kernel_diag,
@@ -393,10 +393,10 @@ class _ChunkRun:
                                             digest=digest.result()) if sharing else None)
             self.Kc = self.store.K if self.store is not None else cold_array((max(cap, 1), n), dtype)
             self.S = np.zeros((n, L), dtype=np.float64)
-            # float64 runs on integer features: kernel blocks from exact float32 GEMMs (same values)
-            self.exact = exact = np.dtype(dtype) == np.float64 and exact32_ok(Xd)
+            # runs on integer features: kernel blocks from exact float32 GEMMs (the same values)
+            self.exact = exact = exact32_ok(Xd)
             self.Xd32 = None if not exact else (suffix_columns.Xd32 if suffix_columns is not None
-                                                else cold_copy(Xd, np.float32))
+                                                else Xd if Xd.dtype == np.float32 else cold_copy(Xd, np.float32))
             # One pass: a support vector's kernel column is read only by the examples after it in the
             # order. The features and the scores S are then held in training order (S[q] is the score
             # of the example at position q), so that a flush computes the columns of those examples
@@ -460,17 +460,17 @@ class _ChunkRun:
                 G = gram(self.kernel, Xe, self.pend_rows[0], sq[ex], self.pend_rows[1], exact32=self.exact,
                          B32=self.pend_rows[2])
                 if self.normalized:
-                    S0 += self.rscale[ex, None] * (G @ (self.rscale[pend_ex, None] * pend_delta).astype(dtype))
+                    S0 += self.rscale[ex, None] * ordered.matmul(G, (self.rscale[pend_ex, None] * pend_delta).astype(dtype))
                 else:
-                    S0 += G @ pend_delta.astype(dtype)
+                    S0 += ordered.matmul(G, pend_delta.astype(dtype))
                 self.pend_work += ex.size * pend_ex.size
         else:
             Xe = Xd[:1]   # not read: the chunk's kernel block Kcc holds every value needed
-            S0 = self.Xf[ex] @ self.W.T.astype(dtype)
+            S0 = ordered.matmul_nt(self.Xf[ex], self.W.astype(dtype))
             # the chunk's own kernel block by GEMM: mistakes are frequent in primal runs (the
             # data are rarely separable), and a row per updating example would cost more
             Fe = self.Xf[ex]
-            Kcc = Fe @ Fe.T
+            Kcc = ordered.matmul_nt(Fe, Fe)
             if self.normalized:
                 Kcc *= np.outer(self.rscale[ex], self.rscale[ex]).astype(Kcc.dtype)
             S0 = S0.astype(np.float64)
@@ -521,7 +521,7 @@ class _ChunkRun:
                 rows = self.Xf[touched].astype(np.float64)
                 if self.normalized:
                     rows *= self.rscale[touched, None]
-                self.W += delta.T @ rows
+                self.W += ordered.matmul(np.ascontiguousarray(delta.T), rows)
         elif self.suffix:
             yield b, False, self.pend_ex
 
@@ -560,7 +560,7 @@ def normalizing_factors(kdiag) -> np.ndarray:
     return out
 
 
-@nb.njit(cache=True, fastmath=True)
+@nb.njit(cache=True)
 def _scale_block(K, ra, rb):
     """``K[i, j] *= ra[i] * rb[j]`` in place."""
     for i in range(K.shape[0]):
@@ -594,13 +594,14 @@ def _merge_pending(pend_ex, pend_delta, ex, delta):
 
 
 def chunk_dots(Xe, ints: bool = False):
-    """The inner products of a chunk's examples with each other, in float64: by one float64 GEMM,
-    or with ``ints`` (features that are integers below 2^24, :func:`~perceptron_lab.engine.kernels.integer_features`)
+    """The inner products of a chunk's examples with each other, in float64: added in feature
+    order (:func:`~perceptron_lab.engine.ordered.matmul_nt`, as :func:`~perceptron_lab.engine.kernels.dot_rows`
+    adds them), or with ``ints`` (features that are integers below 2^24, :func:`~perceptron_lab.engine.kernels.integer_features`)
     by :func:`~perceptron_lab.engine.kernels.matmul_exact32`, a float32 GEMM and float64 for the pairs
     float32 could round: the same values, with float32 arithmetic (twice the values per SIMD
     register)."""
     Xe64 = Xe.astype(np.float64)
-    return matmul_exact32(Xe64, Xe64) if ints else Xe64 @ Xe64.T
+    return matmul_exact32(Xe64, Xe64) if ints else ordered.matmul_nt(Xe64, Xe64)
 
 
 @nb.njit(cache=True)
@@ -613,11 +614,12 @@ def _add_into(S, P):
 
 
 def add_product(S, A, d, buf):
-    """``S += A.T @ d`` with the product written into ``buf`` (rows of ``S``'s shape, the dtype of
-    ``A``): the same BLAS call and the same sums as the expression, without a fresh product array
-    per call, whose first touch of new memory would cost about as much as the product."""
+    """``S += A.T @ d``: the product (each entry added over A's rows in order,
+    :func:`~perceptron_lab.engine.ordered.matmul_tn`) written into ``buf`` (rows of ``S``'s shape,
+    the dtype of ``A``), then added to ``S``: no fresh product array per call, whose first touch of
+    new memory would cost about as much as the product."""
     P = buf[:S.shape[0]]
-    np.matmul(A.T, d, out=P)
+    ordered.matmul_tn(A, d, out=P)
     _add_into(S, P)
 
 
@@ -878,7 +880,7 @@ def resolve_params(settings, kdiag_train: np.ndarray, value_factor=1.0) -> Perce
     ``theta_init: avg_sq_norm`` and the unit of ``tau`` are the average K(x, x) over the training
     examples (Khardon & Wachman §3.2: theta_Init = avg <x_i, x_i>, C = theta_Init).
     """
-    avg = float(np.mean(kdiag_train)) if kdiag_train.size else 0.0
+    avg = ordered.mean(kdiag_train)   # the same in any order of the examples
     theta_init = avg if settings.theta_init == "avg_sq_norm" else _in_kernel_units(settings.theta_init, value_factor, "theta_init")
     C = theta_init if settings.C == "theta_init" else _in_kernel_units(settings.C, value_factor, "C")
     ab = settings.alpha_bound

@@ -3,11 +3,14 @@ distributions of its Figures 3-5), from a training log and the prediction rules'
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from perceptron_lab.engine.alma import pnormalize
 from perceptron_lab.engine.perceptron import TrainLog, normalizing_factors
 from perceptron_lab.model.hypotheses import Hypotheses
+from perceptron_lab.engine import ordered
 from perceptron_lab.engine.kernels import Kernel, gram, kernel_diag
 
 
@@ -36,7 +39,7 @@ def hypothesis_at(log: TrainLog, label: int, rule: str = "last", cp_index: int =
         c = np.append(np.zeros(K), 1.0)
     if log.hyp_w is not None:
         idx = hyp.uidx[u0:u0 + K]
-        w = c[1:] @ log.hyp_w[idx] if K else np.zeros(log.hyp_w.shape[1])
+        w = ordered.vecmat(c[1:], log.hyp_w[idx]) if K else np.zeros(log.hyp_w.shape[1])
         return None, w
     s = hyp.scale[h0:h0 + K + 1]
     # sum_k c_k s_k sum_{j <= k} a_j x_j = sum_j a_j (sum_{k >= j} c_k s_k) x_j
@@ -88,8 +91,8 @@ def training_margins(log: TrainLog, kernel: Kernel, X, y, binary: bool, rule: st
         Xh = pnormalize(X, pp)
         for c in range(L):
             _, w = hypothesis_at(log, c, rule, cp_index, vote_weight)
-            norms[c] = np.sum(np.abs(w) ** qq) ** (1.0 / qq)
-            out[:, c] = Xh @ w
+            norms[c] = math.fsum((np.abs(w) ** qq).tolist()) ** (1.0 / qq)
+            out[:, c] = ordered.matvec(Xh, w)
     else:
         Xd = np.asarray(X, dtype=np.float64)
         r_all = normalizing_factors(kernel_diag(kernel, Xd))
@@ -103,10 +106,11 @@ def training_margins(log: TrainLog, kernel: Kernel, X, y, binary: bool, rule: st
             if log.kernel_normalized:
                 Bc *= r_all[sv_all, None]
             Xs = Xd[sv_all]
-            norms = np.sqrt(np.maximum(np.einsum("ic,ij,jc->c", Bc, gram(kernel, Xs, Xs), Bc), 0.0))
+            GB = ordered.matmul(gram(kernel, Xs, Xs), Bc)   # (K B)[j, c], then B[:, c] . (K B)[:, c]
+            norms = np.sqrt(np.maximum([ordered.vdot(Bc[:, c], GB[:, c]) for c in range(L)], 0.0))
             for a in range(0, n, block):
                 e = min(n, a + block)
-                out[a:e] = (gram(kernel, Xd[a:e], Xs) @ Bc) * r_all[a:e, None]
+                out[a:e] = ordered.matmul(gram(kernel, Xd[a:e], Xs), Bc) * r_all[a:e, None]
     out /= max(1.0, float(norms.max()) if L else 1.0)
     if binary:
         return np.where(y == 1, 1.0, -1.0) * out[:, 0]

@@ -41,9 +41,11 @@ import numba as nb
 import numpy as np
 
 from perceptron_lab.model.counts import counts_at_checkpoints, few_keys  # noqa: F401  (counts_at_checkpoints re-exported: it lived here)
+from perceptron_lab.engine import ordered
 from perceptron_lab.engine.perceptron import TrainLog, normalizing_factors
 from perceptron_lab.model.hypotheses import VOTE_WEIGHTS, Hypotheses  # noqa: F401  (re-exported)
-from perceptron_lab.engine.kernels import LINEAR, POLY, Kernel, as_csr, exact32_heavy_rows, exact32_ok, gram, kernel_diag, sq_norms
+from perceptron_lab.engine.kernels import (LINEAR, POLY, Kernel, as_csr, exact32_heavy_rows, exact32_ok, gram, kernel_diag,
+                                          sq_norms, sq_norms64)
 from perceptron_lab.model.numerics import block_magnitude, check_finite_training, check_test_block, overflow_error
 from perceptron_lab.model.scoring import (Checkpoints, HypothesisArrays, ScanOptions, ScanOutputs, points_per_task,
                       random_by_history, random_indices, score_block_t)
@@ -159,7 +161,7 @@ def _evaluate_general(log, kernel, hyp, live, partial, longest, Xtr, Xte, y_test
             b = min(nt, a + block)
             idx = slice(a, b)
             if direct:
-                KtT = Wh @ Xte[idx].T if Wh.shape[0] else np.zeros((1, b - a), dtype=dtype)
+                KtT = ordered.matmul_nt(Wh, Xte[idx]) if Wh.shape[0] else np.zeros((1, b - a), dtype=dtype)
             elif sv.size:
                 KtT = np.ascontiguousarray(Xte[idx][:, sv].T)
             else:
@@ -196,19 +198,19 @@ def distinct(ex):
     return sv, inv.reshape(-1).astype(np.int64)
 
 
-def kernel_blocks(kernel: Kernel, Xsv, Xte, dtype, block: int, normalized: bool = False, ordered: bool = False):
+def kernel_blocks(kernel: Kernel, Xsv, Xte, dtype, block: int, normalized: bool = False):
     """Yield ``(test rows, KtT)``: the kernel block transposed (support examples ``Xsv`` x test
     points ``Xte[rows]``, see :mod:`perceptron_lab.model.scoring`), a run of at most ``block`` test
     points at a time, every test point once.
 
     On integer features (raw MNIST pixels) the kernel values come from float32 GEMMs, equal to the
-    float64 ones (:func:`~perceptron_lab.engine.kernels.exact32_ok`). With the linear kernel, the test
+    inner products added in order (:func:`~perceptron_lab.engine.kernels.exact32_ok`). With the linear kernel, the test
     points whose every inner product with a support vector is exact in float32 are scored straight
     from a float32 block (the same integers as in float64, with no conversion pass); the few
-    others from a float64 block. The values of one (support example, test point) pair do not
+    others from a block added in order in ``dtype``. The values of one (support example, test point) pair do not
     depend on the other rows in the block then: :func:`evaluate_shared` relies on it. On other
-    dense features, ``ordered`` computes the inner products by
-    :func:`~perceptron_lab.engine.kernels.ordered_dots`, for the same reason.
+    dense features, :func:`~perceptron_lab.engine.kernels.gram` adds the inner products in feature
+    order (:func:`~perceptron_lab.engine.kernels.ordered_dots`), for the same reason.
     """
     nt = Xte.shape[0]
     if not Xsv.shape[0]:
@@ -224,7 +226,7 @@ def kernel_blocks(kernel: Kernel, Xsv, Xte, dtype, block: int, normalized: bool 
         r_sv = normalizing_factors(kernel_diag(kernel, Xsv)).astype(dtype)
     light32 = exact and kernel.code == LINEAR and not normalized
     if light32:
-        heavy = exact32_heavy_rows(sq_te, sq_sv)
+        heavy = exact32_heavy_rows(sq_norms64(Xte), sq_norms64(Xsv))   # float64 norms: float32 ones round
         segments = [(np.flatnonzero(~heavy), True), (np.flatnonzero(heavy), False)]
     else:
         segments = [(None, False)]
@@ -236,10 +238,10 @@ def kernel_blocks(kernel: Kernel, Xsv, Xte, dtype, block: int, normalized: bool 
             if use32:
                 KtT = sv32 @ te32[idx].T
             elif light32:
-                KtT = Xsv @ Xte[idx].T
+                KtT = ordered.matmul_nt(Xsv, Xte[idx])
             else:
                 KtT = (gram(kernel, Xsv, Xte[idx], sq_sv, sq_te[idx], exact32=True, B32=te32[idx]) if exact
-                       else gram(kernel, Xsv, Xte[idx], ordered=ordered))
+                       else gram(kernel, Xsv, Xte[idx]))
                 if normalized:
                     r_te = normalizing_factors(kernel_diag(kernel, Xte[idx])).astype(dtype)
                     KtT *= r_sv[:, None]
@@ -322,11 +324,10 @@ def evaluate_shared(items, kernel: Kernel, X_train, X_test, y_test, binary: bool
     kernel expansion) with a linear or polynomial kernel on dense features, the test points' kernel
     values are computed once against the union of the logs' support examples, and each log's scan reads
     its rows of that block. On integer features the values are exact integers either way
-    (:func:`kernel_blocks`), so the errors equal :func:`evaluate`'s for each log alone; on other
-    features the block's inner products are summed in feature order
-    (:func:`~perceptron_lab.engine.kernels.ordered_dots`), so that each value is the same whatever
-    the union (the logs' scores may differ from :func:`evaluate`'s BLAS products in their last
-    bits). The others are evaluated one by one.
+    (:func:`kernel_blocks`); on other features the block's inner products are added in feature
+    order (:func:`~perceptron_lab.engine.kernels.ordered_dots`), so that each value is the same
+    whatever the union: the errors equal :func:`evaluate`'s for each log alone. The others are
+    evaluated one by one.
     A shared block's seconds are divided among its logs in proportion to their support examples.
     ``block``: test points per kernel block (default :func:`block_points` of the union).
     """
@@ -350,7 +351,6 @@ def evaluate_shared(items, kernel: Kernel, X_train, X_test, y_test, binary: bool
             svs[i] = np.unique(prepared[i][0][1].uex)
         union = _visit_order(np.unique(np.concatenate(list(svs.values()))),
                              [prepared[i][0][1] for i in shared], Xtr.shape[0])
-        ordered = not (exact32_ok(Xtr[union]) and exact32_ok(Xte))
     else:
         shared = []
     for i, (log, vote_weight, seed, rules) in enumerate(items):
@@ -373,7 +373,7 @@ def evaluate_shared(items, kernel: Kernel, X_train, X_test, y_test, binary: bool
         # each update's row in the shared block
         ucols[i] = where[hyp.uex]
     kernel_s = 0.0
-    blocks = kernel_blocks(kernel, Xtr[union], Xte, dtype, shared_block, ordered=ordered)
+    blocks = kernel_blocks(kernel, Xtr[union], Xte, dtype, shared_block)
     while True:
         t0 = time.perf_counter()
         nxt = next(blocks, None)
@@ -472,7 +472,7 @@ def combined_decision_scores(log: TrainLog, kernel: Kernel, X_train, X_test, rul
     else:
         _expansion_vectors(np.ascontiguousarray(Xtr, dtype=np.float64), rscale, hyps, cps, slot, Combined(V, V0, b, D))
     Vt = np.ascontiguousarray(V.reshape(-1, nf).T.astype(Xte.dtype))
-    P = np.asarray(Xte @ Vt, dtype=np.float64)
+    P = np.asarray(ordered.times(Xte, Vt), dtype=np.float64)
     if k1 != 1.0:
         P *= k1
     if k0 != 0.0:
@@ -516,11 +516,12 @@ def _evaluate_combined(log, hyp, live, partial, longest, Xte, y_test, binary, dt
             w = np.append(hyp.wfull[h0:h0 + K], partial[a, c])
             lo = int(longest[a, c])
             for r, (vec, off) in enumerate((
-                    (Wk[K], th[K]), (Wk[K] * inv[K], th[K] * inv[K]), (w @ Wk, w @ th),
-                    (w @ (Wk * inv[:, None]), w @ (th * inv)), (Wk[lo], th[lo]))):
+                    (Wk[K], th[K]), (Wk[K] * inv[K], th[K] * inv[K]), (ordered.vecmat(w, Wk), ordered.vdot(w, th)),
+                    (ordered.vecmat(w, Wk * inv[:, None]), ordered.vdot(w, th * inv)), (Wk[lo], th[lo]))):
                 V[a, r, c] = vec
                 b[a, r, c] = off
-    S = (Xte @ V.reshape(-1, nf).T.astype(dtype)).astype(np.float64).reshape(-1, ncp, R, L) - b[None]
+    S = (ordered.times(Xte, np.ascontiguousarray(V.reshape(-1, nf).T.astype(dtype)))
+         .astype(np.float64).reshape(-1, ncp, R, L) - b[None])
     if not np.isfinite(S).all():
         raise overflow_error(None, dtype, "test scores")
     err_m = np.full((ncp, len(RULES)), -1, dtype=np.int64)
@@ -713,9 +714,10 @@ def _expansion_vectors_csr(indptr, indices, data, nf, rscale, hyps, cps, slot, o
                 V0[cp, sl, c] = v0
 
 
-@nb.njit(cache=True, parallel=True, fastmath={"reassoc", "nsz"})
+@nb.njit(cache=True, parallel=True)
 def _rows_dot(X, V, out):
-    """``out = X @ V.T`` row by row: faster than a BLAS call when V has only a few rows."""
+    """``out = X @ V.T`` row by row, each entry added in feature order in float64: faster than a
+    blocked product when V has only a few rows."""
     for i in nb.prange(X.shape[0]):
         x = X[i]
         for j in range(V.shape[0]):
@@ -726,7 +728,8 @@ def _rows_dot(X, V, out):
             out[i, j] = acc
 
 
-#: Below this many combined vectors the test set is scored by :func:`_rows_dot`, else by GEMM.
+#: Below this many combined vectors the test set is scored by :func:`_rows_dot`, else by a blocked
+#: product (:func:`~perceptron_lab.engine.ordered.matmul`).
 _ROWS_DOT_MAX = 16
 
 
@@ -788,7 +791,7 @@ def _evaluate_combined_expansion(log, kernel, hyp, live, partial, longest, Xtr, 
             P = np.empty((e - a, Vr.shape[0]))
             _rows_dot(Xte[a:e], Vr, P)
         else:
-            P = (Xte[a:e] @ Vt).astype(np.float64)
+            P = ordered.matmul(Xte[a:e], Vt).astype(np.float64)
         if k1 != 1.0:
             P *= k1
         if k0 != 0.0:

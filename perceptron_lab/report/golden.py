@@ -49,7 +49,8 @@ or AVX-512, numpy's bundled OpenBLAS with any of its kernels, one or two threads
 move by what such machines can make it move, and no more:
 
 * a case that is exact by construction (:func:`perceptron_lab.model.exactness.construction_blockers`:
-  every score an integer below 2^53) must give its golden values exactly, on every machine;
+  every sum added in a fixed order, :mod:`perceptron_lab.engine.ordered`; every case but ALMA with
+  p != 2) must give its golden values exactly, on every machine;
 * any other case may move by :data:`SPREAD_MARGIN` times the largest move measured for it across
   the machines one CPU can stand in for (``python -m perceptron_lab.cli.spread
   configs/golden/<case>.yaml``, written to ``results/spread/golden_<case>.csv``; the variants that
