@@ -38,7 +38,7 @@ def write_sweep(d, degrees, folds=3, epochs=(1, 2, 3)):
     (so that separate y scales would differ), spread over folds."""
     d.mkdir(parents=True, exist_ok=True)
     rows = []
-    for g, deg in enumerate(degrees):
+    for g in range(len(degrees)):
         for f in range(folds):
             for e in epochs:
                 for k, rule in enumerate(RULES):

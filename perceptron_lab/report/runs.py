@@ -133,8 +133,14 @@ def run_items(runs, out: Path, confidence: float = 0.95) -> list[tuple]:
     """The report items of the runs ``runs`` (``(folder, run.json)`` pairs, :func:`own_runs`); the
     figures are drawn into ``out/runs/<label>/``. A damaged results.csv raises
     :class:`~perceptron_lab.errors.DamagedFileError` (the caller decides whether to stop)."""
-    from perceptron_lab.report.compare import (_columns, differing, paired_notes, paired_runs, settings,
-                                               why_not_comparable)
+    from perceptron_lab.report.compare import (
+        _columns,
+        differing,
+        paired_notes,
+        paired_runs,
+        settings,
+        why_not_comparable,
+    )
     from perceptron_lab.run.figures import plot_run, read_run, run_labels
     from perceptron_lab.run.summary import what_ran
 
@@ -225,4 +231,4 @@ def _paired_items(cols, confidence, paired_runs, paired_notes, why_not_comparabl
     return items
 
 
-__all__ = ["own_runs", "readable_runs", "run_items", "run_table", "MAX_CHECKPOINTS", "MAX_POINTS", "MAX_PAIRS"]
+__all__ = ["MAX_CHECKPOINTS", "MAX_PAIRS", "MAX_POINTS", "own_runs", "readable_runs", "run_items", "run_table"]
