@@ -115,7 +115,9 @@ def test_partial_fit_after_two_and_a_half_epochs_matches_the_naive_run(alg):
     X = rng.normal(size=(60, 4))
     y = np.argmax(X @ rng.normal(size=(4, 3)) + 0.7 * rng.normal(size=(60, 3)), axis=1)
     n1, Xt = 30, rng.normal(size=(10, 4))
-    est = _estimator(alg, budget=6, kernel="gaussian", sigma=1.5, epochs=2.5, shuffle=False, random_state=2)
+    # the transcription's kernel is the Gaussian itself (no intercept's constant)
+    est = _estimator(alg, budget=6, kernel="gaussian", sigma=1.5, epochs=2.5, shuffle=False, random_state=2,
+                     fit_intercept=False)
     est.fit(X[:n1], y[:n1]).partial_fit(X[n1:45], y[n1:45]).partial_fit(X[45:], y[45:])
     seq = np.concatenate([np.arange(75) % n1, np.arange(n1, 60)])
     # the transcription indexes its sequence modulo the number of rows: pad the rows to its length

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from perceptron_lab import ALMA, BudgetPerceptron, MarginPerceptron, VotedPerceptron
-from perceptron_lab.config.checks import _Choice, _ListOf, _Literal, _Number, _Union
+from perceptron_lab.config.checks import _Choice, _Flag, _ListOf, _Literal, _Number, _Union
 from perceptron_lab.config.load import config_from_dict, with_overrides
 from perceptron_lab.config.settings import PATHS, check_setting, schema_entry, setting
 from perceptron_lab.constants import KERNELS_WITH_SIGMA
@@ -75,6 +75,8 @@ def outside(check) -> list:
             out += ["no-such-" + alt.options[0], alt.options[0].upper(), 1.0]
         elif isinstance(alt, _Literal):
             out += [a + "x" for a in alt.accepted if isinstance(a, str)]
+        elif isinstance(alt, _Flag):
+            out += [1, 0, "true", None]
     out.append("no-such-value")
     bad, seen = [], set()
     for v in out:
@@ -93,6 +95,8 @@ def inside(check):
         return int(v) if alt.integer else float(v)
     if isinstance(alt, _Choice):
         return alt.options[1] if len(alt.options) > 1 else alt.options[0]
+    if isinstance(alt, _Flag):
+        return False
     return alt.accepted[0]
 
 

@@ -76,10 +76,11 @@ def test_projectron_eta_is_on_the_squared_distance_in_dogma():
     d = dogma_demo(n=1200, seed=5)
     X, y = d.X_train, np.where(d.y_train == 1, 1, -1)
     want = _dogma_projectron_svs(X, y, gamma=1.0, eta=0.01)
+    # DOGMA has no bias: the Gaussian kernel itself
     ours = BudgetPerceptron(algorithm="projectron", budget=None, eta=math.sqrt(0.01), kernel="gaussian", sigma=dogma.SIGMA,
-                            shuffle=False).fit(X, y)
+                            shuffle=False, fit_intercept=False).fit(X, y)
     literal = BudgetPerceptron(algorithm="projectron", budget=None, eta=0.01, kernel="gaussian", sigma=dogma.SIGMA,
-                               shuffle=False).fit(X, y)
+                               shuffle=False, fit_intercept=False).fit(X, y)
     assert len(ours.support_) == want
     assert len(literal.support_) > want
 

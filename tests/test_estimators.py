@@ -55,12 +55,16 @@ RUN_UNIT_CASES = {
     "voted_poly": ({"kernel": {"type": "poly", "degree": 2, "scale": 10.0},
                     "algorithm": {"name": "perceptron"}},
                    VotedPerceptron(kernel="poly", degree=2, scale=10.0, epochs=3, shuffle=False)),
-    "margin": ({"kernel": {"type": "linear"},
+    "voted_linear_no_intercept": ({"kernel": {"type": "linear"}, "algorithm": {"name": "perceptron"}},
+                                  VotedPerceptron(fit_intercept=False, epochs=3, shuffle=False)),
+    # kernel.fit_intercept: true and the estimators' default fit_intercept=True are one setting
+    "margin": ({"kernel": {"type": "linear", "fit_intercept": True},
                 "algorithm": {"name": "perceptron", "tau": 0.125, "lambda": 0.5, "alpha_bound": 3, "eta": 0.1,
                               "theta_init": "avg_sq_norm", "C": "theta_init"}},
                MarginPerceptron(tau=0.125, lambda_=0.5, alpha_bound=3, eta=0.1, theta_init="avg_sq_norm",
                                 C="theta_init", epochs=3, vote_weight="survival", shuffle=False)),
-    "alma_gaussian": ({"kernel": {"type": "gaussian", "sigma": 2.0}, "algorithm": {"name": "alma", "alpha": 0.8}},
+    "alma_gaussian": ({"kernel": {"type": "gaussian", "sigma": 2.0, "fit_intercept": True},
+                       "algorithm": {"name": "alma", "alpha": 0.8}},
                       ALMA(alpha=0.8, kernel="gaussian", sigma=2.0, epochs=3, shuffle=False)),
 }
 
@@ -126,7 +130,10 @@ def test_precomputed_gram_gives_the_kernels_predictions():
     y = (X @ rng.normal(size=6) > 0).astype(int) + (X[:, 0] > 1)
     Xtr, ytr, Xte = X[:80], y[:80], X[80:]
     named = VotedPerceptron(kernel="poly", degree=3, epochs=2, random_state=1).fit(Xtr, ytr)
-    given = VotedPerceptron(kernel="precomputed", epochs=2, random_state=1).fit((1 + Xtr @ Xtr.T) ** 3, ytr)
+    # the poly kernel holds its own constant term (fit_intercept adds none); a given Gram matrix gets
+    # fit_intercept's 1 added unless asked not to
+    given = VotedPerceptron(kernel="precomputed", fit_intercept=False, epochs=2,
+                            random_state=1).fit((1 + Xtr @ Xtr.T) ** 3, ytr)
     K_test = (1 + Xte @ Xtr.T) ** 3
     for rule in RULES:
         named.set_params(rule=rule)

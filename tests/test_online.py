@@ -271,7 +271,8 @@ def test_gaussian_scores_below_float64s_range():
     Before: score 0, predicted n; now p, the class of the true score (decision_one shows the
     float64 score, 0). Learning p at 40 would count a mistake on that 0 where the kernel
     perceptron has none: refused, with nothing changed; the sigma it names runs."""
-    model = online.KernelPerceptron(kernel="gaussian", sigma=1.0, classes=["n", "p"])
+    # the Gaussian kernel itself (fit_intercept's K + 1 holds a constant that no distance underflows)
+    model = online.KernelPerceptron(kernel="gaussian", sigma=1.0, classes=["n", "p"], fit_intercept=False)
     model.learn_one({"a": 0.0}, "p")
     model.learn_one({"a": 100.0}, "n")
     assert model.n_support_ == {"p": 2}
@@ -286,7 +287,7 @@ def test_gaussian_scores_below_float64s_range():
     import re
 
     sigma = float(re.search(r"set sigma near ([0-9.e+-]+)", str(exc.value)).group(1))
-    fixed = online.KernelPerceptron(kernel="gaussian", sigma=sigma, classes=["n", "p"])
+    fixed = online.KernelPerceptron(kernel="gaussian", sigma=sigma, classes=["n", "p"], fit_intercept=False)
     for a, t in ((0.0, "p"), (100.0, "n"), (140.0, "p"), (40.0, "p")):
         fixed.learn_one({"a": a}, t)
     assert fixed.n_mistakes_ == 3 and fixed.predict_one({"a": 40.0}) == "p"
@@ -297,7 +298,7 @@ def test_alma_class_below_float64s_range_is_refused():
     underflows to 0, so the score of {b: 1}, positive in exact arithmetic, comes out 0. Before:
     predict_one returned class 0 (the score's float64 sign); now a ValueError, and {a: 1}, whose
     score float64 holds, is still predicted."""
-    model = online.ALMA(p=1e5, alpha=0.8, B=1e-3, classes=[0, 1])
+    model = online.ALMA(p=1e5, alpha=0.8, B=1e-3, classes=[0, 1], fit_intercept=False)
     model.learn_one({"a": 1.0, "b": 0.5}, 1)
     assert model.n_corrections_ == 1
     with pytest.raises(ValueError, match="cannot be decided"):

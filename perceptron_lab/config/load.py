@@ -85,6 +85,8 @@ class DatasetConfig:
     params: dict
     #: Append the test split to the training split (cross-validation over the whole data set).
     merge_splits: bool = False
+    #: How promoters' instance name enters the features (:data:`perceptron_lab.constants.INSTANCE_NAME_READINGS`).
+    instance_name: str = "drop"
     #: A data file of one's own, its test file (relative to the config's folder), its format (``auto``:
     #: from the extension; csv, tsv, libsvm, npz), and for CSV/TSV the label and categorical columns.
     path: str | None = None
@@ -101,12 +103,14 @@ class DatasetConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class KernelConfig:
-    """The kernel K(x, y). ``degree`` is 1 and ``sigma`` None for kernels that do not use them."""
+    """The kernel K(x, y). ``degree`` is 1 and ``sigma`` None for kernels that do not use them;
+    ``fit_intercept`` adds the constant 1 (:mod:`perceptron_lab.engine.intercept`)."""
 
     type: str
     degree: int
     scale: float
     sigma: float | None
+    fit_intercept: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -138,6 +138,13 @@ SCHEMA: tuple[Param, ...] = (
     _P("dataset.merge_splits", _Flag(), False,
        "Append the test split to the training split, so that cross-validation runs over the whole "
        "data set (e.g. Khardon & Wachman's 10-fold CV over all 9298 USPS examples).", omit_default=True),
+    _P("dataset.instance_name", _Choice(C.INSTANCE_NAME_READINGS), C.INSTANCE_NAME_READINGS[0],
+       "How the instance name that UCI's promoters.names lists as attribute 2 enters the features: drop "
+       "leaves it out; nominal expands it like any nominal attribute (Khardon & Wachman 2007, section 3.1), "
+       "one 0/1 indicator per name, and every name is different, so each example gets an indicator of its "
+       "own.", when=("name", C.DATASETS_WITH_INSTANCE_NAME), neutral=C.INSTANCE_NAME_READINGS[0],
+       off="{path}{shown} with {sel_path} = {sel}: only " + ", ".join(C.DATASETS_WITH_INSTANCE_NAME)
+       + " has an instance name among its attributes", omit_default=True),
     # ---------------------------------------------------------------- kernel
     _P("kernel.type", _Choice(C.KERNELS), "linear",
        "linear: x·y; poly: (1 + x·y/scale)^degree; gaussian: exp(-|x-y|²/(2 sigma²)); "
@@ -150,6 +157,13 @@ SCHEMA: tuple[Param, ...] = (
     _P("kernel.sigma", _POSITIVE, _REQUIRED, "Width of the gaussian and poly_gaussian kernels.",
        when=("type", C.KERNELS_WITH_SIGMA), neutral=None,
        off="{path}{shown} with {sel_path} = {sel}: only the gaussian and poly_gaussian kernels have a width"),
+    _P("kernel.fit_intercept", _Flag(), False,
+       "Give the hypothesis a constant term (an intercept) through the kernel: K(x, y) + 1, that is a "
+       "constant feature 1 with the linear kernel (as scikit-learn's Perceptron(fit_intercept=True)), and "
+       "the poly_gaussian kernel of degree 1 in place of the gaussian one. The poly and poly_gaussian kernels "
+       "hold a constant term of their own (the 1 of (1 + ...)^d) either way. Default false, the papers' "
+       "protocol and the meaning of every run recorded before this key existed; the Python estimators "
+       "default to fit_intercept=True, as scikit-learn does.", omit_default=True),
     # ---------------------------------------------------------------- algorithm
     _P("algorithm.name", _Choice(C.ALGORITHMS), "perceptron",
        "perceptron (Freund & Schapire 1999; Khardon & Wachman 2007), alma (Gentile 2001), or a kernel "

@@ -84,6 +84,12 @@ class BudgetPerceptron(_EngineClassifier):
         NORMA's margin: an update when ``y f(x) < rho``.
     schedule : {{"constant", "sqrt"}}, default "constant"
         NORMA's learning rate: ``eta_t = eta``, or ``eta / sqrt(t)``.
+    fit_intercept : bool, default True
+        A constant term through the kernel, K(x, y) + 1, as in
+        [`VotedPerceptron`][perceptron_lab.estimators.perceptron.VotedPerceptron]
+        (``perceptron_lab.engine.intercept``): the constant feature 1 with the linear kernel,
+        ``poly_gaussian`` of degree 1 for a Gaussian kernel (so K(x, x) = 2 there); nothing added to
+        the poly kernels, which hold a constant term of their own.
     kernel : {{"linear", "poly", "gaussian", "poly_gaussian"}}, default "linear"
         ``linear`` x·y; ``poly`` (1 + x·y / scale)^degree; ``gaussian`` exp(-|x - y|² / (2 sigma²));
         ``poly_gaussian`` (1 + exp(-|x - y|² / (2 sigma²)))^degree. It is scaled to
@@ -174,10 +180,11 @@ class BudgetPerceptron(_EngineClassifier):
     _parameter_constraints = {**_EngineClassifier._parameter_constraints, **_constraints(_schema_settings)}
 
     def __init__(self, *, algorithm="forgetron", budget=100, eta=None, lambda_=0.0, rho=DEFAULT_NORMA_RHO,
-                 schedule="constant", kernel="linear", degree=3, scale=1.0, sigma=1.0, epochs=1.0, rule="last",
-                 vote_weight="survival", shuffle=True, random_state=None, dtype="float64", chunk_size=DEFAULT_CHUNK,
-                 cache_limit_gb=DEFAULT_CACHE_LIMIT_GB):
+                 schedule="constant", fit_intercept=True, kernel="linear", degree=3, scale=1.0, sigma=1.0, epochs=1.0,
+                 rule="last", vote_weight="survival", shuffle=True, random_state=None, dtype="float64",
+                 chunk_size=DEFAULT_CHUNK, cache_limit_gb=DEFAULT_CACHE_LIMIT_GB):
         self.algorithm = algorithm
+        self.fit_intercept = fit_intercept
         self.budget = budget
         self.eta = eta
         self.lambda_ = lambda_
@@ -297,6 +304,7 @@ class BudgetPerceptron(_EngineClassifier):
         n = len(y_enc)
         if int(round(epochs * n)) < 1:
             raise ValueError(f"epochs={epochs:g} of {n} examples is less than one training step")
+        X = self._design(X)
         kernel = self._budget_kernel(X)
         X = kernel.features(X)
         params = self._params(self._rule_seed)
@@ -314,6 +322,7 @@ class BudgetPerceptron(_EngineClassifier):
 
     def _start(self, X) -> None:
         """An empty run (the first call of partial_fit): the kernel is scaled on its first batch."""
+        X = self._design(X)
         kernel = self._budget_kernel(X)
         self._run = BudgetRun(kernel.features(X[:0]), np.zeros((0, self._n_labels()), np.int8), kernel,
                               self._params(self._rule_seed), record=True, memory_limit_gb=float(self.cache_limit_gb))
@@ -321,7 +330,7 @@ class BudgetPerceptron(_EngineClassifier):
     def _continue(self, X, y_enc) -> None:
         """One pass over the new examples, in order, from the run's state."""
         run = self._run
-        idx = run.add_examples(self._features(run.kernel, X), label_matrix(y_enc, len(self.classes_)))
+        idx = run.add_examples(self._features(run.kernel, self._design(X)), label_matrix(y_enc, len(self.classes_)))
         with threads_for(run.X.size):
             run.steps(idx, int(self.chunk_size))
         run.compact()
@@ -336,7 +345,8 @@ class BudgetPerceptron(_EngineClassifier):
         self.n_updates_ = int(log.n_updates)
         sv = np.unique(np.concatenate([e for e, _ in log.last[-1]])) if log.last[-1] else np.empty(0, np.int64)
         self.support_ = self._run.pos[sv]
-        self.support_vectors_ = np.ldexp(self._run.X[sv], -self._run.kernel.feature_exp)  # in X's units
+        sv_rows = self._run.X[sv][:, :-1] if self._intercept_is_feature() else self._run.X[sv]
+        self.support_vectors_ = np.ldexp(sv_rows, -self._run.kernel.feature_exp)  # in X's units
 
     def _n_labels(self) -> int:
         return 1 if len(self.classes_) == 2 else len(self.classes_)
@@ -346,7 +356,8 @@ class BudgetPerceptron(_EngineClassifier):
         X = _validate_data(self, X, dtype=np.float64, reset=False)
         try:
             with threads_for(X.size):
-                S = budget_scores(self.log_, self.kernel_, self._run.X, self._features(self.kernel_, X), self.rule)
+                S = budget_scores(self.log_, self.kernel_, self._run.X, self._features(self.kernel_, self._design(X)),
+                                  self.rule)
         except PlabError as exc:
             raise ValueError(str(exc)) from None
         return S

@@ -73,6 +73,7 @@ from perceptron_lab.constants import BUDGET_ALGORITHMS, DEFAULT_ALMA_C, DEFAULT_
 from perceptron_lab.engine.alma import AlmaParams, PrimalRun, pnormalize, resolve_B, unresolved_bound
 from perceptron_lab.engine.budget import BudgetParams, BudgetRun
 from perceptron_lab.engine.families import default_eta
+from perceptron_lab.engine.intercept import intercept_kernel
 from perceptron_lab.errors import NumericError, PlabError
 from perceptron_lab.estimators.perceptron import _plab_order
 from perceptron_lab.engine.kernels import Kernel, gram, kernel_diag
@@ -91,7 +92,22 @@ _NO_LIMIT = int(np.iinfo(np.int64).max)
 #: The rules an online class predicts with: the voted rule's cost grows with the stream.
 _ONLINE_RULES = ("last", "avg")
 #: The settings of the kernel perceptrons, from the config schema (perceptron_lab.config.settings).
-_KERNEL_SETTINGS = dict(kernel={}, degree={}, scale={}, sigma={}, rule={"options": _ONLINE_RULES})
+_KERNEL_SETTINGS = dict(kernel={}, degree={}, scale={}, sigma={}, fit_intercept={}, rule={"options": _ONLINE_RULES})
+
+
+class _Intercept:
+    """The key of the constant feature 1 of ``fit_intercept`` among a model's features (column 0):
+    no dict of a stream holds it."""
+
+    def __repr__(self) -> str:
+        return "<intercept>"
+
+    def __reduce__(self):
+        # one object: a copy or an unpickled model finds the same key (copy and pickle take the name)
+        return "_INTERCEPT"
+
+
+_INTERCEPT = _Intercept()
 
 
 _F64 = np.finfo(np.float64)
@@ -145,7 +161,8 @@ class _Online(_Classifier):
                 if any(_label_kind(d) != _label_kind(c) and d == c for d in list(self.classes)[:i]):
                     raise ValueError(f"classes {self.classes!r} mix {c!r} with a class of another type that equals "
                                      "it; use classes of one type")
-        self._features: dict = {}
+        # the intercept of a linear hypothesis is the weight of a constant feature 1, column 0
+        self._features: dict = {_INTERCEPT: 0} if self._intercept_feature() else {}
         self._classes: list = [] if self.classes is None else list(self.classes)
         if self.classes is not None and len(set(self._classes)) != len(self._classes):
             raise ValueError(f"classes {self.classes!r} repeat a class")
@@ -154,6 +171,11 @@ class _Online(_Classifier):
     @property
     def _multiclass(self) -> bool:
         return True
+
+    def _intercept_feature(self) -> bool:
+        """Whether ``fit_intercept`` is a constant feature 1 (a linear hypothesis; a Gaussian kernel
+        takes its constant in the kernel, K + 1, and the poly kernels hold one of their own)."""
+        return bool(self.fit_intercept) and getattr(self, "kernel", "linear") == "linear"
 
     def _row(self, x: dict) -> np.ndarray:
         """x as a row over the known features, then its new ones in the order of x (the columns
@@ -171,6 +193,8 @@ class _Online(_Classifier):
             if j is None:
                 j, extra = extra, extra + 1
             row[j] = float(v)
+        if _INTERCEPT in self._features:
+            row[0] = 1.0
         if not np.all(np.isfinite(row)):
             raise ValueError(f"x holds a value that is not finite: {x!r}")
         _check_range(row)
@@ -304,6 +328,12 @@ class BudgetKernelPerceptron(_Online):
         The scale of the poly kernel.
     sigma : float, default 1.0
         Width of the Gaussian kernels.
+    fit_intercept : bool, default True
+        A constant term through the kernel, K(x, y) + 1 (``perceptron_lab.engine.intercept``): the
+        constant feature 1 with the linear kernel, ``poly_gaussian`` of degree 1 for a Gaussian
+        kernel (K(x, x) = 2: the budgeted thresholds then read against 2); the poly kernels hold a
+        constant term of their own either way. As River's linear models and scikit-learn's
+        ``Perceptron``, which fit an intercept by default.
     rule : {"last", "avg"}, default "last"
         ``last`` (the current hypothesis) or ``avg`` (the sum of the hypotheses after each step).
         The voted rule, whose cost grows with the stream, is left to the batch estimator.
@@ -330,8 +360,9 @@ class BudgetKernelPerceptron(_Online):
     def __init__(self, algorithm: str = "forgetron", budget: int | None = 100, eta: float | None = None,
                  lambda_: float = 0.0, rho: float = DEFAULT_NORMA_RHO, schedule: str = "constant",
                  kernel: str = "gaussian", degree: int = 3, scale: float = 1.0, sigma: float = 1.0,
-                 rule: str = "last", classes: list | None = None, seed: int = 0):
+                 rule: str = "last", classes: list | None = None, seed: int = 0, fit_intercept: bool = True):
         self.algorithm = algorithm
+        self.fit_intercept = fit_intercept
         self.budget = budget
         self.eta = eta
         self.lambda_ = lambda_
@@ -346,8 +377,8 @@ class BudgetKernelPerceptron(_Online):
         self.seed = seed
         self._setup()
         try:
-            self._kernel = Kernel(kernel, int(degree) if kernel in ("poly", "poly_gaussian") else 1, float(scale),
-                                  float(sigma))
+            self._kernel = intercept_kernel(Kernel(kernel, int(degree) if kernel in ("poly", "poly_gaussian") else 1,
+                                                   float(scale), float(sigma)), bool(fit_intercept))
             self._params = BudgetParams(algorithm=algorithm, budget=_NO_LIMIT if budget is None else int(budget),
                                         eta=default_eta(algorithm) if eta is None else float(eta),
                                         lam=float(lambda_), rho=float(rho), schedule=schedule,
@@ -569,6 +600,9 @@ class KernelPerceptron(BudgetKernelPerceptron):
         The current hypothesis, or the sum of the hypotheses after each step.
     classes : list or None, default None
         The classes, if known in advance; None: learned as they come.
+    fit_intercept : bool, default True
+        A constant term through the kernel, K(x, y) + 1, as for
+        [`BudgetKernelPerceptron`][perceptron_lab.estimators.online.BudgetKernelPerceptron].
 
     Examples
     --------
@@ -585,9 +619,9 @@ class KernelPerceptron(BudgetKernelPerceptron):
     _schema_settings = door(**_KERNEL_SETTINGS)
 
     def __init__(self, kernel: str = "poly", degree: int = 3, scale: float = 1.0, sigma: float = 1.0,
-                 rule: str = "last", classes: list | None = None):
+                 rule: str = "last", classes: list | None = None, fit_intercept: bool = True):
         super().__init__("stoptron", None, kernel=kernel, degree=degree, scale=scale, sigma=sigma, rule=rule,
-                         classes=classes)
+                         classes=classes, fit_intercept=fit_intercept)
 
     @classmethod
     def _unit_test_params(cls):
@@ -617,6 +651,9 @@ class ALMA(_Online):
         Step scale.
     classes : list or None, default None
         The classes, if known in advance; None: learned as they come.
+    fit_intercept : bool, default True
+        A constant feature 1 (column 0 of every instance, before the p-normalization), whose weight
+        is the intercept, as in the batch [`perceptron_lab.ALMA`][perceptron_lab.estimators.perceptron.ALMA].
 
     Examples
     --------
@@ -629,10 +666,11 @@ class ALMA(_Online):
     """
 
     #: The settings, from the config schema (perceptron_lab.config.settings).
-    _schema_settings = door(of="alma", p={}, alpha={}, B={}, C={})
+    _schema_settings = door(of="alma", p={}, alpha={}, B={}, C={}, fit_intercept={})
 
     def __init__(self, p: float = 2.0, alpha: float = 1.0, B: float | str | None = None, C: float = DEFAULT_ALMA_C,
-                 classes: list | None = None):
+                 classes: list | None = None, fit_intercept: bool = True):
+        self.fit_intercept = fit_intercept
         self.p = p
         self.alpha = alpha
         self.B = B

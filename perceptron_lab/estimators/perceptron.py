@@ -51,6 +51,7 @@ from perceptron_lab.config.settings import Setting, door
 from perceptron_lab.constants import DEFAULT_ALMA_C, DEFAULT_CACHE_LIMIT_GB, DEFAULT_CHUNK
 from perceptron_lab.engine import label_matrix, train_algorithm
 from perceptron_lab.engine.families import AlmaSettings, PerceptronSettings, Settings
+from perceptron_lab.engine.intercept import intercept_kernel, needs_feature, with_intercept
 from perceptron_lab.engine.seeds import training_order
 from perceptron_lab.engine.linear import has_affine_form, sparse_refusal
 from perceptron_lab.errors import PlabError
@@ -198,8 +199,8 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
     #: The settings of the config schema this estimator has (perceptron_lab.config.settings): their
     #: ranges are the config keys' ranges. ``kernel`` adds scikit-learn's "precomputed".
     _schema_settings: dict[str, Setting] = door(
-        of="perceptron", kernel={"extra": ("precomputed",)}, degree={}, scale={}, sigma={}, epochs={}, rule={},
-        vote_weight={}, dtype={}, chunk_size={}, cache_limit_gb={})
+        of="perceptron", kernel={"extra": ("precomputed",)}, degree={}, scale={}, sigma={}, fit_intercept={},
+        epochs={}, rule={}, vote_weight={}, dtype={}, chunk_size={}, cache_limit_gb={})
     _parameter_constraints: dict = {**_constraints(_schema_settings), "shuffle": ["boolean"],
                                     "random_state": ["random_state"]}
 
@@ -467,11 +468,26 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes in the data, "
                              f"got 1 class ({self.classes_[0]!r})")
 
-    def _kernel(self) -> Kernel:
+    def _given_kernel(self) -> Kernel:
+        """The kernel as the parameters name it."""
         if self.kernel == "precomputed":
             return Kernel("precomputed")
         return Kernel(self.kernel, int(self.degree) if self.kernel in ("poly", "poly_gaussian") else 1,
                       float(self.scale), float(self.sigma))
+
+    def _kernel(self) -> Kernel:
+        """The kernel the engine computes: the given one with ``fit_intercept``'s constant
+        (:func:`perceptron_lab.engine.intercept.intercept_kernel`)."""
+        return intercept_kernel(self._given_kernel(), bool(self.fit_intercept))
+
+    def _design(self, X):
+        """``X`` as the kernel of :meth:`_kernel` takes it: with ``fit_intercept``, the constant
+        feature of the linear kernel, or 1 added to a precomputed kernel's values."""
+        return with_intercept(self._given_kernel(), bool(self.fit_intercept), X)[1]
+
+    def _intercept_is_feature(self) -> bool:
+        """Whether the intercept is a constant feature (the last column of the engine's rows)."""
+        return needs_feature(self._given_kernel(), bool(self.fit_intercept))
 
     def _fit_sequence(self, X, y_enc, order, epochs: float):
         """Train through the engine on ``X`` in ``order`` for ``epochs`` passes; keep what predicting
@@ -481,6 +497,7 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"epochs={epochs:g} of {n} examples is less than one training step")
         dtype = np.float32 if self.dtype == "float32" else np.float64
         Y = label_matrix(y_enc, len(self.classes_))
+        X_given, X = X, self._design(X)
         try:
             kernel = self._kernel().range_safe(X, dtype)
             if kernel.rescale_note():
@@ -499,10 +516,10 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
             log = dataclasses.replace(log, upd_ex=inv.astype(log.upd_ex.dtype), n_train=int(sv.size),
                                       order=np.empty(0, dtype=np.int64))
             self.support_ = sv
-            self.support_vectors_ = None if self.kernel == "precomputed" else X[sv]
+            self.support_vectors_ = None if self.kernel == "precomputed" else X_given[sv]
         else:
             self.support_ = np.empty(0, dtype=np.int64)
-            self.support_vectors_ = np.empty((0, X.shape[1]))
+            self.support_vectors_ = np.empty((0, X_given.shape[1]))
         self.log_, self.kernel_ = log, kernel
 
     def _scores(self, X):
@@ -510,9 +527,9 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         X = _validate_data(self, X, dtype=np.float64, reset=False, accept_sparse=self._sparse_formats())
         dtype = np.float32 if self.dtype == "float32" else np.float64
         if self.kernel == "precomputed":
-            X, Xtr = X[:, self.support_], np.empty((self.support_.size, 0))
+            X, Xtr = self._design(X[:, self.support_]), np.empty((self.support_.size, 0))
         else:
-            Xtr = self.support_vectors_
+            X, Xtr = self._design(X), self._design(self.support_vectors_)
         cp = [self.log_.checkpoint_steps.size - 1]
         try:
             with threads_for(X.size):
@@ -546,6 +563,13 @@ _KERNEL_DOC = """kernel : {"linear", "poly", "gaussian", "poly_gaussian", "preco
         The scale s of the poly kernel (e.g. 255 for raw pixels, as Gentile).
     sigma : float, default 1.0
         Width of the gaussian and poly_gaussian kernels.
+    fit_intercept : bool, default True
+        Give the hypothesis a constant term, as scikit-learn's ``Perceptron`` does, through the
+        kernel: K(x, y) + 1 (``perceptron_lab.engine.intercept``). With the linear kernel that is
+        a constant feature 1 (whose weight is the intercept, updated like the others); a Gaussian
+        kernel becomes ``poly_gaussian`` of degree 1; the poly and poly_gaussian kernels hold a
+        constant term of their own either way; a precomputed Gram matrix gets 1 added to every
+        value. ``kernel.fit_intercept`` of a config (whose default is false, the papers').
     epochs : float, default 1.0
         Passes over the training data; a fraction trains on the first part of the sequence.
     rule : str
@@ -619,13 +643,14 @@ class VotedPerceptron(_EngineClassifier):
     array([0, 1])
     """
 
-    def __init__(self, *, kernel="linear", degree=3, scale=1.0, sigma=1.0, epochs=1.0, rule="vote",
-                 vote_weight="survival", shuffle=True, random_state=None, dtype="float64",
+    def __init__(self, *, kernel="linear", degree=3, scale=1.0, sigma=1.0, fit_intercept=True, epochs=1.0,
+                 rule="vote", vote_weight="survival", shuffle=True, random_state=None, dtype="float64",
                  chunk_size=DEFAULT_CHUNK, cache_limit_gb=DEFAULT_CACHE_LIMIT_GB):
         self.kernel = kernel
         self.degree = degree
         self.scale = scale
         self.sigma = sigma
+        self.fit_intercept = fit_intercept
         self.epochs = epochs
         self.rule = rule
         self.vote_weight = vote_weight
@@ -678,14 +703,15 @@ class MarginPerceptron(_EngineClassifier):
                         **door(of="perceptron", tau={}, lambda_={}, alpha_bound={}, theta_init={}, C={}, eta={})}
     _parameter_constraints = {**_EngineClassifier._parameter_constraints, **_constraints(_schema_settings)}
 
-    def __init__(self, *, kernel="linear", degree=3, scale=1.0, sigma=1.0, epochs=1.0, tau=0.0, lambda_=0.0,
-                 alpha_bound=None, theta_init=0.0, C=0.0, eta=1.0, rule="last", vote_weight="correct",
+    def __init__(self, *, kernel="linear", degree=3, scale=1.0, sigma=1.0, fit_intercept=True, epochs=1.0, tau=0.0,
+                 lambda_=0.0, alpha_bound=None, theta_init=0.0, C=0.0, eta=1.0, rule="last", vote_weight="correct",
                  shuffle=True, random_state=None, dtype="float64", chunk_size=DEFAULT_CHUNK,
                  cache_limit_gb=DEFAULT_CACHE_LIMIT_GB):
         self.kernel = kernel
         self.degree = degree
         self.scale = scale
         self.sigma = sigma
+        self.fit_intercept = fit_intercept
         self.epochs = epochs
         self.tau = tau
         self.lambda_ = lambda_
@@ -752,8 +778,8 @@ class ALMA(_EngineClassifier):
     _parameter_constraints = {**_EngineClassifier._parameter_constraints, **_constraints(_schema_settings)}
 
     def __init__(self, *, p=2.0, alpha=1.0, B=None, C=DEFAULT_ALMA_C, kernel="linear", degree=3, scale=1.0,
-                 sigma=1.0, epochs=1.0, rule="last", vote_weight="survival", shuffle=True, random_state=None,
-                 dtype="float64", chunk_size=DEFAULT_CHUNK, cache_limit_gb=DEFAULT_CACHE_LIMIT_GB):
+                 sigma=1.0, fit_intercept=True, epochs=1.0, rule="last", vote_weight="survival", shuffle=True,
+                 random_state=None, dtype="float64", chunk_size=DEFAULT_CHUNK, cache_limit_gb=DEFAULT_CACHE_LIMIT_GB):
         self.p = p
         self.alpha = alpha
         self.B = B
@@ -762,6 +788,7 @@ class ALMA(_EngineClassifier):
         self.degree = degree
         self.scale = scale
         self.sigma = sigma
+        self.fit_intercept = fit_intercept
         self.epochs = epochs
         self.rule = rule
         self.vote_weight = vote_weight

@@ -32,6 +32,9 @@ class UnitSpec:
         The algorithm's settings as written.
     kernel : Kernel
         The kernel as configured (each unit checks it against its own training rows).
+    fit_intercept : bool
+        ``kernel.fit_intercept``: the constant 1 added to the kernel
+        (:mod:`perceptron_lab.engine.intercept`; each unit applies it to its rows).
     dtype : str
         ``float32`` or ``float64``.
     epochs, checkpoints, main : float, tuple, frozenset
@@ -71,6 +74,7 @@ class UnitSpec:
     fold_seed: int
     fold_train_size: int | None
     float_format: str
+    fit_intercept: bool = False
 
     @property
     def name(self) -> str:
@@ -83,8 +87,9 @@ class UnitSpec:
 
     @property
     def params_text(self) -> str:
-        """The ``params`` column of the results rows."""
-        return self.settings.describe()
+        """The ``params`` column of the results rows (``;fit_intercept=true`` appended only when
+        set, so that the rows of runs without an intercept read as before the key existed)."""
+        return self.settings.describe() + (";fit_intercept=true" if self.fit_intercept else "")
 
 
 def kernel_of(kcfg) -> Kernel:
@@ -122,7 +127,8 @@ def unit_spec(cfg: ExperimentConfig) -> UnitSpec:
                     cache_limit_gb=tr.cache_limit_gb, seed=tr.seed, rules=tuple(cfg.prediction.rules),
                     vote_weight=cfg.prediction.vote_weight, preprocess=cfg.dataset.preprocess, mode=ev.mode,
                     folds=ev.folds, inner_folds=ev.inner_folds, fold_seed=ev.fold_seed,
-                    fold_train_size=ev.fold_train_size, float_format=cfg.output.float_format)
+                    fold_train_size=ev.fold_train_size, float_format=cfg.output.float_format,
+                    fit_intercept=bool(cfg.kernel.fit_intercept))
 
 
 __all__ = ["UnitSpec", "algorithm_settings", "eval_epochs", "kernel_of", "unit_spec"]

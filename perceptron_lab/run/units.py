@@ -21,6 +21,7 @@ from perceptron_lab.datasets.base import Dataset
 from perceptron_lab.engine import label_matrix, train_algorithm
 from perceptron_lab.engine.budget import budget_counts, budget_errors, unit_diag_kernel
 from perceptron_lab.engine.families import KERNEL_UNIT_DIAG, PREDICT_BUDGET, perceptron_params
+from perceptron_lab.engine.intercept import intercept_kernel, with_intercept
 from perceptron_lab.engine.kernels import kernel_diag
 from perceptron_lab.engine.seeds import training_order
 from perceptron_lab.errors import ConfigError, NumericError, PlabError
@@ -94,30 +95,42 @@ def fold_subsample(spec: UnitSpec, unit: Unit, n: int):
     return np.sort(rng.choice(n, size=size, replace=False))
 
 
+def unit_design(spec: UnitSpec, Xtr, Xte=None):
+    """(X_train, X_test) of a unit as its kernel takes them: preprocessed (fitted on ``Xtr``), then
+    with the constant feature of ``kernel.fit_intercept`` where the kernel takes the intercept as
+    a feature (:func:`~perceptron_lab.engine.intercept.with_intercept`). ``Xte`` may be None."""
+    Xtr, Xte = preprocess(spec.preprocess, Xtr, Xte)
+    _, Xtr, Xte = with_intercept(spec.kernel, spec.fit_intercept, Xtr, Xte)
+    return Xtr, Xte
+
+
 def unit_kernel(spec: UnitSpec, Xtr):
     """(float type, kernel prepared on the training rows ``Xtr``) of a unit's run, as the
     algorithm's row of :data:`~perceptron_lab.engine.families.ALGORITHMS` says: checked against
     ``Xtr`` for the range of the float type (the kernel takes its features through
     :meth:`~perceptron_lab.engine.kernels.Kernel.features`: a power of two, when the features as
     given are beyond the float range), or for a budgeted algorithm besides scaled to
-    ``max_i K(x_i, x_i) = 1`` on those rows, in float64 (values that overflow float64 stop)."""
+    ``max_i K(x_i, x_i) = 1`` on those rows, in float64 (values that overflow float64 stop).
+    ``Xtr`` are the rows of :func:`unit_design`; the kernel is the one ``kernel.fit_intercept``
+    makes (:func:`~perceptron_lab.engine.intercept.intercept_kernel`)."""
+    base = intercept_kernel(spec.kernel, spec.fit_intercept)
     if spec.algorithm.kernel == KERNEL_UNIT_DIAG:
         X64 = np.asarray(Xtr, dtype=np.float64)
-        kernel = spec.kernel.range_safe(X64, np.float64, rescale_values=False, unit_diag=True)
+        kernel = base.range_safe(X64, np.float64, rescale_values=False, unit_diag=True)
         kernel = unit_diag_kernel(kernel, kernel.features(X64))
         if not np.all(np.isfinite(kernel_diag(kernel, kernel.features(X64)))):
             raise NumericError(f"{spec.source}: K(x, x) overflows float64 for {kernel.describe()}; "
                                "use a larger kernel.scale or a smaller kernel.degree")
         return np.float64, kernel
     dtype = np.float32 if spec.dtype == "float32" else np.float64
-    return dtype, spec.kernel.range_safe(Xtr, dtype)
+    return dtype, base.range_safe(Xtr, dtype)
 
 
 def range_note(spec: UnitSpec, ds: Dataset) -> str | None:
     """What :meth:`~perceptron_lab.engine.kernels.Kernel.range_safe` does to the features of a
     grid point on the whole training set of ``ds``, in one line (None: nothing, or a kernel each
     unit refuses itself)."""
-    Xtr, _ = preprocess(spec.preprocess, ds.X_train, None)
+    Xtr, _ = unit_design(spec, ds.X_train)
     try:
         _, kernel = unit_kernel(spec, Xtr)
     except NumericError:
@@ -161,7 +174,7 @@ def unit_inputs(spec: UnitSpec, ds: Dataset, unit: Unit, splits=None):
     """(X_train, y_train, X_test, y_test, float type, kernel) of a unit: its fold's data,
     preprocessed and subsampled, and the kernel prepared on its training rows (:func:`unit_kernel`)."""
     Xtr, ytr, Xte, yte = unit_data(spec, ds, unit, splits)
-    Xtr, Xte = preprocess(spec.preprocess, Xtr, Xte)
+    Xtr, Xte = unit_design(spec, Xtr, Xte)
     sub = fold_subsample(spec, unit, len(ytr))
     if sub is not None:
         Xtr, ytr = Xtr[sub], ytr[sub]
@@ -194,7 +207,8 @@ def _unit_rows(spec: UnitSpec, ds, unit, kernel, log, err_m, err_b, n_train: int
     counts = budget_counts(log) if budgeted else counts_at_checkpoints(log)
 
     ff = spec.float_format
-    base = [ds.name, kernel.name, kernel.degree, spec.name, spec.params_text,
+    # the kernel as configured (kernel.fit_intercept may compute a Gaussian one as poly_gaussian)
+    base = [ds.name, spec.kernel.name, spec.kernel.degree, spec.name, spec.params_text,
             unit.grid_point, unit.fold, unit.permutation]
     tail = [str(unit.inner_fold), ""] if spec.nested else []
     labels = ["all"] if binary else [str(c) for c in ds.classes]

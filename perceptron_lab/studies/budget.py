@@ -128,21 +128,22 @@ def panel_data(config: str, data_dir=None):
     kernel and seed (the RBP's removals)."""
     from perceptron_lab.config.load import load_config
     from perceptron_lab.engine.budget import unit_diag_kernel
+    from perceptron_lab.engine.intercept import intercept_kernel
     from perceptron_lab.config.overrides import resolve_config
-    from perceptron_lab.run.inputs import load_data, preprocess
+    from perceptron_lab.run.inputs import load_data
     from perceptron_lab.run.plan import plan_units as plan
     from perceptron_lab.run.spec import unit_spec
-    from perceptron_lab.run.units import unit_data, unit_order
+    from perceptron_lab.run.units import unit_data, unit_design, unit_order
 
     cfg = load_config(resolve_config(config))
     spec = unit_spec(cfg)
     ds = load_data(cfg, data_dir)
     unit = plan(cfg, ds.X_test is not None)[0]
     Xtr, ytr, Xte, yte = unit_data(spec, ds, unit)
-    Xtr, Xte = preprocess(spec.preprocess, Xtr, Xte)
+    Xtr, Xte = unit_design(spec, Xtr, Xte)
     Xtr, Xte = np.ascontiguousarray(Xtr, dtype=np.float64), np.ascontiguousarray(Xte, dtype=np.float64)
     order, seed = unit_order(spec, unit, len(ytr))
-    kernel = unit_diag_kernel(spec.kernel, Xtr)
+    kernel = unit_diag_kernel(intercept_kernel(spec.kernel, spec.fit_intercept), Xtr)
     return cfg, ds, Xtr, ytr, Xte, yte, order, kernel, seed
 
 

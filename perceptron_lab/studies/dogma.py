@@ -85,8 +85,9 @@ def reference() -> pd.DataFrame:
 def _fit(algorithm, budget, eta, X, y, seed):
     from perceptron_lab.estimators.budget import BudgetPerceptron
 
+    # DOGMA's learners have no bias: the Gaussian kernel itself, without fit_intercept's constant
     return BudgetPerceptron(algorithm=algorithm, budget=budget, eta=eta, kernel="gaussian", sigma=SIGMA, shuffle=False,
-                            random_state=seed).fit(X, y)
+                            random_state=seed, fit_intercept=False).fit(X, y)
 
 
 def _cells(clf, X_test, y_test, n_train: int, avg: bool) -> dict:

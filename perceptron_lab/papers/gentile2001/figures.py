@@ -111,14 +111,14 @@ def _margin_runs(cfg, overrides: dict, epochs, rules, permutations: int, data_di
     from perceptron_lab.engine import label_matrix, train_algorithm
     from perceptron_lab.model.margins import training_margins
     from perceptron_lab.run.plan import Unit
-    from perceptron_lab.run.inputs import load_data, preprocess
+    from perceptron_lab.run.inputs import load_data
     from perceptron_lab.run.spec import unit_spec
-    from perceptron_lab.run.units import unit_kernel, unit_order
+    from perceptron_lab.run.units import unit_design, unit_kernel, unit_order
 
     ucfg = with_overrides(cfg, overrides) if overrides else cfg
     spec = unit_spec(ucfg)
     ds = load_data(ucfg, data_dir)
-    X, _ = preprocess(spec.preprocess, ds.X_train, ds.X_test)
+    X, _ = unit_design(spec, ds.X_train, ds.X_test)
     y = ds.y_train
     binary = ds.n_classes == 2
     dtype, kernel = unit_kernel(spec, X)

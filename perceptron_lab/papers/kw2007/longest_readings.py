@@ -78,10 +78,10 @@ from perceptron_lab.engine.base import UNBOUNDED, TrainLog
 from perceptron_lab.errors import PlabError
 from perceptron_lab.model.hypotheses import Hypotheses
 from perceptron_lab.model.predict import RULE_INDEX, evaluate
-from perceptron_lab.run.inputs import load_data, preprocess
+from perceptron_lab.run.inputs import load_data
 from perceptron_lab.run.plan import Unit
 from perceptron_lab.run.spec import unit_spec
-from perceptron_lab.run.units import train_unit, unit_data, unit_kernel
+from perceptron_lab.run.units import train_unit, unit_data, unit_design, unit_kernel
 from perceptron_lab.sparse import issparse
 
 HERE = Path(__file__).resolve().parent
@@ -215,7 +215,7 @@ def train_config(cfg, data_dir=None):
     spec = unit_spec(cfg)
     unit = Unit(0, {}, -1, 0, -1)
     Xtr, ytr, Xte, yte = unit_data(spec, ds, unit)
-    Xtr, Xte = preprocess(spec.preprocess, Xtr, Xte)
+    Xtr, Xte = unit_design(spec, Xtr, Xte)
     dtype, kernel = unit_kernel(spec, Xtr)
     if kernel.name != "linear":
         raise ReadingError(f"{cfg.source}: the readings build weight vectors and need kernel.type: linear, "
