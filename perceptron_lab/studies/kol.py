@@ -36,8 +36,8 @@ How KOL's settings map onto the engine (each a reading, stated):
   plab follows Orabona et al. (JMLR 2009), Figure 2: ``beta = min(l / |Pk|^2, 2 (l - delta / eta) /
   |Pk|^2, 1) > 0``. With ``eta`` tiny plab's margin update never fires, so the row compares the
   two insertion rules alone plus KOL's margin updates: two readings, not a reproduction.
-* Forgetron (``kernel_forgetron.h``): KOL's quadratic in phi is ``(s^2 - 2 s mu) phi^2 + 2 s phi +
-  Q - 15/32 M`` and ``Q += Psi(s phi, phi mu)``, i.e. ``mu`` taken on the shrunk hypothesis (DOGMA's
+* Forgetron (``kernel_forgetron.h``): KOL's quadratic in phi is ``(s^2 - 2*s*mu) phi^2 + 2*s*phi +
+  Q - 15 M / 32`` and ``Q += Psi(s phi, phi mu)``, i.e. ``mu`` taken on the shrunk hypothesis (DOGMA's
   reading); plab takes ``mu`` before the shrinking (``Psi(s phi, mu)``, the reading stated in
   ``perceptron_lab/engine/budget.py``). KOL also computes in float32, plab in float64.
 * RBP (``kernel_RBP.h``): after adding ``x_t``, KOL removes support vector ``rand() % B`` having
