@@ -142,6 +142,17 @@ def test_a_report_it_may_not_replace_is_refused_before_any_figure_is_drawn(runs,
     assert sorted(p.name for p in out.iterdir()) == ["report.md"]
 
 
+def test_a_report_replaces_the_report_plab_wrote_before(runs, report):
+    """A second report into the same folder (as make reproduce writes results/report/ each time)
+    replaces plab's own report.md and index.html: only a file plab did not write is refused."""
+    out, md, _ = report
+    assert str(runs / "c") in md
+    r = invoke("report", runs / "a", runs / "b", "--out", out)
+    assert r.exit_code == 0, r.output
+    new = (out / "report.md").read_text()
+    assert str(runs / "a") in new and str(runs / "c") not in new
+
+
 def test_two_grid_points_of_a_sweep_are_paired_with_the_command_that_pairs_them(tmp_path):
     cfg = tmp_path / "sweep.yaml"
     cfg.write_text(CONFIG.replace("evaluation: {mode: kfold, folds: 3}",

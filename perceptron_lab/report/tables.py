@@ -688,8 +688,9 @@ def write_report(paths, out_dir, allow_damaged: bool = False) -> tuple[Path, Pat
     out = Path(out_dir)
     from perceptron_lab.run.store import check_replaceable
 
-    for name in ("report.md", "index.html", "runs.html"):   # before a figure of your runs is drawn
-        check_replaceable(out / name)
+    # before a figure of your runs is drawn; a report.md is plab's when its title is (``# perceptron_lab: ...``)
+    for name, head in (("report.md", b"# perceptron_lab: report\n"), ("index.html", None), ("runs.html", None)):
+        check_replaceable(out / name, head)
     out.mkdir(parents=True, exist_ok=True)
     own = run_items(mine, out)
     md_path = out / "report.md"
