@@ -197,7 +197,11 @@ SCHEMA: tuple[Param, ...] = (
        "no limit (the number of training examples).", when=("name", C.BUDGET_ALGORITHMS), off=_NOT_BUDGETED),
     _P("algorithm.eta", _POSITIVE, C.DEFAULT_PROJECTRON_ETA,
        "Projectron/Projectron++: a mistake adds a support vector only when the new example's distance "
-       "from the span of the support set (in feature space) exceeds eta; otherwise the update is projected.",
+       "from the span of the support set (in feature space) exceeds eta; otherwise the update is projected. "
+       "The distance itself (DOGMA's eta is on its square: its default 0.1 is 0.316 here). At eta >= "
+       "sqrt(max K(x, x)) (1 for a Gaussian or a scaled poly kernel) no support vector is ever added and "
+       "the run predicts one class: plab run warns. Projectron++'s margin update needs the distance below "
+       "eta (1 - y f(x)); plab run notes when none happened.",
        when=("name", ("projectron", "projectron++")), off=_IS_PERCEPTRON, omit_default=True),
     _P("algorithm.eta", _POSITIVE, C.DEFAULT_NORMA_ETA,
        "NORMA's learning rate eta (eta_t = eta, or eta / sqrt(t) with algorithm.schedule: sqrt).",

@@ -26,6 +26,7 @@ estimators build the same records from their hyperparameters.
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass
 from typing import ClassVar, Union
 
@@ -193,6 +194,38 @@ def algorithm_of(settings: Settings) -> Algorithm:
     return algorithm(settings.name)
 
 
+def never_updates(settings: Settings, max_kdiag: float, prefix: str = "algorithm.") -> str | None:
+    """Why a run of ``settings`` can make no update at all on training rows whose largest
+    ``K(x, x)`` (the kernel as the run computes it) is ``max_kdiag``; None when it can update.
+    ``prefix`` names the settings as the caller's user writes them (``algorithm.`` in a config,
+    empty for a Python parameter).
+
+    * The Projectron(++) (Orabona, Keshet & Caputo 2009, Figures 1 and 2) adds a mistake to the
+      support set only when its distance ``delta`` from the span of the set exceeds ``eta``. While
+      the set is empty that distance is ``sqrt(K(x, x))`` and the "projected" update is 0, so with
+      ``eta >= sqrt(max K(x, x))`` the set stays empty for ever: no update, one class predicted.
+      (DOGMA, Orabona's own code, ``k_projectron_train.m``, behaves the same with its ``eta`` on the
+      squared distance.) A margin update of Projectron++ needs a support set too.
+    * NORMA (Kivinen, Smola & Williamson 2004) updates when ``y f(x) < rho``; f starts at 0, so
+      with ``rho = 0`` no example ever passes and f stays 0.
+    """
+    name = getattr(settings, "name", "")
+    if name in ("projectron", "projectron++"):
+        eta = settings.params().eta
+        top = math.sqrt(max_kdiag) if max_kdiag > 0 else 0.0
+        if eta >= top:
+            return (f"{prefix}eta = {eta:g} is at least sqrt(max K(x, x)) = {top:.4g}, the largest distance an "
+                    f"example can have from the span of the support set: with the set empty no mistake is ever "
+                    f"added (its projection onto the empty span is 0), so the {name} never updates and predicts "
+                    f"one class. Set {prefix}eta below {top:.4g} (it bounds the distance itself, not its square)")
+    if name == "norma":
+        rho = settings.params().rho
+        if rho <= 0.0:
+            return (f"{prefix}rho = {rho:g}: NORMA updates when y f(x) < rho, and f starts at 0, so no example ever "
+                    f"passes and f stays 0. Set {prefix}rho above 0 (its default is {DEFAULT_NORMA_RHO:g})")
+    return None
+
+
 def perceptron_params(settings, Xtr, kernel: Kernel) -> list[PerceptronParams]:
     """The engine parameters of the perceptron ``settings`` (a list of :class:`PerceptronSettings`)
     trained on ``Xtr``, with K(x, x) computed once for all."""
@@ -232,5 +265,6 @@ def train_algorithm(settings: Settings, X, Y, kernel: Kernel, order, epochs: flo
 
 __all__ = ["ALGORITHMS", "Algorithm", "AlmaSettings", "BudgetSettings", "FAMILY_ALMA", "FAMILY_BUDGET",
            "FAMILY_PERCEPTRON", "KERNEL_RANGE_SAFE", "KERNEL_UNIT_DIAG", "PREDICT_BUDGET", "PREDICT_RULES",
-           "PerceptronSettings", "Settings", "algorithm", "algorithm_of", "default_eta", "perceptron_params",
+           "PerceptronSettings", "Settings", "algorithm", "algorithm_of", "default_eta", "never_updates",
+           "perceptron_params",
            "train_algorithm"]

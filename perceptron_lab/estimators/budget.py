@@ -41,7 +41,7 @@ from perceptron_lab.constants import (BUDGET_ALGORITHMS, BUDGET_RULES, DEFAULT_C
                         DEFAULT_NORMA_ETA, DEFAULT_NORMA_RHO, DEFAULT_PROJECTRON_ETA)
 from perceptron_lab.engine import label_matrix
 from perceptron_lab.engine.budget import BudgetLog, BudgetParams, BudgetRun, budget_scores, train_budget, unit_diag_kernel
-from perceptron_lab.engine.families import default_eta
+from perceptron_lab.engine.families import BudgetSettings, default_eta, never_updates
 from perceptron_lab.errors import PlabError
 from perceptron_lab.estimators.perceptron import _constraints, _EngineClassifier, _validate_data, _value_error
 from perceptron_lab.engine.kernels import Kernel, kernel_diag
@@ -286,6 +286,16 @@ class BudgetPerceptron(_EngineClassifier):
                              "smaller degree")
         return kernel
 
+    def _warn_if_no_update(self, kernel: Kernel, X) -> None:
+        """A UserWarning when these settings can make no update on rows ``X`` (features as the
+        kernel takes them): :func:`perceptron_lab.engine.families.never_updates`."""
+        if not len(X):
+            return
+        settings = BudgetSettings(name=self.algorithm, budget=self.budget, eta=self.eta, rho=self.rho)
+        why = never_updates(settings, float(np.max(kernel_diag(kernel, X))), prefix="")
+        if why:
+            warnings.warn(f"{type(self).__name__}: {why}", UserWarning, stacklevel=4)
+
     def _features(self, kernel: Kernel, X):
         """``X`` as the run's kernel takes it (:meth:`Kernel.features`), refused when the power of
         two chosen on the first rows carries a new batch or test set out of float64's range."""
@@ -307,6 +317,7 @@ class BudgetPerceptron(_EngineClassifier):
         X = self._design(X)
         kernel = self._budget_kernel(X)
         X = kernel.features(X)
+        self._warn_if_no_update(kernel, X)
         params = self._params(self._rule_seed)
         Y = label_matrix(y_enc, len(self.classes_))
         try:
@@ -324,6 +335,7 @@ class BudgetPerceptron(_EngineClassifier):
         """An empty run (the first call of partial_fit): the kernel is scaled on its first batch."""
         X = self._design(X)
         kernel = self._budget_kernel(X)
+        self._warn_if_no_update(kernel, kernel.features(X))
         self._run = BudgetRun(kernel.features(X[:0]), np.zeros((0, self._n_labels()), np.int8), kernel,
                               self._params(self._rule_seed), record=True, memory_limit_gb=float(self.cache_limit_gb))
 

@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Mapping
 
 import numpy as np
@@ -72,7 +73,7 @@ from perceptron_lab.config.settings import check_settings, door
 from perceptron_lab.constants import BUDGET_ALGORITHMS, DEFAULT_ALMA_C, DEFAULT_NORMA_RHO
 from perceptron_lab.engine.alma import AlmaParams, PrimalRun, pnormalize, resolve_B, unresolved_bound
 from perceptron_lab.engine.budget import BudgetParams, BudgetRun
-from perceptron_lab.engine.families import default_eta
+from perceptron_lab.engine.families import BudgetSettings, default_eta, never_updates
 from perceptron_lab.engine.intercept import intercept_kernel
 from perceptron_lab.errors import NumericError, PlabError
 from perceptron_lab.estimators.perceptron import _plab_order
@@ -387,6 +388,12 @@ class BudgetKernelPerceptron(_Online):
         except PlabError as exc:
             raise ValueError(str(exc)) from None
         self._run = None
+        # K(x, x) is known in advance for the Gaussian kernels (1, or 2^d): a Projectron whose eta
+        # reaches sqrt of it, or NORMA with rho = 0, can never update (engine.families.never_updates)
+        kxx = {"gaussian": 1.0, "poly_gaussian": 2.0 ** self._kernel.degree}.get(self._kernel.name, math.inf)
+        why = never_updates(BudgetSettings(name=algorithm, eta=eta, rho=rho), kxx, prefix="")
+        if why:
+            warnings.warn(f"{type(self).__name__}: {why}", UserWarning, stacklevel=2)
 
     @classmethod
     def _unit_test_params(cls):

@@ -59,7 +59,7 @@ from perceptron_lab.run.plan import RESULT_COLUMNS, Plan, make_plan, results_has
 from perceptron_lab.run.runtime import settings as runtime_settings
 from perceptron_lab.run.store import RunFolder, csv_rows, read_back_csv, read_back_json
 from perceptron_lab.run.runtime import peak_rss_mb, reset_peak_rss
-from perceptron_lab.run.units import range_note, run_part
+from perceptron_lab.run.units import budget_update_notes, never_update_warnings, range_note, run_part
 
 #: Seconds between rewrites of timings.json while a run is going (it is always written at the end),
 #: at least.
@@ -206,6 +206,11 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
         if note:
             print(f"plab: note: {note}", file=sys.stderr, flush=True)
             info["numerics"] = {"rescaled": note}
+        cannot = never_update_warnings(plan, ds)
+        for line in cannot:
+            print(f"plab: warning: {line}", file=sys.stderr, flush=True)
+        if cannot:
+            info["warnings"] = cannot
         if overrides:
             info["overrides"] = list(overrides)
         earlier = None if force else _Record.read(folder)
@@ -218,6 +223,8 @@ def run_experiment(cfg: ExperimentConfig, out_dir=None, data_dir=None, force=Fal
             df = merge_parts(plan.parts, texts, plan.units)
             df, outputs = write_outputs(plan, folder, df, len(ds.y_train))
         ran = sum(len(p.units) for p in todo)
+        for line in budget_update_notes(plan, timings):
+            print(f"plab: note: {line}", file=sys.stderr, flush=True)
         totals = _run_summary(t0, ran, len(plan.units), timings, load_s, time.perf_counter() - t_write,
                               own_peak=pool is None)
         info = _Record.settle(folder, {**info, **outputs, **totals}, earlier, ran)

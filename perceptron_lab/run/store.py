@@ -345,8 +345,8 @@ def read_back_text(path, fix: str | None = None, whole_lines: bool = True) -> st
 _NUMBER = (int, float)
 RUN_JSON_TYPES = {"name": str, "config_hash": str, "status": str, "config_file": str, "config": dict, "dataset": dict,
                   "csv_rows": dict, "versions": dict, "exactness": dict, "numerics": dict, "outputs": list,
-                  "paper_outputs": list, "overrides": list, "units": int, "parts": int, "seed": int, "jobs": int,
-                  "ran": int, "skipped": int, "wall_seconds": _NUMBER, "load_seconds": _NUMBER,
+                  "paper_outputs": list, "overrides": list, "warnings": list, "units": int, "parts": int, "seed": int,
+                  "jobs": int, "ran": int, "skipped": int, "wall_seconds": _NUMBER, "load_seconds": _NUMBER,
                   "write_seconds": _NUMBER, "train_seconds_total": _NUMBER, "eval_seconds_total": _NUMBER,
                   "peak_rss_gb_per_process": _NUMBER}
 _JSON_NAMES = {str: "a string", dict: "an object", list: "a list", int: "an integer", _NUMBER: "a number"}

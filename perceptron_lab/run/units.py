@@ -19,8 +19,9 @@ import pandas as pd
 
 from perceptron_lab.datasets.base import Dataset
 from perceptron_lab.engine import label_matrix, train_algorithm
-from perceptron_lab.engine.budget import budget_counts, budget_errors, unit_diag_kernel
-from perceptron_lab.engine.families import KERNEL_UNIT_DIAG, PREDICT_BUDGET, perceptron_params
+from perceptron_lab.engine.budget import (EV_INSERT, EV_MARGIN, EV_PROJECT, budget_counts, budget_errors,
+                                          unit_diag_kernel)
+from perceptron_lab.engine.families import KERNEL_UNIT_DIAG, PREDICT_BUDGET, never_updates, perceptron_params
 from perceptron_lab.engine.intercept import intercept_kernel, with_intercept
 from perceptron_lab.engine.kernels import kernel_diag
 from perceptron_lab.engine.seeds import training_order
@@ -138,6 +139,72 @@ def range_note(spec: UnitSpec, ds: Dataset) -> str | None:
     return kernel.rescale_note()
 
 
+def never_update_warnings(plan: Plan, ds: Dataset) -> list[str]:
+    """One line per grid point whose algorithm can make no update at all on ``ds``'s training set
+    (:func:`~perceptron_lab.engine.families.never_updates`: a Projectron whose ``eta`` is at least
+    ``sqrt(max K(x, x))`` of the kernel it computes, NORMA with ``rho = 0``). A fold trains on a
+    part of those rows, whose largest ``K(x, x)`` is no larger, so each of its units never updates
+    either."""
+    out = []
+    for g, spec in sorted(plan.specs.items()):
+        if spec.algorithm.predict != PREDICT_BUDGET or spec.name not in ("projectron", "projectron++", "norma"):
+            continue
+        try:
+            Xtr, _ = unit_design(spec, ds.X_train)
+            _, kernel = unit_kernel(spec, Xtr)
+            top = float(np.max(kernel_diag(kernel, kernel.features(np.asarray(Xtr, dtype=np.float64)))))
+        except (NumericError, ValueError):
+            continue  # the units refuse this kernel themselves
+        why = never_updates(spec.settings, top)
+        if why:
+            where = f"grid point {g} ({spec.params_text})" if len(plan.specs) > 1 else spec.name
+            out.append(f"{where}: {why}")
+    return out
+
+
+#: The budgeted log's update events a unit's timings count (:func:`budget_update_notes` reads them).
+_EVENT_COUNTS = {"insertions": EV_INSERT, "projections": EV_PROJECT, "margin_updates": EV_MARGIN}
+
+
+def budget_update_notes(plan: Plan, timings: dict) -> list[str]:
+    """Lines saying where a budgeted algorithm ran as a simpler one, from the units' event counts
+    (``timings``: unit key -> timings, as :func:`run_unit` returns them):
+
+    * a Projectron(++) that projected no mistake: every mistake was farther than ``eta`` from the
+      span of the support set and the set was never full, so it made the kernel perceptron's
+      updates (the Stoptron's, at this budget);
+    * a Projectron++ without a margin update: each needs ``delta < eta (1 - y f(x)) < eta``
+      (Orabona, Keshet & Caputo 2009, Figure 2), which no margin error met, so it made the
+      Projectron's updates and its rows are the Projectron's.
+    """
+    counts: dict = {}
+    for key, t in timings.items():
+        if not str(key).startswith("g") or "projections" not in t:
+            continue
+        g = int(str(key)[1:4])
+        c = counts.setdefault(g, {"insertions": 0, "projections": 0, "margin_updates": 0, "units": 0})
+        c["insertions"] += int(t["insertions"])
+        c["projections"] += int(t["projections"])
+        c["margin_updates"] += int(t["margin_updates"])
+        c["units"] += 1
+    out = []
+    for g, c in sorted(counts.items()):
+        spec = plan.specs.get(g)
+        if spec is None or spec.name not in ("projectron", "projectron++") or c["insertions"] == 0:
+            continue  # no support vector at all: never_update_warnings says why
+        where = f"grid point {g} ({spec.name}, {spec.params_text})"
+        eta = spec.settings.params().eta
+        if spec.name == "projectron++" and c["margin_updates"] == 0:
+            out.append(f"{where}: no margin update in {c['units']} unit(s): each needs the example within "
+                       f"eta (1 - y f(x)) < eta = {eta:g} of the span of the support set, which no margin error was, "
+                       "so it made the Projectron's updates (its rows equal the Projectron's)")
+        if c["projections"] == 0:
+            out.append(f"{where}: no mistake was projected in {c['units']} unit(s): each was farther than eta = "
+                       f"{eta:g} from the span of the support set, which was never full, so it made the kernel "
+                       "perceptron's updates (its rows equal the Stoptron's at this budget)")
+    return out
+
+
 def unit_order(spec: UnitSpec, unit: Unit, n: int):
     """(training order, seed of the random prediction rule) of a unit on ``n`` training examples
     (:func:`~perceptron_lab.engine.seeds.training_order` of the spec's seed and the unit's
@@ -236,6 +303,8 @@ def _unit_rows(spec: UnitSpec, ds, unit, kernel, log, err_m, err_b, n_train: int
                                         _fmt(100.0 * err_b[k, r, c] / n_test, ff)] + tail)
     timings = {"unit": unit.key, "train_seconds": round(log.seconds, 3), "eval_seconds": round(eval_s, 3),
                "updates": log.n_updates, "n_train": n_train, "n_test": n_test, "peak_rss_mb": peak_rss_mb()}
+    if budgeted:  # which updates: budget_update_notes says where an algorithm ran as a simpler one
+        timings.update({k: int(np.count_nonzero(log.ev_kind == v)) for k, v in _EVENT_COUNTS.items()})
     return rows, timings
 
 

@@ -105,6 +105,53 @@ def _run_rows(run_dir: Path, panel: str, method_of) -> list[dict]:
     return rows
 
 
+def _budget(value) -> float:
+    """A grid's ``algorithm.budget`` as the study's budget axis: ``null`` (grid.csv: empty) is no
+    limit, the "unbounded" column, so a sweep may hold the unbudgeted runs beside the budgeted ones
+    (``algorithm.budget: [100, ..., null]``; the Stoptron without a budget is the kernel perceptron)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value == "":
+        return math.inf
+    return float(value)
+
+
+def coinciding_rows(df: pd.DataFrame, panel: str) -> list[tuple[str, str]]:
+    """Pairs of budgeted methods of ``panel`` whose test errors are equal at every budget and rule
+    both ran: (the later method in :data:`ALGORITHMS`, the earlier one it repeats)."""
+    d = df[(df["panel"] == panel) & df["method"].isin(ALGORITHMS)]
+    table = {m: g.set_index(["budget", "rule"])["test_error_pct"] for m, g in d.groupby("method")}
+    out = []
+    for i, a in enumerate(ALGORITHMS):
+        for b in ALGORITHMS[i + 1:]:
+            if a in table and b in table:
+                both = table[a].index.intersection(table[b].index)
+                if len(both) and np.array_equal(table[a].loc[both].to_numpy(), table[b].loc[both].to_numpy()):
+                    out.append((b, a))
+    return out
+
+
+#: Why two methods' rows coincide, where the algorithms say why (Orabona, Keshet & Caputo 2009).
+WHY_EQUAL = {
+    ("projectron++", "projectron"):
+        "a margin update of Projectron++ needs the example within eta (1 - y f(x)) < eta of the span of the "
+        "support set (Figure 2: beta > 0 only when 1 - y f(x) > delta / eta), and on this panel no margin "
+        "error came that close, so it made exactly the Projectron's updates",
+    ("projectron", "stoptron"):
+        "the Projectron projects a mistake only when it lies within eta of the span of the support set or the "
+        "set is full; no mistake came that close, so until the budget fills it is the kernel perceptron, as the "
+        "Stoptron is",
+    ("projectron++", "stoptron"):
+        "neither a projection nor a margin update happened (see the two lines above), so it made the kernel "
+        "perceptron's updates",
+}
+
+
+def coincidence_lines(df: pd.DataFrame, panel: str) -> list[str]:
+    """One sentence per pair of :func:`coinciding_rows`: which rows repeat which, and why."""
+    return [f"{NAMES[later]} equals {NAMES[earlier]} at every budget: "
+            f"{WHY_EQUAL.get((later, earlier), 'their updates were the same on this panel')}."
+            for later, earlier in coinciding_rows(df, panel)]
+
+
 def collect_runs(results_dir) -> pd.DataFrame:
     """The study's rows from the finished config runs under ``results_dir`` (missing ones skipped)."""
     base = Path(results_dir) / STUDY_DIR
@@ -113,8 +160,7 @@ def collect_runs(results_dir) -> pd.DataFrame:
         if (base / f"{p.name}_perceptron" / "results.csv").exists():
             rows += _run_rows(base / f"{p.name}_perceptron", p.name, lambda v: ("perceptron", math.inf))
         if (base / p.name / "results.csv").exists():
-            rows += _run_rows(base / p.name, p.name,
-                              lambda v: (v["algorithm.name"], float(v["algorithm.budget"])))
+            rows += _run_rows(base / p.name, p.name, lambda v: (v["algorithm.name"], _budget(v["algorithm.budget"])))
     return pd.DataFrame(rows, columns=["panel", "method", "budget", "rule", "test_error_pct", "train_seconds",
                                        "support_vectors", "mistakes"])
 
@@ -385,6 +431,9 @@ def summary_markdown(df: pd.DataFrame, figures: list[Path], out: Path) -> str:
         reach = reach_table(df, p.name)
         if not reach.empty:
             lines += ["Reach:", "", _md(reach), ""]
+        same = coincidence_lines(df, p.name)
+        if same:
+            lines += ["Rows that coincide:", ""] + [f"- {line}" for line in same] + [""]
     for f in figures:
         lines += [f"![{f.stem}]({f.relative_to(out).as_posix()})", ""]
     return "\n".join(lines)
@@ -488,6 +537,7 @@ def report_items(results_dir) -> list[tuple]:
             if not reach.empty:
                 items += [("p", f"Smallest budget within {REACH_POINTS:g} points of the unbudgeted voted perceptron:"),
                           ("table", reach)]
+            items += [("p", line) for line in coincidence_lines(df, p.name)]
     for name in ("error_vs_budget_avg", "error_vs_budget_last", "seconds_vs_budget", "mistakes_vs_examples"):
         if (out / f"{name}.png").exists():
             items.append(("img", out / f"{name}.png"))
