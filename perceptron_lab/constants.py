@@ -32,6 +32,16 @@ def source_checkout() -> Path | None:
 #: Preprocessing applied to the features after loading (fitted on the training split).
 PREPROCESS = ("none", "minmax", "standardize", "unit_norm")
 
+#: How a UCI data set's instance name (an identifier the UCI description lists as a non-numeric
+#: attribute) enters the features: ``drop`` leaves it out; ``nominal`` expands it like any other
+#: nominal attribute, one 0/1 indicator per name (Khardon & Wachman 2007, section 3.1: "any nominal
+#: attribute ... was translated to a set of binary attributes").
+INSTANCE_NAME_READINGS = ("drop", "nominal")
+#: The registered data sets with such an instance name (UCI's promoters.names, attribute 2); the
+#: numeric identifiers of breast-cancer-wisconsin, wdbc and wpbc are always dropped (Table 1's
+#: feature counts leave them out).
+DATASETS_WITH_INSTANCE_NAME = ("promoters",)
+
 #: Generated datasets; they take their generator arguments from ``dataset.params``.
 #: ``kw_artificial``: Khardon & Wachman (2007) artificial data; ``gentile_sparse``: Gentile (2001)
 #: sparse-target data.

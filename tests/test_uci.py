@@ -281,3 +281,36 @@ def test_embedded_copies_load_the_same():
         a, b = load_uci(name, embedded), _load(name)
         assert np.array_equal(a.X_train, b.X_train) and np.array_equal(a.y_train, b.y_train)
 
+
+
+# --- promoters' instance name (dataset.instance_name) ----------------------------------------------
+
+
+@needs_data
+def test_promoters_instance_name_as_nominal_gives_each_example_a_private_indicator():
+    from perceptron_lab.datasets.uci import load_uci
+
+    dropped, nominal = _load("promoters"), load_uci("promoters", UCI_DIR, instance_name="nominal")
+    names = [line.split(",")[1].strip() for line in (UCI_DIR / "promoters.data").read_text().splitlines()
+             if line.strip()]
+    assert len(set(names)) == len(names) == 106   # every name differs: one indicator per example
+    assert nominal.X_train.shape == (106, 106 + 228)
+    # attribute 2 of 59: its indicators stand before the 57 positions, in file order
+    assert nominal.meta["feature_names"][:106] == [f"instance={n}" for n in names]
+    assert (nominal.X_train[:, :106] == np.eye(106)).all()
+    assert (nominal.X_train[:, 106:] == dropped.X_train).all()
+    assert (nominal.y_train == dropped.y_train).all()
+    assert nominal.meta["instance_name"] == "nominal" and dropped.meta["instance_name"] == "drop"
+
+
+def test_instance_name_refused_where_no_data_set_has_one(tmp_path):
+    from perceptron_lab import constants as C
+    from perceptron_lab.datasets.uci import has_instance_name
+    from perceptron_lab.errors import UsageError
+
+    # the loader's data sets with a non-numeric name are the ones the config key applies to
+    assert [n for n in UCI_NAMES if has_instance_name(n)] == list(C.DATASETS_WITH_INSTANCE_NAME)
+    with pytest.raises(UsageError, match="sonar has no instance name"):
+        load_uci("sonar", tmp_path, instance_name="nominal")
+    with pytest.raises(UsageError, match="must be one of drop, nominal"):
+        load_uci("promoters", tmp_path, instance_name="indicator")

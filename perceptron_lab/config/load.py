@@ -85,6 +85,8 @@ class DatasetConfig:
     params: dict
     #: Append the test split to the training split (cross-validation over the whole data set).
     merge_splits: bool = False
+    #: How promoters' instance name enters the features (:data:`perceptron_lab.constants.INSTANCE_NAME_READINGS`).
+    instance_name: str = "drop"
     #: A data file of one's own, its test file (relative to the config's folder), its format (``auto``:
     #: from the extension; csv, tsv, libsvm, npz), and for CSV/TSV the label and categorical columns.
     path: str | None = None

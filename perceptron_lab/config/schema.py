@@ -138,6 +138,13 @@ SCHEMA: tuple[Param, ...] = (
     _P("dataset.merge_splits", _Flag(), False,
        "Append the test split to the training split, so that cross-validation runs over the whole "
        "data set (e.g. Khardon & Wachman's 10-fold CV over all 9298 USPS examples).", omit_default=True),
+    _P("dataset.instance_name", _Choice(C.INSTANCE_NAME_READINGS), C.INSTANCE_NAME_READINGS[0],
+       "How the instance name that UCI's promoters.names lists as attribute 2 enters the features: drop "
+       "leaves it out; nominal expands it like any nominal attribute (Khardon & Wachman 2007, section 3.1), "
+       "one 0/1 indicator per name, and every name is different, so each example gets an indicator of its "
+       "own.", when=("name", C.DATASETS_WITH_INSTANCE_NAME), neutral=C.INSTANCE_NAME_READINGS[0],
+       off="{path}{shown} with {sel_path} = {sel}: only " + ", ".join(C.DATASETS_WITH_INSTANCE_NAME)
+       + " has an instance name among its attributes", omit_default=True),
     # ---------------------------------------------------------------- kernel
     _P("kernel.type", _Choice(C.KERNELS), "linear",
        "linear: x·y; poly: (1 + x·y/scale)^degree; gaussian: exp(-|x-y|²/(2 sigma²)); "

@@ -74,11 +74,13 @@ def _uci_file(path: str, sha256: str, size: int, confirmed: bool = True) -> File
     return FileSpec(path.rsplit("/", 1)[-1], (sha256,), size, (_UCI + path,), confirmed)
 
 
-def _uci_loader(name: str) -> Callable[[Path], Dataset]:
-    def load(folder: Path) -> Dataset:
+def _uci_loader(name: str) -> Callable[..., Dataset]:
+    def load(folder: Path, instance_name: str = "drop") -> Dataset:
         from perceptron_lab.datasets.uci import load_uci  # imported on first use
 
-        return load_uci(name, Path(folder))
+        if instance_name == "drop":
+            return load_uci(name, Path(folder))
+        return load_uci(name, Path(folder), instance_name=instance_name)
 
     load.__name__ = load.__qualname__ = f"load_uci_{name.replace('-', '_')}"
     return load

@@ -26,7 +26,8 @@ import os
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
-from perceptron_lab.errors import DatasetError
+from perceptron_lab import constants as C
+from perceptron_lab.errors import DatasetError, UsageError
 from perceptron_lab.datasets.base import Dataset
 from perceptron_lab.datasets.catalog import _ENTRIES, _REGISTRY, _UNCONFIRMED, DATASET_NAMES, DatasetEntry, FileSpec  # noqa: F401
 from perceptron_lab.datasets.download import download_file, sha256_file
@@ -285,7 +286,7 @@ def check_dataset_files(name: str, data_dir: str | os.PathLike | None = None) ->
 
 
 def load_dataset(
-    name: str, data_dir: str | os.PathLike | None = None, verify: bool = False
+    name: str, data_dir: str | os.PathLike | None = None, verify: bool = False, *, instance_name: str = "drop"
 ) -> Dataset:
     """Load the registered dataset ``name`` from the data root.
 
@@ -299,6 +300,10 @@ def load_dataset(
         fall back to a copy packaged with plab when the data root lacks them.
     verify : bool, default False
         Check every file's sha256 against the registry first.
+    instance_name : {"drop", "nominal"}, default "drop"
+        How promoters' instance name (UCI's attribute 2) enters the features: left out, or one
+        0/1 indicator per name (:func:`perceptron_lab.datasets.uci.load_uci`); the config key
+        ``dataset.instance_name``. Other data sets take only ``"drop"``.
 
     Returns
     -------
@@ -321,6 +326,11 @@ def load_dataset(
     ((208, 60), True, ['R', 'M'])
     """
     entry = get_entry(name)
+    if instance_name not in C.INSTANCE_NAME_READINGS:
+        raise UsageError(f"instance_name must be one of {', '.join(C.INSTANCE_NAME_READINGS)}, got {instance_name!r}")
+    if instance_name != "drop" and entry.name not in C.DATASETS_WITH_INSTANCE_NAME:
+        raise UsageError(f"instance_name={instance_name!r}: {entry.name} has no instance name among its attributes "
+                         f"(only {', '.join(C.DATASETS_WITH_INSTANCE_NAME)} has one); use instance_name='drop'")
     folder, embedded, missing = _locate(entry, data_dir)
     if missing and not embedded:
         raise _missing_error(entry, folder, missing, data_dir)
@@ -334,7 +344,7 @@ def load_dataset(
                 f"Fix: run `plab data fetch {entry.name}` to replace the bad file(s)."
             )
 
-    dataset = entry.loader(folder)
+    dataset = entry.loader(folder) if instance_name == "drop" else entry.loader(folder, instance_name=instance_name)
     files = [str(folder / f.name) for f in entry.files]
     dataset.meta["source"] = files[0] if len(files) == 1 else str(folder)
     dataset.meta["files"] = files

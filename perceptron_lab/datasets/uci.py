@@ -18,7 +18,8 @@ crx                        690       46       6 continuous + 40 indicators (valu
 ionosphere                 351       34       all columns kept (column 2 is constant 0)
 wpbc                       198       33       ID dropped; "time" kept (see below)
 sonar                      208       60       all columns kept
-promoters                  106       228      not in Table 1; 57 positions x {a, c, g, t}
+promoters                  106       228      not in Table 1; 57 positions x {a, c, g, t};
+                                              334 with the instance name's 106 indicators
 =========================  ========  =======  ================================================
 
 Rules, common to all sets:
@@ -54,8 +55,16 @@ Per-set notes:
   status.  33 features means time + 30 + tumour size + lymph node status.  Note that "time" is the
   recurrence time for recurrent cases and the disease-free time otherwise, so it carries
   information about the label; it is kept because the paper's count includes it.
-* promoters: the instance name (second column) is dropped and each of the 57 nucleotides
-  (positions -50..-1, +1..+7) is expanded to 4 indicators.
+* promoters: each of the 57 nucleotides (positions -50..-1, +1..+7) is expanded to 4 indicators.
+  The instance name (second column; UCI's promoters.names lists it as attribute 2 of 59, "The
+  instance name", and says "No numeric features used") is dropped by default
+  (``instance_name="drop"``); ``instance_name="nominal"`` expands it like any other nominal
+  attribute, one indicator per name in file order, placed where the attribute stands (before the
+  sequence). Every one of the 106 names is different, so each example gets an indicator of its own:
+  on a training example it adds 1 to K(x, x) and nothing to K(x, x') for another example, and a
+  test example's indicator is 0 in every weight vector trained without it. Only promoters has such
+  a name (:data:`perceptron_lab.constants.DATASETS_WITH_INSTANCE_NAME`); the numeric identifiers
+  of breast-cancer-wisconsin, wdbc and wpbc are always dropped, as Table 1's feature counts show.
 
 ``Dataset.meta`` holds ``source_files`` (paths read), ``feature_names``, ``n_features_paper`` and
 ``n_examples_paper`` (Table 1 values, ``None`` for promoters), ``positive_class``,
@@ -66,21 +75,24 @@ only).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from perceptron_lab import constants as C
 from perceptron_lab.datasets.base import Dataset
-from perceptron_lab.errors import DatasetError
+from perceptron_lab.errors import DatasetError, UsageError
 
 __all__ = ["UCI_FILES", "UCI_NAMES", "load_uci"]
 
 MISSING = "?"
 
-# Column kinds.
-ID, NUM, NOM, LABEL = "id", "num", "nom", "label"
+# Column kinds. NAME: an identifier that is not a number (promoters' instance name), dropped or
+# expanded as a nominal attribute (``instance_name``); ID: a numeric identifier, always dropped.
+ID, NAME, NUM, NOM, LABEL = "id", "name", "num", "nom", "label"
 
 
 @dataclass(frozen=True)
@@ -228,7 +240,7 @@ _SPECS: dict[str, _Spec] = {
     ),
     "promoters": _Spec(
         files=("promoters.data",),
-        columns=(("class", LABEL), ("instance", ID), *_cols(NOM, _PROMOTER_POSITIONS)),
+        columns=(("class", LABEL), ("instance", NAME), *_cols(NOM, _PROMOTER_POSITIONS)),
         classes=("-", "+"),
         n_features_paper=None,
         n_examples_paper=None,
@@ -416,16 +428,31 @@ class _Encoder:
         return X, missing_counts, missing_rows
 
 
-def load_uci(name: str, folder: Path) -> Dataset:
+def has_instance_name(name: str) -> bool:
+    """Whether UCI data set ``name`` lists a non-numeric instance name among its attributes."""
+    return name in _SPECS and any(kind == NAME for _, kind in _SPECS[name].columns)
+
+
+def load_uci(name: str, folder: Path, instance_name: str = "drop") -> Dataset:
     """Load UCI data set ``name`` from the raw files in ``folder`` (e.g. ``<data dir>/uci``).
 
     The feature construction, missing-value treatment and class order are described in the
-    module docstring.  Raises :class:`DatasetError` when a file is missing or a row is malformed.
+    module docstring. ``instance_name`` (one of :data:`perceptron_lab.constants.INSTANCE_NAME_READINGS`):
+    ``drop`` leaves promoters' instance name out, ``nominal`` expands it into one indicator per
+    name. Raises :class:`DatasetError` when a file is missing or a row is malformed, and
+    :class:`UsageError` for ``instance_name="nominal"`` with a data set that has no instance name.
     """
     if name not in _SPECS:
         raise DatasetError(
             f"unknown UCI data set {name!r}; known: {', '.join(UCI_NAMES)}"
         )
+    if instance_name not in C.INSTANCE_NAME_READINGS:
+        raise UsageError(f"instance_name must be one of {', '.join(C.INSTANCE_NAME_READINGS)}, "
+                         f"got {instance_name!r}")
+    if instance_name == "nominal" and not has_instance_name(name):
+        raise UsageError(f"instance_name='nominal': {name} has no instance name among its attributes "
+                         f"(only {', '.join(n for n in UCI_NAMES if has_instance_name(n))} has one); "
+                         "use instance_name='drop'")
     spec = _SPECS[name]
     folder = Path(folder)
     paths = [folder / f for f in spec.files]
@@ -433,6 +460,13 @@ def load_uci(name: str, folder: Path) -> Dataset:
         _require_file(path, spec, name)
 
     rows, lines, y_train = _read_rows(paths[0], spec, name)
+    if instance_name == "nominal":
+        # the name becomes a nominal attribute whose values are the names in the file, in file order
+        j = next(j for j, (_, kind) in enumerate(spec.columns) if kind == NAME)
+        attr = spec.columns[j][0]
+        spec = dataclasses.replace(
+            spec, columns=tuple((a, NOM if k == NAME else k) for a, k in spec.columns),
+            domains={**spec.domains, attr: tuple(dict.fromkeys(f[j] for f in rows if f[j] != MISSING))})
     enc = _Encoder(spec, name)
     enc.fit(rows, lines, paths[0])
     X_train, missing_counts, missing_rows = enc.transform(rows, lines, paths[0])
@@ -473,6 +507,7 @@ def load_uci(name: str, folder: Path) -> Dataset:
         "n_features_paper": spec.n_features_paper,
         "n_examples_paper": spec.n_examples_paper,
         "positive_class": spec.classes[1],
+        "instance_name": instance_name if has_instance_name(name) else None,
         "missing_counts": missing_counts,
         "missing_rows": missing_rows,
         "imputed_values": imputed,

@@ -43,7 +43,7 @@ def _source_key(cfg: ExperimentConfig, data_dir) -> tuple:
     params = dict(cfg.dataset.params or {})
     return (cfg.dataset.name, json.dumps(params, sort_keys=True, default=str), str(data_dir), cfg.dataset.path,
             cfg.dataset.test_path, cfg.dataset.format, cfg.dataset.label, cfg.dataset.categorical, cfg.source,
-            keeps_sparse(cfg))
+            keeps_sparse(cfg), cfg.dataset.instance_name)
 
 
 def _load_source_locked(cfg: ExperimentConfig, data_dir):
@@ -64,7 +64,7 @@ def _load_source_locked(cfg: ExperimentConfig, data_dir):
     else:
         from perceptron_lab.datasets.registry import load_dataset
 
-        ds = load_dataset(name, data_dir)
+        ds = load_dataset(name, data_dir, instance_name=cfg.dataset.instance_name)
     while len(_DATA_CACHE) >= DATA_CACHE_SIZE:
         oldest = next(iter(_DATA_CACHE))
         del _DATA_CACHE[oldest]
