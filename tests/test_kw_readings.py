@@ -1,12 +1,19 @@
 """Khardon & Wachman (2007): the readings plab scores where the paper is silent or ambiguous, and
-the variants that keep the other reading -- promoters' instance name (``dataset.instance_name``)."""
+the variants that keep the other reading -- promoters' instance name (``dataset.instance_name``) and
+Table 5 over replicate runs (``training.seed``)."""
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+import pandas as pd
 import pytest
 
 from perceptron_lab.config.load import config_from_dict, with_overrides
 from perceptron_lab.errors import ConfigError
+from perceptron_lab.run import plan as run_plan
+from perceptron_lab.run.evaluation import Grid
 
 # ----------------------------------------------------------------------------- promoters' instance name
 
@@ -25,3 +32,55 @@ def test_instance_name_is_a_promoters_setting_checked_by_the_schema():
         with_overrides(config_from_dict({"dataset": {"name": "sonar"}}), {"dataset.instance_name": "nominal"})
     # at its default it stays out of the resolved config, so recorded results keep their hash
     assert "instance_name" not in config_from_dict({"dataset": {"name": "promoters"}}).to_dict()["dataset"]
+
+
+# ----------------------------------------------------------------------------- Table 5 over replicates
+
+
+def _table5_cfg(seeds):
+    return config_from_dict({
+        "paper": "kw2007/table5",
+        "dataset": {"name": "sonar"},
+        "algorithm": {"eta": 0.4, "theta_init": "avg_sq_norm", "C": "theta_init"},
+        "training": {"epochs": 5, "seed": 2007},
+        "prediction": {"rules": ["last"]},
+        "evaluation": {"mode": "kfold", "folds": 3,
+                       "grid": {"training.seed": seeds, "evaluation.fold_train_size": [10], "algorithm.tau": [0]}}})
+
+
+def _results(cfg, acc):
+    """Results as parts write them (text), with accuracy acc[draw][fold] at every grid point."""
+    grid = Grid.from_config(cfg)
+    seeds = list(cfg.evaluation.grid["training.seed"])
+    rows = []
+    for g, point in enumerate(grid.points):
+        for k, a in enumerate(acc[seeds.index(point["training.seed"])]):
+            rows.append(["sonar", "linear", "1", "perceptron", f"p{g}", str(g), str(k), "0", "5", "last", "false", "all",
+                         "test_error_pct", "%.6g" % (100.0 - a)])
+    return pd.DataFrame(rows, columns=run_plan.RESULT_COLUMNS)
+
+
+def test_table5_cell_over_replicate_runs_is_the_mean_of_the_draws_with_their_central_95_percent():
+    from perceptron_lab.papers.kw2007.tables import table5_comparison
+
+    acc = [[70.0, 74.0, 78.0], [60.0, 62.0, 70.0], [80.0, 80.0, 83.0]]   # per draw, per fold
+    cfg = _table5_cfg([2007, 2008, 2009])
+    c = table5_comparison(cfg, _results(cfg, acc))
+    a = c[c["column"] == "n=10 accuracy"].iloc[0]
+    means = [74.0, 64.0, 81.0]
+    assert a["ours_mean"] == pytest.approx(73.0) and a["n_runs"] == 3
+    assert a["ours_std"] == pytest.approx(math.sqrt(((1.0) ** 2 + 9.0 ** 2 + 8.0 ** 2) / 2))
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    assert (a["sampling_lo"], a["sampling_hi"], a["sampling_basis"]) == (pytest.approx(lo), pytest.approx(hi), "draws")
+    assert a["detail"].startswith("3 draws of each fold's 10 examples and training order (seed 2007-2009)")
+    # the T-interval over the folds of the accuracies averaged over the draws: 70, 72, 77 (t_{2, 0.975} = 4.303)
+    folds = np.array([70.0, 72.0, 77.0])
+    s = math.sqrt(((folds - folds.mean()) ** 2).mean())
+    assert a["ours_ci"] == pytest.approx(4.302652729911275 * s / math.sqrt(2))
+    sd = c[c["column"] == "n=10 std"].iloc[0]
+    per_draw_sd = [math.sqrt(((np.array(x) - np.mean(x)) ** 2).mean()) for x in acc]
+    assert sd["ours_mean"] == pytest.approx(np.mean(per_draw_sd)) and not sd["in_scope"]
+    # one run: the mean and the T-interval over its folds, as before replicates
+    one = _table5_cfg([2007])
+    a1 = table5_comparison(one, _results(one, acc[:1])).iloc[0]
+    assert a1["ours_mean"] == pytest.approx(74.0) and a1["n_runs"] == 3 and a1["sampling_basis"] == "folds"
