@@ -187,6 +187,8 @@ class EvaluationConfig:
     #: Train each cross-validation unit on this many examples drawn at random from its training
     #: part (Khardon & Wachman's Table 5); None trains on the whole part.
     fold_train_size: int | None = None
+    #: Stratify the folds by class (False: a shuffled split, the folds of every recorded run).
+    stratify: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

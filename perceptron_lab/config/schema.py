@@ -249,6 +249,12 @@ SCHEMA: tuple[Param, ...] = (
     _P("evaluation.grid", _Grid(), {}, "Parameter path -> values to try.", grid=False),
     _P("evaluation.search", _Search(), (), "Search plans: lists of grid parameters searched jointly.",
        grid=False),
+    _P("evaluation.stratify", _Flag(), False,
+       "Stratify the folds of cross-validation by class: each fold gets every class's share to within one "
+       "example (as scikit-learn's StratifiedKFold with shuffle). Default false: a shuffled split, one seeded "
+       "permutation cut into consecutive folds whatever the classes (the folds of every run recorded before "
+       "this key existed). Nested cross-validation stratifies its inner folds too.", grid=False,
+       omit_default=True),
     _P("evaluation.fold_seed", _INT_GE0, 0, "Seed of the fold assignment; a grid over it re-draws the folds "
        "(and so the training orders), e.g. to measure how much a cross-validated value varies."),
     _P("evaluation.confidence", _Number(lo=0, lo_open=True, hi=1, hi_open=True), C.DEFAULT_CONFIDENCE,

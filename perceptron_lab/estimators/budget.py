@@ -203,7 +203,7 @@ class BudgetPerceptron(_EngineClassifier):
         self.chunk_size = chunk_size
         self.cache_limit_gb = cache_limit_gb
 
-    def fit(self, X, y):
+    def fit(self, X, y, **params):
         """Train on ``(X, y)`` for ``epochs`` passes, as a ``plab run`` unit.
 
         Parameters
@@ -218,11 +218,11 @@ class BudgetPerceptron(_EngineClassifier):
         self : object
             The fitted estimator.
         """
-        super().fit(X, y)
+        super().fit(X, y, **params)
         self._seq = None  # the run keeps the rows it needs (compacted): no reference to X
         return self
 
-    def partial_fit(self, X, y, classes=None):
+    def partial_fit(self, X, y, classes=None, **params):
         """Continue the run with one pass over the examples of ``(X, y)``, in the given order.
 
         Parameters
@@ -248,7 +248,7 @@ class BudgetPerceptron(_EngineClassifier):
         ``eta_t`` counts every step of the run. The kernel keeps the scaling of the first call.
         A call costs the new examples only, and a pickled model can be continued.
         """
-        return super().partial_fit(X, y, classes=classes)
+        return super().partial_fit(X, y, classes=classes, **params)
 
     # ------------------------------------------------------------------ hooks of _EngineClassifier
 

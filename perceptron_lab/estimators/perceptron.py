@@ -185,6 +185,24 @@ def _value_error(exc: PlabError) -> ValueError:
                 "they are)")
     return ValueError(msg)
 
+def _refuse_fit_params(owner: str, method: str, params: dict) -> None:
+    """Refuse keyword arguments of ``fit`` / ``partial_fit`` beyond X, y (and classes), naming the
+    public class: a TypeError as Python's own, and for ``sample_weight`` and ``class_weight`` why.
+    Every update rule plab implements (Freund & Schapire 1999, Figure 1; Khardon & Wachman 2007,
+    Figure 2; Gentile 2001, Figure 1; the budgeted algorithms) adds a mistake or correction with a
+    weight of 1, and the engine has no weighted update: accepting weights and ignoring them would
+    fit another model than the one asked for. The parameters are not in the signature, so that
+    scikit-learn's tools (``has_fit_parameter``) see that weights are not supported."""
+    if not params:
+        return
+    name = next(iter(params))
+    if name in ("sample_weight", "class_weight"):
+        raise TypeError(f"{owner}.{method}() does not take {name}: its update rule adds every mistake with weight 1 "
+                        "and defines no weighted update, so plab has none; to weigh examples or classes, resample "
+                        "the training set (e.g. sklearn.utils.resample, or repeat the examples of a class)")
+    raise TypeError(f"{owner}.{method}() got an unexpected keyword argument {name!r}")
+
+
 def _seed(random_state) -> int:
     """An int seed: ``random_state`` itself, or drawn from it (None: numpy's global generator)."""
     if isinstance(random_state, Integral):
@@ -250,7 +268,7 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         tags.classifier_tags.multi_class = True
         return tags
 
-    def fit(self, X, y):
+    def fit(self, X, y, **params):
         """Train on ``(X, y)`` for ``epochs`` passes (in a random order unless ``shuffle=False``).
 
         Parameters
@@ -270,7 +288,11 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         ValueError
             For an invalid setting, labels of mixed types, a single class, a Gram matrix that is
             not square, or data outside the range the chosen ``dtype`` can score exactly.
+        TypeError
+            For any other keyword argument: ``sample_weight`` and ``class_weight`` are refused
+            with the reason (no update rule here defines a weighted update).
         """
+        _refuse_fit_params(type(self).__name__, "fit", params)
         self._validate_params()
         self._check_kernel()
         _check_label_types(y)
@@ -299,7 +321,7 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         return state
 
     @available_if(lambda self: self.kernel != "precomputed")
-    def partial_fit(self, X, y, classes=None):
+    def partial_fit(self, X, y, classes=None, **params):
         """Continue the online run with one pass over the examples of ``(X, y)``, in the given order.
 
         Parameters
@@ -341,6 +363,7 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         over more than one pass is not continued. Not available with ``kernel="precomputed"``
         (a Gram matrix cannot be extended batch by batch).
         """
+        _refuse_fit_params(type(self).__name__, "partial_fit", params)
         self._validate_params()
         self._check_kernel()
         first = not hasattr(self, "classes_")

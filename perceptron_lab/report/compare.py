@@ -307,7 +307,7 @@ def _errors(c: dict, rule: str) -> pd.Series:
 
 
 #: The evaluation settings that assign a run's examples to folds, when its folds are its test sets.
-_FOLD_SETTINGS = ("evaluation.folds", "evaluation.fold_seed")
+_FOLD_SETTINGS = ("evaluation.folds", "evaluation.fold_seed", "evaluation.stratify")
 
 #: Dataset settings a grid may vary without changing which examples are read (preprocessing is
 #: fitted per unit, after the data is read and fingerprinted).

@@ -58,23 +58,38 @@ SHORT_NAMES = {"algorithm.alpha_bound": "alpha", "algorithm.lambda": "lambda", "
 # ----------------------------------------------------------------------------- folds
 
 
-def kfold_indices(n: int, folds: int, seed: int):
-    """Shuffled k-fold split of ``range(n)``: a list of (train_idx, test_idx), deterministic in ``seed``."""
+def _stratified_parts(perm: np.ndarray, y, folds: int) -> list:
+    """The test folds of a stratified split: the shuffled positions ``perm`` sorted by class (a
+    stable sort, so each class keeps its shuffled order), then dealt to the folds in turn. Every
+    fold gets each class's count to within one example (as scikit-learn's ``StratifiedKFold``),
+    and the folds' sizes differ by at most one."""
+    by_class = perm[np.argsort(np.asarray(y)[perm], kind="stable")]
+    return [by_class[k::folds] for k in range(folds)]
+
+
+def kfold_indices(n: int, folds: int, seed: int, y=None):
+    """k-fold split of ``range(n)``: a list of (train_idx, test_idx), deterministic in ``seed``.
+
+    Without ``y`` (``evaluation.stratify: false``, the default) a shuffled split: one seeded
+    permutation cut into ``folds`` consecutive parts, whatever the classes. With the labels ``y``
+    (``evaluation.stratify: true``) the same permutation is stratified by class
+    (:func:`_stratified_parts`)."""
     perm = np.random.default_rng(np.random.SeedSequence([seed, 7919])).permutation(n)
-    parts = np.array_split(perm, folds)
+    parts = np.array_split(perm, folds) if y is None else _stratified_parts(perm, y, folds)
     return [(np.sort(np.concatenate(parts[:k] + parts[k + 1:])), np.sort(parts[k])) for k in range(folds)]
 
 
-def inner_kfold_indices(train_idx: np.ndarray, folds: int, seed: int, outer: int):
+def inner_kfold_indices(train_idx: np.ndarray, folds: int, seed: int, outer: int, y=None):
     """k-fold split of the outer training part ``train_idx`` (indices into the full data).
 
     Only the examples of ``train_idx`` are ever assigned to an inner fold, so nothing chosen on
     the inner folds can depend on the outer test fold. ``outer`` (-1 for a fixed test split)
-    makes every outer fold's inner split its own.
+    makes every outer fold's inner split its own. ``y`` (the labels of the full data): stratified
+    by class, as :func:`kfold_indices`.
     """
     train_idx = np.asarray(train_idx)
     perm = np.random.default_rng(np.random.SeedSequence([seed, 7919, outer + 1])).permutation(train_idx.size)
-    parts = np.array_split(perm, folds)
+    parts = np.array_split(perm, folds) if y is None else _stratified_parts(perm, np.asarray(y)[train_idx], folds)
     return [(train_idx[np.sort(np.concatenate(parts[:k] + parts[k + 1:]))], train_idx[np.sort(parts[k])])
             for k in range(folds)]
 
@@ -100,14 +115,15 @@ def training_folds(cfg, y):
     check_inner = ev.mode == "nested" and others <= max_outer + -(-n // ev.inner_folds)
     if not (outer_kfold and others <= max_outer) and not check_inner:
         return
-    outer = [tr for tr, _ in kfold_indices(n, ev.folds, ev.fold_seed)] if outer_kfold else []
+    strata = y if getattr(ev, "stratify", False) else None
+    outer = [tr for tr, _ in kfold_indices(n, ev.folds, ev.fold_seed, strata)] if outer_kfold else []
     if others <= max_outer:
         for k, tr in enumerate(outer):
             yield f"fold {k + 1} of {ev.folds} (evaluation.folds)", tr
     if not check_inner:
         return
     for k, tr in (enumerate(outer) if outer_kfold else [(-1, np.arange(n))]):
-        for j, (itr, _) in enumerate(inner_kfold_indices(tr, ev.inner_folds, ev.fold_seed, k)):
+        for j, (itr, _) in enumerate(inner_kfold_indices(tr, ev.inner_folds, ev.fold_seed, k, strata)):
             of = f" of outer fold {k + 1}" if k >= 0 else ""
             yield f"inner fold {j + 1} of {ev.inner_folds}{of} (evaluation.inner_folds)", itr
 

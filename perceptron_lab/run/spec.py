@@ -48,8 +48,9 @@ class UnitSpec:
         The prediction rules evaluated and the voted rule's weights.
     preprocess : str
         ``dataset.preprocess``.
-    mode, folds, inner_folds, fold_seed, fold_train_size
-        The evaluation protocol: holdout, kfold or nested, and its folds.
+    mode, folds, inner_folds, fold_seed, fold_train_size, stratify
+        The evaluation protocol: holdout, kfold or nested, and its folds (stratified by class, or
+        a shuffled split).
     float_format : str
         How results rows write floats.
     """
@@ -75,6 +76,7 @@ class UnitSpec:
     fold_train_size: int | None
     float_format: str
     fit_intercept: bool = False
+    stratify: bool = False
 
     @property
     def name(self) -> str:
@@ -128,7 +130,7 @@ def unit_spec(cfg: ExperimentConfig) -> UnitSpec:
                     vote_weight=cfg.prediction.vote_weight, preprocess=cfg.dataset.preprocess, mode=ev.mode,
                     folds=ev.folds, inner_folds=ev.inner_folds, fold_seed=ev.fold_seed,
                     fold_train_size=ev.fold_train_size, float_format=cfg.output.float_format,
-                    fit_intercept=bool(cfg.kernel.fit_intercept))
+                    fit_intercept=bool(cfg.kernel.fit_intercept), stratify=bool(ev.stratify))
 
 
 __all__ = ["UnitSpec", "algorithm_settings", "eval_epochs", "kernel_of", "unit_spec"]

@@ -46,20 +46,22 @@ def _fmt(v, float_format):
 class _Splits:
     """Fold indices of one dataset, computed once per part."""
 
-    def __init__(self, spec: UnitSpec, n: int):
+    def __init__(self, spec: UnitSpec, n: int, y=None):
         self.spec, self.n = spec, n
+        #: the labels the folds are stratified by (``evaluation.stratify``), else None
+        self.y = y if spec.stratify else None
         self._outer = None
         self._inner = {}
 
     def outer(self):
         if self._outer is None:
-            self._outer = kfold_indices(self.n, self.spec.folds, self.spec.fold_seed)
+            self._outer = kfold_indices(self.n, self.spec.folds, self.spec.fold_seed, self.y)
         return self._outer
 
     def inner(self, fold: int):
         if fold not in self._inner:
             train = np.arange(self.n) if fold < 0 else self.outer()[fold][0]
-            self._inner[fold] = inner_kfold_indices(train, self.spec.inner_folds, self.spec.fold_seed, fold)
+            self._inner[fold] = inner_kfold_indices(train, self.spec.inner_folds, self.spec.fold_seed, fold, self.y)
         return self._inner[fold]
 
 
@@ -70,7 +72,7 @@ def unit_data(spec: UnitSpec, ds: Dataset, unit: Unit, splits: _Splits | None = 
             raise ConfigError(f"{spec.source}: dataset {ds.name} has no fixed test split; "
                               "set evaluation.mode: kfold")
         return ds.X_train, ds.y_train, ds.X_test, ds.y_test
-    splits = splits or _Splits(spec, len(ds.y_train))
+    splits = splits or _Splits(spec, len(ds.y_train), ds.y_train)
     tr, te = splits.inner(unit.fold)[unit.inner_fold] if unit.inner_fold >= 0 else splits.outer()[unit.fold]
     return ds.X_train[tr], ds.y_train[tr], ds.X_train[te], ds.y_train[te]
 
@@ -376,7 +378,7 @@ def run_part(plan: Plan, part: Part, data_dir=None, progress=None, unit_done=Non
     """
     spec = plan.spec(part)
     ds = plan.data(part, data_dir)
-    splits = _Splits(spec, len(ds.y_train))
+    splits = _Splits(spec, len(ds.y_train), ds.y_train)
     if part.shared:
         rows, timings = run_shared(plan, ds, part.units, splits, progress=progress, unit_done=unit_done, phase=phase)
         return rows_to_csv(rows, list(plan.columns)), timings
@@ -413,7 +415,7 @@ def warm_up(plan: Plan, part: Part, ds: Dataset) -> None:
     tiny = Dataset(ds.name, ds.X_train[:k], ds.y_train[:k], None if kt is None else ds.X_test[:kt],
                    None if kt is None else ds.y_test[:kt], ds.classes, ds.meta)
     try:
-        splits = _Splits(spec, k)
+        splits = _Splits(spec, k, tiny.y_train)
         if part.shared:   # two units of the first permutation: lockstep training and shared evaluation
             first = part.units[0].permutation
             run_shared(plan, tiny, [u for u in part.units if u.permutation == first][:2], splits)
