@@ -17,6 +17,24 @@ import math
 import numpy as np
 
 
+def read_libsvm(path, rows, n_features):
+    """The first ``rows`` lines of a LIBSVM text file, read literally: (X, y) with X dense
+    (``n_features`` columns, feature j in column j - 1) and y the integer labels as written."""
+    X, y = [], []
+    with open(path) as fh:
+        for line in fh:
+            if len(y) == rows:
+                break
+            label, *pairs = line.split()
+            x = [0.0] * n_features
+            for pair in pairs:
+                j, v = pair.split(":")
+                x[int(j) - 1] = float(v)
+            X.append(x)
+            y.append(int(float(label)))
+    return np.array(X), np.array(y)
+
+
 def kernel_value(name, degree, scale, sigma, a, b):
     dot = float(sum(float(u) * float(v) for u, v in zip(a, b)))
     if name == "linear":
@@ -309,13 +327,35 @@ class NaiveBudget:
     returns the events (step, label, kind, example) with kinds as in
     ``perceptron_lab.engine.budget`` (0 mistake, 1 insert, 2 remove, 3 project, 4 margin) and
     keeps ``self.sv[c]`` and ``self.avg[c]`` (a dict example -> summed coefficient).
+
+    ``forgetron_mu``: where the Forgetron's mu is taken. ``"before"`` (plab's reading, the
+    engine's): ``mu = y_r f'_t(x_r)`` on the hypothesis after adding x_t, before the shrinking, so
+    that phi solves ``Psi(sigma phi, mu) + Q <= 15/32 M``. ``"shrunk"`` (DOGMA's
+    ``k_forgetron_st_train.m`` and KOL's ``kernel_forgetron.h``): mu on the shrunk hypothesis
+    ``phi f'_t``, i.e. ``Psi(sigma phi, phi mu) + Q <= 15/32 M``, the largest phi in (0, 1] before
+    the first root of that quadratic in phi.
     """
 
-    def __init__(self, X, Y, kernel, algorithm, budget, eta=0.1, lam=0.0, rho=1.0, schedule="constant", seed=0):
+    def __init__(self, X, Y, kernel, algorithm, budget, eta=0.1, lam=0.0, rho=1.0, schedule="constant", seed=0,
+                 forgetron_mu="before"):
         self.X, self.Y = np.asarray(X, float), np.asarray(Y)
         self.k = kernel
         self.alg, self.B = algorithm, budget
         self.eta, self.lam, self.rho, self.schedule, self.seed = eta, lam, rho, schedule, seed
+        self.forgetron_mu = forgetron_mu
+
+    def scores(self, sv, X_test):
+        """The scores ``sum_j a_j K(x_j, x)`` of a hypothesis ``sv`` (a list of [example, coefficient])
+        on every row of ``X_test``, added in the hypothesis' order."""
+        return np.array([sum(a * self.test_kernel(j, x) for j, a in sv) for x in np.asarray(X_test, float)])
+
+    def test_kernel(self, j, x):
+        """K(x_j, x) for training example j and test point x (memoized: a pure function of the rows)."""
+        cache = self.__dict__.setdefault("_ktest", {})
+        key = (int(j), np.asarray(x, float).tobytes())
+        if key not in cache:
+            cache[key] = kernel_value(*self.k, self.X[j], x)
+        return cache[key]
 
     def K(self, i, j):
         # memoized: kernel_value is a pure function of the two rows
@@ -328,10 +368,13 @@ class NaiveBudget:
     def f(self, sv, i):
         return sum(a * self.K(j, i) for j, a in sv)
 
-    def fit(self, order, steps, X_vote=None):
+    def fit(self, order, steps, X_vote=None, keep=()):
         """Run ``steps`` steps; with ``X_vote``, ``self.vote[r, c]`` sums sign(h_t(x_r)) over the
-        hypotheses h_1 ... h_steps of label c (after each step)."""
+        hypotheses h_1 ... h_steps of label c (after each step). ``keep``: step counts T after which
+        to copy every label's hypothesis into ``self.kept[T]`` (h_T, a list per label)."""
         n, L = self.Y.shape
+        keep = {int(T) for T in keep}
+        self.kept = {}
         self.vote = None if X_vote is None else np.zeros((len(X_vote), L))
         u = np.random.default_rng(self.seed).random((steps, L))
         self.sv = [[] for _ in range(L)]
@@ -356,6 +399,8 @@ class NaiveBudget:
                     for r, x in enumerate(X_vote):
                         s = sum(a * kernel_value(*self.k, self.X[j], x) for j, a in self.sv[c])
                         self.vote[r, c] += 1 if s > 0 else (-1 if s < 0 else 0)
+            if t + 1 in keep:
+                self.kept[t + 1] = [[list(term) for term in sv] for sv in self.sv]
         return ev
 
     # Stoptron: the perceptron until the support set is full
@@ -391,14 +436,28 @@ class NaiveBudget:
         def psi(lam_, mu_):
             return lam_ ** 2 + 2 * lam_ - 2 * lam_ * mu_
 
-        # phi_t = max{phi in (0, 1] : Psi(sigma_r phi, mu) + Q <= 15/32 M}: the larger root of the quadratic
-        if psi(sigma_r, mu) + self.Q[c] <= 15 / 32 * self.M[c]:
-            phi = 1.0
+        cq = self.Q[c] - 15 / 32 * self.M[c]  # < 0: Q <= 15/32 (M - 1) before this mistake
+        if self.forgetron_mu == "before":
+            # phi_t = max{phi in (0, 1] : Psi(sigma_r phi, mu) + Q <= 15/32 M}: the larger root of the quadratic
+            if psi(sigma_r, mu) + self.Q[c] <= 15 / 32 * self.M[c]:
+                phi = 1.0
+            else:
+                lam_plus = -(1 - mu) + math.sqrt(max((1 - mu) ** 2 - cq, 0.0))
+                phi = lam_plus / sigma_r
+            self.Q[c] += psi(sigma_r * phi, mu)
         else:
-            cq = self.Q[c] - 15 / 32 * self.M[c]
-            lam_plus = -(1 - mu) + math.sqrt(max((1 - mu) ** 2 - cq, 0.0))
-            phi = lam_plus / sigma_r
-        self.Q[c] += psi(sigma_r * phi, mu)
+            # g(phi) = Psi(sigma_r phi, phi mu) + cq = (sigma^2 - 2 sigma mu) phi^2 + 2 sigma phi + cq, g(0) < 0:
+            # phi = 1 if g(1) <= 0, else the smallest root in (0, 1)
+            a2, b1 = sigma_r ** 2 - 2 * sigma_r * mu, 2 * sigma_r
+            if a2 + b1 + cq <= 0:
+                phi = 1.0
+            elif a2 == 0:
+                phi = -cq / b1
+            else:
+                roots = sorted(r for r in ((-b1 + math.sqrt(b1 * b1 - 4 * a2 * cq)) / (2 * a2),
+                                           (-b1 - math.sqrt(b1 * b1 - 4 * a2 * cq)) / (2 * a2)) if r > 0)
+                phi = roots[0]
+            self.Q[c] += psi(sigma_r * phi, phi * mu)
         shrunk = [[j, phi * a] for j, a in sv_prime]
         self.sv[c] = shrunk[1:]
         ev.append((t, c, 2, r))
