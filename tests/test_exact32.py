@@ -30,10 +30,32 @@ def test_exact32_ok_accepts_only_integer_values_below_2_24():
     assert not exact32_ok(np.array([[np.nan, 1.0]]))
     assert not exact32_ok(np.array([[np.inf, 1.0]]))
     assert not exact32_ok(np.array([[EXACT32_LIMIT, 1.0]]))
-    assert not exact32_ok(np.array([[1.0, 2.0]], dtype=np.float32))  # already float32: nothing to gain
+    assert exact32_ok(np.array([[1.0, 2.0]], dtype=np.float32))   # float32 runs on integers take it too
+    assert not exact32_ok(np.array([[1.5, 2.0]], dtype=np.float32))
     assert not exact32_ok(np.zeros((0, 3)))
     assert exact32_ok(np.array([[-0.0, -(EXACT32_LIMIT - 1)]]))
     assert not exact32_ok(np.array([[-EXACT32_LIMIT, 1.0]]))
+
+
+def test_exact32_in_float32_equals_the_in_order_sum_heavy_pairs_included():
+    """A float32 run on integer features: the float32 GEMM's values where every partial sum is
+    exact, the heavy pairs (|a||b| >= 2^24, which a float32 sum may round) recomputed in order in
+    float32, so that every value is the in-order float32 sum a BLAS of any blocking would not give."""
+    from perceptron_lab.engine.kernels import matmul_exact32, ordered_dots
+
+    rng = np.random.default_rng(8)
+    A = rng.integers(0, 256, size=(60, 300)).astype(np.float32)
+    B = rng.integers(0, 256, size=(70, 300)).astype(np.float32)
+    A[:5] = 255.0                        # |a|^2 = 300 * 255^2: heavy against most of B
+    G = matmul_exact32(A, B)
+    assert G.dtype == np.float32
+    np.testing.assert_array_equal(G, ordered_dots(A, B))
+    t = np.float32
+    for i, j in ((0, 0), (3, 17), (40, 2)):
+        acc = t(0.0)
+        for u, v in zip(A[i], B[j]):
+            acc = t(acc + t(u * v))
+        assert G[i, j] == acc
 
 
 @pytest.mark.parametrize("bad", [None, 0.25, np.nan, -np.inf, 2.0**24])

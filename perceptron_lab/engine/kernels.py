@@ -28,6 +28,7 @@ import numba as nb
 import numpy as np
 
 from perceptron_lab.engine import ordered
+from perceptron_lab.engine.ordered import dot as fixed_dot
 from perceptron_lab.engine.ordered import exp as fixed_exp
 from perceptron_lab.errors import NumericError
 from perceptron_lab.sparse import issparse
@@ -515,11 +516,8 @@ def _powi(b, degree):
 
 @nb.njit(cache=True, inline="always")
 def dot_rows(X, i, j):
-    """Inner product of rows i and j of X, added in feature order (:mod:`~perceptron_lab.engine.ordered`)."""
-    acc = 0.0
-    for f in range(X.shape[1]):
-        acc += X[i, f] * X[j, f]
-    return acc
+    """Inner product of rows i and j of X, in :func:`perceptron_lab.engine.ordered.dot`'s fixed order."""
+    return fixed_dot(X[i], X[j])
 
 
 #: :func:`dot_rows_exact` stands for :func:`dot_rows` on integer features whose squared norms stay
@@ -530,10 +528,9 @@ DOTS_EXACT_SQ_LIMIT = 2.0**52
 
 @nb.njit(cache=True, inline="always")
 def dot_rows_exact(X, i, j):
-    """:func:`dot_rows` with eight running sums (a loop the processor overlaps; the compiler does
-    not vectorize :func:`dot_rows`' single sum): the same value where every partial sum is exact,
-    i.e. on integer features with ``|x|² < DOTS_EXACT_SQ_LIMIT`` (each product is rounded as in
-    :func:`dot_rows`, and a product of integers stays an integer)."""
+    """:func:`dot_rows` written out (eight running sums in the same order): the same value, and on
+    integer features with ``|x|² < DOTS_EXACT_SQ_LIMIT`` an exact one (every partial sum is an
+    integer a float64 holds), equal to any other order's."""
     a = X[i]
     b = X[j]
     F = a.shape[0]

@@ -28,8 +28,8 @@ Polynomial kernels of degree 1 are handled in their affine form
 ``k0 b + k1 w.x`` with ``b`` the sum of its coefficients, which is the inner product with the
 feature map ``(sqrt(k0), sqrt(k1) x)`` without building it.
 
-Arithmetic: scores are float64 sums added in feature order, one multiplication and one addition
-per term (:mod:`~perceptron_lab.engine.ordered`): the same bits on every CPU and thread count. A
+Arithmetic: scores are float64 sums in a fixed order (:func:`perceptron_lab.engine.ordered.dot`),
+one multiplication and one addition per term: the same bits on every CPU and thread count. A
 primal score ``(sum_j a_j x_j) . x`` is associated otherwise than the driver's ``sum_j a_j (x_j . x)``,
 so on non-integer data the last bits of the two can differ; on integer data with dyadic parameters
 (raw pixels, eta = 1) every score is exact and the logs agree bit for bit.
@@ -45,6 +45,7 @@ import numba as nb
 import numpy as np
 
 from perceptron_lab.engine.kernels import Kernel, as_csr
+from perceptron_lab.engine.ordered import dot as fixed_dot
 from perceptron_lab.engine.base import EngineError, PerceptronParams, TrainLog, chunk_bounds, epochs_to_steps, on_threads, update_buffers
 from perceptron_lab.sparse import issparse
 
@@ -70,13 +71,10 @@ def has_affine_form(kernel: Kernel) -> bool:
     return kernel.name == "linear" or (kernel.name == "poly" and kernel.degree == 1)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _dot(a, b):
-    """Inner product of two vectors, added in feature order (:mod:`~perceptron_lab.engine.ordered`)."""
-    acc = 0.0
-    for f in range(a.shape[0]):
-        acc += a[f] * b[f]
-    return acc
+    """Inner product of two vectors, in :func:`perceptron_lab.engine.ordered.dot`'s fixed order."""
+    return fixed_dot(a, b)
 
 
 @nb.njit(cache=True)
@@ -88,13 +86,10 @@ def _axpy(a, x, y):
 
 @nb.njit(cache=True)
 def _axpy_sq(a, x, y):
-    """``y += a x`` in place; returns ``|y|^2`` after the update."""
-    acc = 0.0
+    """``y += a x`` in place; returns ``|y|^2`` after the update (:func:`_dot`'s order)."""
     for f in range(x.shape[0]):
-        v = y[f] + a * x[f]
-        y[f] = v
-        acc += v * v
-    return acc
+        y[f] += a * x[f]
+    return fixed_dot(y, y)
 
 
 #: The training sequence as the primal loops read it: features ``X``, labels ``Y`` and the order

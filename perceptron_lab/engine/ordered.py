@@ -8,7 +8,11 @@ moves the last bits of a score with the machine. Every sum that feeds a training
 prediction is therefore computed here, by one rule:
 
     **a sum of products is added term by term, in increasing order of its index, one multiplication
-    and one addition per term, each rounded** (no fused multiply-add, no reassociation).
+    and one addition per term, each rounded** (no fused multiply-add, no reassociation);
+
+the one variation is :func:`dot`, the inner product of a single pair inside the per-example loops,
+which adds in eight interleaved partial sums combined in a stated order: as fixed, and not waiting
+on each addition.
 
 The loops below are compiled without ``fastmath``, so LLVM may neither reorder a sum nor contract
 ``a * b + c`` into an FMA; it still vectorizes them across *independent* sums (the entries of a
@@ -16,8 +20,8 @@ product's row), which changes no rounding. Parallel loops share out whole entrie
 of one. The value of an entry depends on its two rows alone, not on the shapes around them (a BLAS
 product's can), so a block computed against other rows, or a row computed on its own, is the same.
 
-The plain loops of ``tests/naive.py`` add in this order too, so the engine matches them bit for bit
-on any features, not only on integers. (A term with a zero factor adds a signed zero, which changes
+The plain loops of ``tests/naive.py`` add in the first order too, so a kernel block matches them bit
+for bit on any features, not only on integers. (A term with a zero factor adds a signed zero, which changes
 no value: features and coefficients are finite, the loaders refuse NaN and inf.)
 
 Exact integer products (integer features whose partial sums stay below 2^24 or 2^53) are the same
@@ -40,11 +44,29 @@ ROWS = 8
 
 @nb.njit(cache=True, inline="always")
 def dot(a, b):
-    """``sum_f a[f] * b[f]``, added in increasing ``f``."""
-    acc = 0.0
-    for f in range(a.shape[0]):
-        acc += a[f] * b[f]
-    return acc
+    """``sum_f a[f] * b[f]`` for one pair of vectors, in eight interleaved partial sums: ``s_r``
+    adds the terms ``f = r, r + 8, r + 16, ...`` of the whole blocks of eight in increasing ``f``,
+    the remaining terms go to ``s_0`` in order, and the sum is ``((s0 + s1) + (s2 + s3)) + ((s4 +
+    s5) + (s6 + s7))``. A fixed order like the others (the per-example loops compute one inner
+    product at a time, and a single running sum would wait on each addition's latency); the value
+    can differ in its last bits from :func:`matmul`'s, which adds each entry term by term."""
+    F = a.shape[0]
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+    f = 0
+    while f + 8 <= F:
+        s0 += a[f] * b[f]
+        s1 += a[f + 1] * b[f + 1]
+        s2 += a[f + 2] * b[f + 2]
+        s3 += a[f + 3] * b[f + 3]
+        s4 += a[f + 4] * b[f + 4]
+        s5 += a[f + 5] * b[f + 5]
+        s6 += a[f + 6] * b[f + 6]
+        s7 += a[f + 7] * b[f + 7]
+        f += 8
+    while f < F:
+        s0 += a[f] * b[f]
+        f += 1
+    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
 
 
 @nb.njit(cache=True, inline="always")

@@ -42,6 +42,7 @@ import numpy as np
 
 from perceptron_lab.model.counts import counts_at_checkpoints, few_keys  # noqa: F401  (counts_at_checkpoints re-exported: it lived here)
 from perceptron_lab.engine import ordered
+from perceptron_lab.engine.ordered import dot as fixed_dot
 from perceptron_lab.engine.perceptron import TrainLog, normalizing_factors
 from perceptron_lab.model.hypotheses import VOTE_WEIGHTS, Hypotheses  # noqa: F401  (re-exported)
 from perceptron_lab.engine.kernels import (LINEAR, POLY, Kernel, as_csr, exact32_heavy_rows, exact32_ok, gram, kernel_diag,
@@ -716,16 +717,12 @@ def _expansion_vectors_csr(indptr, indices, data, nf, rscale, hyps, cps, slot, o
 
 @nb.njit(cache=True, parallel=True)
 def _rows_dot(X, V, out):
-    """``out = X @ V.T`` row by row, each entry added in feature order in float64: faster than a
-    blocked product when V has only a few rows."""
+    """``out = X @ V.T`` row by row, each entry in :func:`~perceptron_lab.engine.ordered.dot`'s fixed
+    order, in float64: faster than a blocked product when V has only a few rows."""
     for i in nb.prange(X.shape[0]):
         x = X[i]
         for j in range(V.shape[0]):
-            v = V[j]
-            acc = 0.0
-            for f in range(x.shape[0]):
-                acc += v[f] * x[f]
-            out[i, j] = acc
+            out[i, j] = fixed_dot(V[j], x)
 
 
 #: Below this many combined vectors the test set is scored by :func:`_rows_dot`, else by a blocked

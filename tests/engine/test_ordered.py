@@ -129,3 +129,30 @@ def test_exp_is_within_one_unit_in_the_last_place():
     assert got[0] == 1.0 and got[1] == 1.0 and got[3] == 0.0 and got[4] == math.inf
     assert got[5] == 0.0 and got[6] == math.inf and math.isnan(got[7])
     assert got[8] == math.exp(-745.0) and abs(got[9] - math.exp(709.7)) <= np.spacing(math.exp(709.7))
+
+
+def _eight_lanes(a, b):
+    """The order ordered.dot states: s_r over f = r (mod 8) in the whole blocks of eight, the tail
+    into s_0, then ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)), in Python floats."""
+    s = [0.0] * 8
+    whole = len(a) // 8 * 8
+    for f in range(whole):
+        s[f % 8] += float(a[f]) * float(b[f])
+    for f in range(whole, len(a)):
+        s[0] += float(a[f]) * float(b[f])
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+
+
+@numba.njit
+def _dots(A, B):
+    out = np.empty(A.shape[0])
+    for i in range(A.shape[0]):
+        out[i] = ordered.dot(A[i], B[i])
+    return out
+
+
+@pytest.mark.parametrize("d", [1, 7, 8, 9, 64, 259])
+def test_dot_adds_in_its_eight_stated_lanes(d):
+    rng = np.random.default_rng(d)
+    A, B = _data(rng, (30, d), np.float64), _data(rng, (30, d), np.float64)
+    assert _dots(A, B).tolist() == [_eight_lanes(a, b) for a, b in zip(A, B)]
