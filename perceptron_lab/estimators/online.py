@@ -24,8 +24,11 @@ that a stream learned one example at a time gives the model of the batch estimat
 same sequence in one pass, in order (with a kernel the batch estimator does not rescale, e.g. a
 Gaussian one: see below); without it, each class gets a perceptron from its first example on
 (every earlier example is a negative it never saw), ``predict_one`` returns the class of the
-largest score, and None before any example. There is no ``predict_proba_one``: a perceptron's score is a margin, not a
-probability, and no calibration would be honest on a stream.
+largest score, and None before any example. ``predict_proba_one`` raises a NotImplementedError that
+names ``decision_one``: a perceptron's score is a margin, not a probability, and no calibration would
+be honest on a stream. With ``kernel="linear"``, :class:`KernelPerceptron` runs in primal form (one
+weight vector per class, :mod:`perceptron_lab.engine.online_linear`) and has ``learn_many`` and
+``predict_many``, the same steps as ``learn_one`` and ``predict_one`` looped, bit for bit.
 
 The kernel is used as given (the estimators of :mod:`perceptron_lab.estimators.budget` scale a
 polynomial kernel to ``max K(x, x) = 1`` on their training set, which a stream does not know in
@@ -78,6 +81,7 @@ from perceptron_lab.engine.intercept import intercept_kernel
 from perceptron_lab.errors import NumericError, PlabError
 from perceptron_lab.estimators.perceptron import _plab_order
 from perceptron_lab.engine.kernels import Kernel, gram, kernel_diag
+from perceptron_lab.engine.online_linear import LinearRun
 
 try:
     from river import base as _river_base
@@ -126,7 +130,17 @@ def _check_range(row: np.ndarray) -> None:
         return
     with np.errstate(over="ignore", under="ignore"):
         sq = float(np.dot(row, row))
-    if not (_F64.tiny / _F64.eps <= sq <= _F64.max / 4):
+    _check_sq(sq)
+
+
+#: The squared norms a row may have (:func:`_check_range`), as Python floats.
+_SQ_LO, _SQ_HI = float(_F64.tiny / _F64.eps), float(_F64.max / 4)
+
+
+def _check_sq(sq: float) -> None:
+    """Refuse a nonzero row of squared norm ``sq`` outside float64's full-precision range (see
+    :func:`_check_range`)."""
+    if not (_SQ_LO <= sq <= _SQ_HI):
         raise ValueError(f"an example's squared norm |x|^2 = {sq:.3g} is outside float64's range "
                          f"({_F64.tiny / _F64.eps:.3g} to {_F64.max / 4:.3g}): its kernel values would underflow "
                          "or overflow. Multiply the stream's features by one constant that brings them near 1")
@@ -173,6 +187,14 @@ class _Online(_Classifier):
     def _multiclass(self) -> bool:
         return True
 
+    def __getstate__(self):
+        # the last row built (kept for the learn_one that follows a predict_one on the same x) and
+        # the label rows are caches: a pickle, or a comparison of states, holds the model only
+        state = dict(self.__dict__)
+        state.pop("_last_row", None)
+        state.pop("_ylab_cache", None)
+        return state
+
     def _intercept_feature(self) -> bool:
         """Whether ``fit_intercept`` is a constant feature 1 (a linear hypothesis; a Gaussian kernel
         takes its constant in the kernel, K + 1, and the poly kernels hold one of their own)."""
@@ -181,24 +203,53 @@ class _Online(_Classifier):
     def _row(self, x: dict) -> np.ndarray:
         """x as a row over the known features, then its new ones in the order of x (the columns
         :meth:`_add_features` gives them); ValueError, with nothing changed, for an x that is not a
-        mapping of finite numbers in float64's range."""
-        if not isinstance(x, Mapping):
+        mapping of finite numbers in float64's range. One pass over x in Python (a stream's rows
+        are short, and numpy's per-call costs would dominate): the squared norm that
+        :func:`_check_range` bounds is summed in x's order, the intercept's 1 last."""
+        if type(x) is not dict and not isinstance(x, Mapping):
             raise ValueError(f"x must be a dict of features, got {type(x).__name__}")
-        row = np.zeros(len(self._features) + sum(k not in self._features for k in x))
-        extra = len(self._features)
+        feats = self._features
+        # a stream asks the same x of predict_one, then of learn_one: its row is kept with x's
+        # items (compared by value, in order) and the number of known features (which only grow,
+        # so the same count means the same columns)
+        items = tuple(x.items()) if type(x) is dict else None
+        last = self.__dict__.get("_last_row")
+        if items is not None and last is not None and last[1] == len(feats) and last[0] == items:
+            return last[2]
+        get = feats.get
+        vals = [0.0] * len(feats)
+        new = []
+        sq, nonzero = 0.0, False
         for k, v in x.items():
-            if not isinstance(v, numbers.Number) or isinstance(v, complex):
-                raise ValueError(f"feature {k!r} is {v!r}; {type(self).__name__} takes numbers only (encode "
-                                 "other features first, e.g. with river.preprocessing.OneHotEncoder)")
-            j = self._features.get(k)
+            t = type(v)
+            if t is float:
+                fv = v
+            else:
+                if t is not int and (not isinstance(v, numbers.Number) or isinstance(v, complex)):
+                    raise ValueError(f"feature {k!r} is {v!r}; {type(self).__name__} takes numbers only (encode "
+                                     "other features first, e.g. with river.preprocessing.OneHotEncoder)")
+                fv = float(v)  # any Number but complex (Decimal, Fraction, numpy scalars) converts
+            if not math.isfinite(fv):
+                raise ValueError(f"x holds a value that is not finite: {x!r}")
+            j = get(k)
             if j is None:
-                j, extra = extra, extra + 1
-            row[j] = float(v)
-        if _INTERCEPT in self._features:
-            row[0] = 1.0
-        if not np.all(np.isfinite(row)):
-            raise ValueError(f"x holds a value that is not finite: {x!r}")
-        _check_range(row)
+                new.append(fv)
+            else:
+                vals[j] = fv
+            if fv != 0.0:
+                nonzero = True
+                sq += fv * fv   # Python floats, in x's order: an overflow is inf, an underflow 0
+        if new:
+            vals += new
+        if _INTERCEPT in feats:
+            vals[0] = 1.0
+            sq += 1.0
+            nonzero = True
+        if nonzero:
+            _check_sq(sq)
+        row = np.array(vals, dtype=np.float64)
+        if items is not None:
+            self._last_row = (items, len(feats), row)
         return row
 
     def _add_features(self, x: dict) -> None:
@@ -296,6 +347,21 @@ class _Online(_Classifier):
         if not self._started:
             return self._classes[0] if self._classes else None
         return self._decide(self._scores(x))
+
+    def predict_proba_one(self, x: dict):
+        """Not provided: raises a NotImplementedError (River's signal for "no probabilities") that
+        says why and names ``decision_one``.
+
+        A perceptron's score ``y f(x)`` is a margin in the units of the kernel, not a probability,
+        and nothing in these algorithms calibrates it; a calibration fitted on a stream (Platt's
+        sigmoid, say) would be a second model with its own choices. Use ``decision_one`` for the
+        scores, or ``predict_one`` for the class; River metrics that need probabilities (ROC AUC,
+        log loss) do not apply.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} has no predict_proba_one: a perceptron's score is a margin, not a "
+            "probability, and no calibration on a stream would be honest; use decision_one(x) for the scores "
+            "(> 0 predicts the class) or predict_one(x) for the class")
 
 
 class BudgetKernelPerceptron(_Online):
@@ -634,6 +700,218 @@ class KernelPerceptron(BudgetKernelPerceptron):
     def _unit_test_params(cls):
         yield {"kernel": "gaussian", "sigma": 50.0}  # see BudgetKernelPerceptron._unit_test_params
         yield {"kernel": "poly", "degree": 2, "scale": 20.0, "rule": "avg"}
+        yield {"kernel": "linear", "rule": "avg"}
+
+    # ------------------------------------------------------------------ the linear kernel: primal form
+    #
+    # With kernel="linear" the hypothesis is one weight vector per label (perceptron_lab.engine.
+    # online_linear): a step costs O(labels x features), not O(labels x mistakes x features) as the
+    # dual form's, and the scores are sequential sums in a fixed order, so learn_many is learn_one
+    # looped, bit for bit.
+
+    @property
+    def _primal(self) -> bool:
+        return self.kernel == "linear"
+
+    def _new_label(self) -> None:
+        if not self._primal:
+            return super()._new_label()
+        if self._run is not None:
+            while self._n_labels() > self._run.n_labels:
+                self._run.add_label()
+
+    def learn_one(self, x: dict, y) -> None:
+        """One step on ``(x, y)``: the prediction of each class's perceptron, and its update
+        ``w <- w + y x`` where it errs (``y w.x <= 0``); with ``kernel="linear"`` in primal form.
+
+        Parameters
+        ----------
+        x : dict
+            The example's features, by name (a name not seen before is a new feature, 0 in every
+            earlier example).
+        y : object
+            Its class (a class not seen before is added, unless the classes were given).
+
+        Raises
+        ------
+        ValueError
+            For an x that is not a dict of finite numbers in float64's range, or a y that is no
+            class label or not among the given classes; where a score that decides the update is
+            not a finite float64 number. The model is then unchanged.
+        """
+        if not self._primal:
+            return super().learn_one(x, y)
+        n_features, n_classes = len(self._features), len(self._classes)
+        row = self._row(x)
+        k = self._class_index(y)
+        if row.size > n_features:   # x's new features, in x's order (as _checked registers them)
+            self._add_features(x)
+        if k is None:
+            self._classes.append(y)
+            k = len(self._classes) - 1
+        if self._run is None:
+            self._run = LinearRun(max(self._n_labels(), 1))
+        run = self._run
+        self._new_label()
+        run.widen(row.size)
+        ylab = self._ylab(k)
+        if not run.learn_one(row, ylab):  # a score that is not finite: nothing learned, nothing registered
+            for key in list(self._features)[n_features:]:
+                del self._features[key]
+            labels = self._n_labels() if len(self._classes) == n_classes else None
+            del self._classes[n_classes:]
+            if labels is None:
+                labels = self._n_labels()
+                run.W, run.V, run.mistakes = run.W[:labels], run.V[:labels], run.mistakes[:labels]
+            raise ValueError(f"the score of this example overflows float64 (|x|^2 = {float(row @ row):.3g}), so its "
+                             "update cannot be decided. Fix: divide every feature of the stream by one constant "
+                             "that brings them near 1")
+        self._started = True
+
+    def learn_many(self, X, y) -> None:
+        """Learn the rows of ``X`` (a pandas DataFrame, columns the features) with the labels ``y``
+        in order: the model ``learn_one`` gives on them one after another, bit for bit (the same
+        jitted step on the same rows; a class not seen before starts its perceptron where that row
+        comes). Every row is checked first: an invalid one (a value that is not a finite number in
+        float64's range, a label that is no class) raises a ValueError and nothing is learned.
+        With ``kernel="linear"`` only (the primal form)."""
+        if not self._primal:
+            raise ValueError(f"learn_many runs the primal form of the linear kernel; with kernel={self.kernel!r} "
+                             "call learn_one for each example")
+        cols = list(X.columns)
+        self._learn_rows([dict(zip(cols, r)) for r in X.itertuples(index=False, name=None)], list(y))
+
+    def _learn_rows(self, xs: list, ys: list) -> None:
+        """The steps of ``(xs[i], ys[i])`` in order, each row checked (and its features and class
+        registered) as :meth:`learn_one` does; rows are learned in batches between new classes, so
+        that a new class's perceptron starts where its first example comes. A refused row puts the
+        model back as it was before the call."""
+        if len(xs) != len(ys):
+            raise ValueError(f"X has {len(xs)} rows and y {len(ys)} labels")
+        kept = (dict(self._features), list(self._classes), self._started)
+        run = self._run
+        labels_before = 0 if run is None else run.n_labels
+        saved = _copy_linear(run) if run is not None and len(xs) > 1 else None
+        try:
+            rows, labels = [], []
+            for x, y in zip(xs, ys):
+                if rows and self._class_index(y) is None:  # a new class: its perceptron starts here
+                    self._learn_batch(rows, labels)
+                    rows, labels = [], []
+                row, k = self._checked(x, y)
+                rows.append(row)
+                labels.append(k)
+            if rows:
+                self._learn_batch(rows, labels)
+        except ValueError:
+            self._features, self._classes, self._started = kept
+            if saved is not None:
+                self._run = saved
+            elif run is None:
+                self._run = None
+            else:  # one row: the step changed no weight; only a label column may have been added
+                run.W, run.V, run.mistakes = run.W[:labels_before], run.V[:labels_before], run.mistakes[:labels_before]
+            raise
+
+    def _learn_batch(self, rows: list, labels: list) -> None:
+        if self._run is None:
+            self._run = LinearRun(max(self._n_labels(), 1))
+        run = self._run
+        self._new_label()
+        width = len(self._features)
+        run.widen(width)
+        if len(rows) == 1 and rows[0].size == width:
+            X = rows[0][None, :]
+        else:
+            X = np.zeros((len(rows), width))
+            for i, r in enumerate(rows):
+                X[i, :r.size] = r
+        Y = np.concatenate([self._label_row(k) for k in labels]).astype(np.float64)
+        done = run.learn(X, Y)
+        if done < len(rows):
+            raise ValueError(f"the score of an example overflows float64 (|x|^2 = {float(X[done] @ X[done]):.3g}), "
+                             "so its update cannot be decided. Fix: divide every feature of the stream by one "
+                             "constant that brings them near 1")
+        self._started = True
+
+    def _scores(self, x: dict) -> np.ndarray:
+        if not self._primal:
+            return super()._scores(x)
+        s = self._run.score_one(self._row(x), self.rule == "avg")  # features never learned: weight 0
+        if not all(math.isfinite(v) for v in s.tolist()):
+            raise ValueError("a score of this example overflows float64, so no class can be predicted from it. Fix: "
+                             "divide every feature of the stream by one constant that brings them near 1")
+        return s
+
+    def _ylab(self, k: int) -> np.ndarray:
+        """The +1/-1 label row of class index ``k`` as float64 (cached: a stream asks it every step)."""
+        key = (k, self._n_labels())
+        cache = self.__dict__.setdefault("_ylab_cache", {})
+        out = cache.get(key)
+        if out is None:
+            out = cache[key] = self._label_row(k)[0].astype(np.float64)
+        return out
+
+    def _linear_scores(self, X: np.ndarray) -> np.ndarray:
+        S = self._run.scores(X, avg=self.rule == "avg")  # features never learned have weight 0
+        if not all(math.isfinite(v) for v in S.flat):
+            raise ValueError("a score of this example overflows float64, so no class can be predicted from it. Fix: "
+                             "divide every feature of the stream by one constant that brings them near 1")
+        return S
+
+    def predict_one(self, x: dict):
+        """The predicted class of ``x``.
+
+        Parameters
+        ----------
+        x : dict
+            The example's features, by name (a name not seen before is a new feature, 0 in every
+            earlier example).
+
+        Returns
+        -------
+        object
+            The class of the largest score (before the first example: the first given class, or
+            None), as for
+            [`BudgetKernelPerceptron.predict_one`][perceptron_lab.estimators.online.BudgetKernelPerceptron.predict_one].
+        """
+        if not self._primal:
+            return super().predict_one(x)
+        if not self._started:
+            return self._classes[0] if self._classes else None
+        return self._decide(self._scores(x))
+
+    def predict_many(self, X):
+        """The predicted classes of the rows of ``X`` (a pandas DataFrame), as ``predict_one`` row by
+        row, as a pandas Series. With ``kernel="linear"`` only."""
+        import pandas as pd
+
+        if not self._primal:
+            raise ValueError(f"predict_many runs the primal form of the linear kernel; with kernel={self.kernel!r} "
+                             "call predict_one for each example")
+        cols = list(X.columns)
+        return pd.Series([self.predict_one(dict(zip(cols, r))) for r in X.itertuples(index=False, name=None)],
+                         index=X.index)
+
+    @property
+    def n_support_(self) -> dict:
+        """The support vectors of each class's perceptron: with ``kernel="linear"`` (primal form),
+        its mistakes, one support vector each in the dual form."""
+        if not self._primal:
+            return super().n_support_
+        if self._run is None:
+            return {}
+        if self._n_labels() == 1 and self.classes is not None:
+            return {self._classes[1]: int(self._run.mistakes[0])}
+        return {c: int(s) for c, s in zip(self._classes, self._run.mistakes)}
+
+
+def _copy_linear(run: LinearRun) -> LinearRun:
+    """A copy of a primal run's state (a refused batch puts it back)."""
+    out = LinearRun.__new__(LinearRun)
+    out.W, out.V, out.t, out.mistakes = run.W.copy(), run.V.copy(), run.t, run.mistakes.copy()
+    out._scores = np.empty(run.n_labels)
+    return out
 
 
 class ALMA(_Online):
