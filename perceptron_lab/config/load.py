@@ -400,6 +400,7 @@ class _Validator:
             if sel in p.when[1]:
                 return p.check
         p = candidates[0]
+        assert p.when is not None   # a key without a selector returned in the loop
         self.line(at, f"{_render_path(at)}: " + off_text(p, "", section.get(p.when[0]), _show))
         return INVALID
 
@@ -437,7 +438,8 @@ def _valid(*values) -> bool:
 
 def _rule_checkpoints(v: _Validator) -> None:
     tr = v.values["training"]
-    epochs, cps = tr.get("epochs"), tr.get("checkpoints")
+    epochs: Any = tr.get("epochs")   # a config's value: checked here
+    cps: Any = tr.get("checkpoints")
     if not _valid(epochs, cps):
         return
     late = [i for i, c in enumerate(cps) if c > epochs + C.EPOCH_TOL]
@@ -489,11 +491,11 @@ def _rule_grid_algorithms(v: _Validator) -> None:
     if unused:
         keys = ", ".join(f"algorithm.{k} = {v.shown('algorithm', k)}" for k in unused)
         them = "it" if len(unused) == 1 else "them"
-        users = "; ".join(f"algorithm.{k}: {', '.join(u)}" for k, u in unused.items())
+        users_text = "; ".join(f"algorithm.{k}: {', '.join(u)}" for k, u in unused.items())
         v.line(("algorithm", next(iter(unused))),
                f"{keys}: {'it is' if len(unused) == 1 else 'they are'} used by no algorithm of evaluation.grid "
                f"(algorithm.name: {', '.join(names)}); remove {them} from the config, or add to the grid an "
-               f"algorithm that uses {them} ({users})")
+               f"algorithm that uses {them} ({users_text})")
 
 
 _COMBINATIONS: tuple[Callable[[_Validator], None], ...] = (
@@ -604,7 +606,7 @@ def config_from_dict(d: Mapping, source: str = "<dict>",
     """
     src = _Source(os.fspath(source), Path(os.fspath(source)))
     if not isinstance(d, Mapping):
-        _Validator({}, src.label, "", None).run(d, src.label)  # raises with the template message
+        _Validator({}, src.label, "", None).run(d, src.label)  # type: ignore[unreachable]  # untyped callers: raises with the template message
     problems: list[str] = []
     try:
         result = _resolve(dict(d), src, ((src.path.resolve(), src.label),), problems)
@@ -646,7 +648,7 @@ def with_overrides(cfg: ExperimentConfig, overrides: Mapping[str, Any] | None = 
 
     Problems caused by an override are reported against ``<source> (override)``.
     """
-    changes = dict(overrides or {})
+    changes: dict[Any, Any] = dict(overrides or {})   # its keys are checked below: a caller may pass any
     changes.update(dotted)
     data = cfg.to_dict()
     for path in changes:
@@ -695,8 +697,9 @@ def with_overrides(cfg: ExperimentConfig, overrides: Mapping[str, Any] | None = 
                     off_keys.append((p.path, value, sel_path, new))
     drop_other_source(data.get("dataset", {}), changes)
     if "training.epochs" in changes and "training.checkpoints" not in changes:
-        new = changes["training.epochs"]  # an invalid value is reported by the validator
-        top = new + C.EPOCH_TOL if isinstance(new, numbers.Real) and not isinstance(new, bool) else float("inf")
+        epochs: Any = changes["training.epochs"]  # an invalid value is reported by the validator
+        top = float(epochs) + C.EPOCH_TOL if not isinstance(epochs, bool) and isinstance(epochs, numbers.Real) \
+            else float("inf")
         data["training"]["checkpoints"] = [c for c in cfg.training.checkpoints if c != cfg.training.epochs and c <= top]
     written = frozenset(w for w in written if _has(data, w)) | changed
     origins_extra = {}
@@ -770,8 +773,8 @@ def _compose_algorithm(data: dict, written: frozenset, changed: set, old: str, n
         return []
     unused = []
     for section in SECTIONS:
-        items = data.get(section)
-        for key in list(items or ()):
+        items = data.get(section) or {}
+        for key in list(items):
             path = f"{section}.{key}"
             if path in changed:
                 continue

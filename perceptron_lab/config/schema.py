@@ -287,7 +287,11 @@ def algorithms_using(path: str) -> tuple[str, ...]:
     :data:`SCHEMA` for ``path`` applies to (every algorithm for a key without ``when``; none for a
     key of another section). ``algorithms_using('algorithm.lambda')`` is ``('perceptron', 'norma')``."""
     rows = [p for p in SCHEMA if p.path == path and p.section == "algorithm"]
-    return tuple(n for n in C.ALGORITHMS if any(p.applies(lambda _k, n=n: n) for p in rows))
+
+    def used_by(name: str) -> bool:
+        return any(p.applies(lambda _key: name) for p in rows)
+
+    return tuple(n for n in C.ALGORITHMS if used_by(n))
 
 
 def same_setting(path: str, a: str, b: str) -> bool:
@@ -319,6 +323,7 @@ def off_text(p: Param, shown: str, sel: Any, show=repr) -> str:
     does not use it: ``p.off`` with ``{path}``, ``{shown}`` (`` = value`` or empty), ``{sel_path}``,
     ``{sel}`` (``show(sel)``), ``{sel_name}`` (the chosen algorithm as messages name it) and
     ``{users}`` (the algorithms that have the key) filled in."""
+    assert p.when is not None, p.path   # only a key with a selector is ever off
     sel_path = f"{p.section}.{p.when[0]}"
     name = ALGORITHM_TITLES.get(sel, show(sel)) if isinstance(sel, str) else show(sel)
     return p.off.format(path=p.path, shown=shown, sel_path=sel_path, sel=show(sel), sel_name=name,

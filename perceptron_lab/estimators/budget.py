@@ -278,8 +278,9 @@ class BudgetPerceptron(_EngineClassifier):
             kernel = self._kernel().range_safe(X, np.float64, rescale_values=False, unit_diag=True)
         except PlabError as exc:
             raise _value_error(exc) from None
-        if kernel.rescale_note():
-            warnings.warn(kernel.rescale_note(), UserWarning, stacklevel=5)
+        note = kernel.rescale_note()
+        if note:
+            warnings.warn(note, UserWarning, stacklevel=5)
         kernel = unit_diag_kernel(kernel, kernel.features(X))
         if not np.all(np.isfinite(kernel_diag(kernel, kernel.features(X)))):
             raise ValueError(f"K(x, x) overflows float64 for {kernel.describe()}; use a larger scale or a "

@@ -69,10 +69,11 @@ import math
 import numbers
 import warnings
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
-from perceptron_lab.config.settings import check_settings, door
+from perceptron_lab.config.settings import Setting, check_settings, door
 from perceptron_lab.constants import BUDGET_ALGORITHMS, DEFAULT_ALMA_C, DEFAULT_NORMA_RHO
 from perceptron_lab.engine.alma import AlmaParams, PrimalRun, pnormalize, resolve_B, unresolved_bound
 from perceptron_lab.engine.budget import BudgetParams, BudgetRun
@@ -83,6 +84,7 @@ from perceptron_lab.estimators.perceptron import _plab_order
 from perceptron_lab.engine.kernels import Kernel, gram, kernel_diag
 from perceptron_lab.engine.online_linear import LinearRun
 
+_Classifier: type
 try:
     from river import base as _river_base
 
@@ -97,7 +99,7 @@ _NO_LIMIT = int(np.iinfo(np.int64).max)
 #: The rules an online class predicts with: the voted rule's cost grows with the stream.
 _ONLINE_RULES = ("last", "avg")
 #: The settings of the kernel perceptrons, from the config schema (perceptron_lab.config.settings).
-_KERNEL_SETTINGS = dict(kernel={}, degree={}, scale={}, sigma={}, fit_intercept={}, rule={"options": _ONLINE_RULES})
+_KERNEL_SETTINGS: dict[str, Any] = dict(kernel={}, degree={}, scale={}, sigma={}, fit_intercept={}, rule={"options": _ONLINE_RULES})
 
 
 class _Intercept:
@@ -165,6 +167,19 @@ def _check_label(y, what: str = "y") -> None:
 
 class _Online(_Classifier):
     """Features and labels of a stream: dict keys to columns, labels to one-vs-rest columns."""
+
+    # each online class sets these (its parameters, River's convention) and defines the two methods
+    _schema_settings: dict[str, Setting]
+    classes: list | None
+    fit_intercept: bool
+
+    def _new_label(self) -> None:  # pragma: no cover - abstract
+        """Add a label column for the class just appended to ``_classes``."""
+        raise NotImplementedError
+
+    def _scores(self, x: dict) -> np.ndarray:  # pragma: no cover - abstract
+        """The score of each label column on ``x``."""
+        raise NotImplementedError
 
     def _setup(self) -> None:
         """Check the settings (the table of perceptron_lab.config.settings) and the classes; then
@@ -423,6 +438,8 @@ class BudgetKernelPerceptron(_Online):
     #: config keys' ranges; ``eta=None`` is the config's default, and the rules are those of a stream.
     _schema_settings = door(of="norma", algorithm={"options": BUDGET_ALGORITHMS}, budget={}, eta={"none": True},
                             lambda_={}, rho={}, schedule={}, seed={}, **_KERNEL_SETTINGS)
+    #: the run, from the first example on (None before it)
+    _run: BudgetRun | None
 
     def __init__(self, algorithm: str = "forgetron", budget: int | None = 100, eta: float | None = None,
                  lambda_: float = 0.0, rho: float = DEFAULT_NORMA_RHO, schedule: str = "constant",
@@ -573,6 +590,7 @@ class BudgetKernelPerceptron(_Online):
         and before this check ``predict_one`` returned a class for it.
         """
         run = self._run
+        assert run is not None   # scores are asked of a started run only
         L = len(state)
         union = np.unique(np.concatenate([exs for exs, _ in state])) if L else np.empty(0, np.int64)
         if union.size == 0:
@@ -606,6 +624,7 @@ class BudgetKernelPerceptron(_Online):
         return self._kernel_scores(*self._state(x))[0]
 
     def _state(self, x: dict):
+        assert self._run is not None   # predictions before the first example return earlier
         last, summed = self._run.hypotheses(avg=self.rule == "avg")
         return self._row(x), last if self.rule == "last" else summed
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -221,6 +222,9 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         epochs={}, rule={}, vote_weight={}, dtype={}, chunk_size={}, cache_limit_gb={})
     _parameter_constraints: dict = {**_constraints(_schema_settings), "shuffle": ["boolean"],
                                     "random_state": ["random_state"]}
+    #: The run so far, for partial_fit: (rows, encoded labels, order, steps), or None once the rows
+    #: are dropped (a pickle of a fitted model, a budgeted run that keeps its own compacted rows).
+    _seq: tuple[Any, np.ndarray, np.ndarray, int] | None
 
     # ------------------------------------------------------------------ hooks of the subclasses
 
@@ -423,6 +427,7 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
     def _continue(self, X, y_enc) -> None:
         """One pass over the new examples ``(X, y_enc)`` after the run so far: the run's sequence
         with them appended, replayed through the engine as one pass (one row per step)."""
+        assert self._seq is not None   # partial_fit started or continues a run
         X0, y0, order0, steps0 = self._seq
         s0 = order0[np.arange(steps0) % max(1, len(order0))]
         if sp.issparse(X0) or sp.issparse(X):
@@ -523,8 +528,9 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         X_given, X = X, self._design(X)
         try:
             kernel = self._kernel().range_safe(X, dtype)
-            if kernel.rescale_note():
-                warnings.warn(kernel.rescale_note(), UserWarning, stacklevel=4)
+            note = kernel.rescale_note()
+            if note:
+                warnings.warn(note, UserWarning, stacklevel=4)
             with threads_for(X.size):
                 log = train_algorithm(self._settings(), kernel.features(X), Y, kernel, order, epochs, [epochs],
                                       dtype=dtype, chunk_size=int(self.chunk_size),
@@ -752,6 +758,7 @@ class MarginPerceptron(_EngineClassifier):
 
     def _check_continuable(self):
         # both count what the hypothesis holds per example, which a replay with one row per step loses
+        assert self._seq is not None   # asked only of a run partial_fit can continue
         _, _, order, steps = self._seq
         bounded = self.alpha_bound is not None and float(self.alpha_bound) != float("inf")  # math.inf: unbounded
         repeats = steps > len(order) or np.unique(order).size < len(order)
