@@ -709,6 +709,8 @@ class KernelPerceptron(BudgetKernelPerceptron):
     """
 
     _schema_settings = door(**_KERNEL_SETTINGS)
+    #: a LinearRun (the linear kernel, in primal form) or, for the other kernels, the parent's BudgetRun
+    _run: Any
 
     def __init__(self, kernel: str = "poly", degree: int = 3, scale: float = 1.0, sigma: float = 1.0,
                  rule: str = "last", classes: list | None = None, fit_intercept: bool = True):
@@ -812,7 +814,8 @@ class KernelPerceptron(BudgetKernelPerceptron):
         labels_before = 0 if run is None else run.n_labels
         saved = _copy_linear(run) if run is not None and len(xs) > 1 else None
         try:
-            rows, labels = [], []
+            rows: list[np.ndarray] = []
+            labels: list[int] = []
             for x, y in zip(xs, ys):
                 if rows and self._class_index(y) is None:  # a new class: its perceptron starts here
                     self._learn_batch(rows, labels)
