@@ -38,7 +38,8 @@ class DatasetEntry:
     description: str
     subfolder: str
     files: tuple[FileSpec, ...]
-    loader: Callable[[Path], Dataset] = field(repr=False, compare=False)
+    #: ``loader(folder)``; a loader with options takes them as keywords (promoters: ``instance_name``)
+    loader: Callable[..., Dataset] = field(repr=False, compare=False)
     citation: str
     license: str
     embedded: bool = False  # a copy ships in perceptron_lab/datasets/embedded/
