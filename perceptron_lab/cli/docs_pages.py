@@ -768,9 +768,31 @@ def benchmarks_page(root: Path) -> str:
         body = re.sub(r"(?<![`\w])([\w/]*__\w+__\.py)", r"`\1`", body)   # file names, not Markdown emphasis
         out += ["The latest `make bench` (`results/bench/summary.md`, written by the benchmark itself):", "",
                 body, ""]
+    out += online_river_section(bench)
     dask = dask_measurement(root)
     out += ["## Dask LocalCluster", "", dask.replace("](results/", "](results/"), ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def online_river_section(bench: Path) -> list[str]:
+    """The benchmarks page's lines on the online classes against River, from
+    ``results/bench/online_river.csv`` (``python -m benchmarks.online_river``); none without it."""
+    path = bench / "online_river.csv"
+    if not path.is_file():
+        return []
+    df = read_back_csv(path, ["stream", "tool", "us_per_example", "ratio_to_river", "progressive_accuracy"],
+                       fix="rewrite it: python -m benchmarks.online_river")
+    rows = [f"| {r.stream} | {r.tool} | {r.us_per_example} | {r.ratio_to_river} | {r.progressive_accuracy} |"
+            for r in df.itertuples(index=False)]
+    return ["## Online classes against River", "",
+            "The cases above measure the *batch engine*: `plab run` and the scikit-learn estimators, a whole "
+            "training set per call. These rows are the *online classes* (`perceptron_lab.estimators.online`), one "
+            "example per call from Python, on River's own streams: `predict_one` then `learn_one` on every "
+            "example, against River's `Perceptron` and `ALMAClassifier` in the same process (the fastest of "
+            "interleaved passes; the ratio is taken within one round). `python -m benchmarks.online_river` "
+            "writes `results/bench/online_river.csv`.", "",
+            "| stream | tool | µs per example | × River | progressive accuracy |", "|---|---|---|---|---|",
+            *rows, ""]
 
 
 def configuration_page(root: Path) -> str:
