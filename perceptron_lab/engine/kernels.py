@@ -774,12 +774,12 @@ def sparse_dots(A, B, out=None) -> np.ndarray:
     return out
 
 
-def ordered_dots(A: np.ndarray, B: np.ndarray, out=None) -> np.ndarray:
+def ordered_dots(A: np.ndarray, B: np.ndarray, out=None, BT=None) -> np.ndarray:
     """``A @ B.T`` with every entry added over the features in their order
     (:func:`perceptron_lab.engine.ordered.matmul_nt`): the value of a pair of rows does not depend on
     the other rows of A or B, nor on the machine. ``out``: a C-contiguous array of shape
-    (len(A), len(B)) in A's dtype."""
-    return ordered.matmul_nt(A, B, out=out)
+    (len(A), len(B)) in A's dtype; ``BT``: B's transpose, C-contiguous, when the caller keeps one."""
+    return ordered.matmul_nt(A, B, out=out, BT=BT)
 
 
 #: Rows converted to float64 at a time by :func:`sq_norms64`.
@@ -894,7 +894,7 @@ def matmul_exact32(A: np.ndarray, B: np.ndarray, sq_a=None, sq_b=None, out=None,
 
 
 def gram(kernel: Kernel, A: np.ndarray, B: np.ndarray, sq_a=None, sq_b=None, out=None, exact32: bool = False,
-         B32=None) -> np.ndarray:
+         B32=None, BT=None) -> np.ndarray:
     """Kernel block K(A_i, B_j), shape (len(A), len(B)), in the dtype of A.
 
     ``sq_a``/``sq_b`` may pass precomputed squared norms (used by the Gaussian kernels); ``out``
@@ -902,7 +902,7 @@ def gram(kernel: Kernel, A: np.ndarray, B: np.ndarray, sq_a=None, sq_b=None, out
     ``exact32`` (A and B that pass :func:`exact32_ok`) computes the inner products by
     :func:`matmul_exact32`: the same values, at float32 GEMM speed. Other dense A and B
     take them from :func:`ordered_dots`: each value added in feature order, independent of the other
-    rows and of the machine.
+    rows and of the machine (``BT``: B's transpose, C-contiguous, when the caller keeps one).
     """
     if kernel.code == PRECOMPUTED:
         raise ValueError("a precomputed kernel has no kernel function: take its values from the Gram matrix")
@@ -911,7 +911,7 @@ def gram(kernel: Kernel, A: np.ndarray, B: np.ndarray, sq_a=None, sq_b=None, out
     elif exact32:
         G = matmul_exact32(A, B, sq_a, sq_b, out=out, B32=B32)
     else:
-        G = ordered_dots(A, B, out=out)
+        G = ordered_dots(A, B, out=out, BT=BT)
     if kernel.code == LINEAR:
         return G
     if kernel.uses_norms:

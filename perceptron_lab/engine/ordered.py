@@ -159,9 +159,11 @@ def matmul(A, B, out=None) -> np.ndarray:
     return out
 
 
-def matmul_nt(A, B, out=None) -> np.ndarray:
-    """``A @ B.T`` (the inner products of A's rows with B's), as :func:`matmul`."""
-    return matmul(A, np.asarray(B).T, out=out)
+def matmul_nt(A, B, out=None, BT=None) -> np.ndarray:
+    """``A @ B.T`` (the inner products of A's rows with B's), as :func:`matmul`. ``BT``: B's
+    transpose as a C-contiguous array, when the caller keeps one (a run multiplies by all of its
+    training set many times; a fresh transpose per call would copy it each time)."""
+    return matmul(A, np.asarray(B).T if BT is None else BT, out=out)
 
 
 def matmul_tn(A, D, out=None) -> np.ndarray:

@@ -355,6 +355,7 @@ class _ChunkRun:
         self.cum_cp = np.zeros((cp_steps.size, L), dtype=np.int64)
         self.cp_ptr = 0
         self.pend_rows = None  # the pending examples' features (and float32 copy), gathered when they change
+        self._XdT = None       # Xd transposed, for the kernel columns' ordered products (XdT)
         self.ints = None       # integer features of small norms (chunk_dots, _run_chunk), found at the first chunk
 
     def _memory(self):
@@ -432,6 +433,15 @@ class _ChunkRun:
             self.W = np.zeros((L, self.Xf.shape[1]), dtype=np.float64)
         # the products added to the scores are written here, one array for the run (add_product)
         self.Sbuf = np.empty(self.S.shape, dtype=dtype) if self.form == "dual" else None
+
+    @property
+    def XdT(self):
+        """The features transposed (C-contiguous), made once for the run: the kernel columns of
+        features that are not exact integers are ordered products, which read B transposed. None
+        where the columns come from the exact float32 GEMM."""
+        if self._XdT is None and self.Xd32 is None and self.Xd.ndim == 2:
+            self._XdT = np.ascontiguousarray(self.Xd.T)
+        return self._XdT
 
     def chunk(self, a, b) -> Chunk:
         """The :data:`Chunk` of steps ``[a, b)``: its examples, their scores before it (with the
@@ -789,7 +799,7 @@ def _flush_pending(run, pend_ex, pend_delta):
     if run.store is not None:
         return _flush_shared(run, pend_ex, pend_delta)
     if run.stream:
-        G = gram(kernel, Xd[pend_ex], Xd, sq[pend_ex], sq, exact32=Xd32 is not None, B32=Xd32)
+        G = gram(kernel, Xd[pend_ex], Xd, sq[pend_ex], sq, exact32=Xd32 is not None, B32=Xd32, BT=run.XdT)
         if rscale is not None:
             r = rscale.astype(dtype)
             _scale_block(G, r[pend_ex], r)
@@ -799,7 +809,7 @@ def _flush_pending(run, pend_ex, pend_delta):
     if a1 > run.cap:
         raise _cache_full(run.opts.cache_limit_gb, a1, n, dtype)
     run.slot_of[pend_ex] = np.arange(a0, a1)
-    _columns(kernel, Xd, sq, pend_ex, run.Kc[a0:a1], dtype, rscale, Xd32)
+    _columns(kernel, Xd, sq, pend_ex, run.Kc[a0:a1], dtype, rscale, Xd32, run.XdT)
     add_product(S, run.Kc[a0:a1], pend_delta.astype(dtype), run.Sbuf)
     return a1
 
@@ -812,9 +822,10 @@ def _cache_full(cache_limit_gb, n_sv, n, dtype) -> EngineError:
         "training.cache_limit_gb, train on fewer examples, or use the linear kernel (primal form)")
 
 
-def _columns(kernel, Xd, sq, ex, out, dtype, rscale, Xd32):
-    """Kernel columns of examples ``ex`` against all of ``Xd`` into ``out`` (normalized with ``rscale``)."""
-    gram(kernel, Xd[ex], Xd, sq[ex], sq, out=out, exact32=Xd32 is not None, B32=Xd32)
+def _columns(kernel, Xd, sq, ex, out, dtype, rscale, Xd32, XdT=None):
+    """Kernel columns of examples ``ex`` against all of ``Xd`` into ``out`` (normalized with ``rscale``;
+    ``XdT``: Xd transposed, when the run keeps it)."""
+    gram(kernel, Xd[ex], Xd, sq[ex], sq, out=out, exact32=Xd32 is not None, B32=Xd32, BT=XdT)
     if rscale is not None:
         r = rscale.astype(dtype)
         _scale_block(out, r[ex], r)
@@ -835,7 +846,7 @@ def _flush_shared(run, pend_ex, pend_delta):
         # once per run, before it uses a column it did not compute: the same values computed alone?
         j = int(np.flatnonzero(rows >= 0)[0])
         alone = np.empty((1, n), dtype=dtype)
-        _columns(kernel, Xd, sq, pend_ex[j:j + 1], alone, dtype, rscale, Xd32)
+        _columns(kernel, Xd, sq, pend_ex[j:j + 1], alone, dtype, rscale, Xd32, run.XdT)
         store.checked = True
         if not np.array_equal(alone[0], store.K[rows[j]], equal_nan=True):
             columns.set_enabled(False)
@@ -847,7 +858,7 @@ def _flush_shared(run, pend_ex, pend_delta):
             raise _cache_full(run.opts.cache_limit_gb, n_slots + pend_ex.size, n, dtype)
         rows = slot_of[pend_ex]    # renumbered if the store made room
         a0, a1 = store.used, store.used + new.size
-        _columns(kernel, Xd, sq, pend_ex[new], store.K[a0:a1], dtype, rscale, Xd32)
+        _columns(kernel, Xd, sq, pend_ex[new], store.K[a0:a1], dtype, rscale, Xd32, run.XdT)
         rows[new] = np.arange(a0, a1)
         slot_of[pend_ex[new]] = rows[new]
         if columns.enabled():
