@@ -203,7 +203,8 @@ def test_large_grid_summary_is_one_line_per_point(tmp_path):
 
 
 @pytest.mark.parametrize("args, says", [
-    (["run", "--bogus"], "plab: error: No such option '--bogus'"),
+    # click 8.2 (the floor) writes "No such option: --bogus", later versions "No such option '--bogus'"
+    (["run", "--bogus"], "plab: error: No such option"),
     (["nosuch"], "plab: error: No such command 'nosuch'."),
     (["run", "--jobs", "0"], "plab: error: Invalid value for '--jobs'"),
     (["run", "a.yaml", "b.yaml"], "plab: error: Got unexpected extra argument (b.yaml)"),
@@ -216,6 +217,7 @@ def test_click_usage_errors_are_one_plab_error_line_exit_2(args, says):
                        timeout=120)
     lines = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()]
     assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith(says) and "--help')" in lines[0], lines
+    assert args[-1] in lines[0] or args[0] == "run" and args[1] == "--jobs"
 
 
 def test_every_exit_status(tmp_path):
