@@ -236,7 +236,7 @@ def mean(v) -> float:
 
 
 __all__ = ["COLS", "ROWS", "dot", "matmul", "matmul_nt", "matmul_tn", "matvec", "mean", "sq_norms", "times", "vdot",
-           "vecmat", "exp"]
+           "vecmat", "exp", "exp_array"]
 
 
 # ----------------------------------------------------------------------------- exp
@@ -282,3 +282,18 @@ def exp(x):
     p = 1.0 + r * p
     p = 1.0 + r * p
     return math.ldexp(p, int(k))
+
+
+@nb.njit(cache=True)
+def _exp_into(x, out):
+    for i in range(x.shape[0]):
+        out[i] = exp(x[i])
+
+
+def exp_array(x) -> np.ndarray:
+    """:func:`exp` of every value of ``x`` (float64), the same bits on every machine (numpy's own
+    exp is a vectorized approximation on AVX-512 CPUs and the C library's elsewhere)."""
+    x = np.asarray(x, dtype=np.float64)
+    out = np.empty(x.size)
+    _exp_into(np.ascontiguousarray(x).reshape(-1), out)
+    return out.reshape(x.shape)

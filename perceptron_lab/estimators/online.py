@@ -81,6 +81,7 @@ from perceptron_lab.engine.families import BudgetSettings, default_eta, never_up
 from perceptron_lab.engine.intercept import intercept_kernel
 from perceptron_lab.errors import NumericError, PlabError
 from perceptron_lab.estimators.perceptron import _plab_order
+from perceptron_lab.engine import ordered
 from perceptron_lab.engine.kernels import Kernel, gram, kernel_diag
 from perceptron_lab.engine.online_linear import LinearRun
 
@@ -604,8 +605,8 @@ class BudgetKernelPerceptron(_Online):
         Xu = np.ascontiguousarray(Xu)
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
             K = gram(self._kernel, row[None, :], Xu)[0]
-            size = np.abs(K) @ np.abs(A)
-            scores = K @ A
+            size = ordered.vecmat(np.abs(K), np.abs(A))
+            scores = ordered.vecmat(K, A)   # added in a fixed order: the same bits on any machine
         if not (np.all(np.isfinite(K)) and np.all(size <= _F64.max / 2)):
             top = float(np.max(np.abs(K))) if np.all(np.isfinite(K)) else math.inf
             raise ValueError(f"the score of this example overflows float64 ({self._kernel.describe()} kernel: "
@@ -614,10 +615,10 @@ class BudgetKernelPerceptron(_Online):
                              f"{self._overflow_fix(row)}")
         if self._kernel.name != "gaussian" or float(np.max(K)) >= _GAUSS_FLOOR:
             return scores, scores, 0.0
-        d2 = np.maximum(run.sq[union] + float(row @ row) - 2.0 * (Xu @ row), 0.0)
+        d2 = np.maximum(run.sq[union] + ordered.vdot(row, row) - 2.0 * ordered.matvec(Xu, row), 0.0)
         near = float(np.min(d2))
         with np.errstate(under="ignore"):
-            signs = np.exp(-(d2 - near) / (2.0 * self._kernel.sigma ** 2)) @ A
+            signs = ordered.vecmat(ordered.exp_array(-(d2 - near) / (2.0 * self._kernel.sigma ** 2)), A)
         return scores, signs, math.sqrt(near)
 
     def _scores(self, x: dict) -> np.ndarray:
@@ -1035,7 +1036,7 @@ class ALMA(_Online):
         run = self._run
         row = self._row(x)[:run.W.shape[1]]  # features never learned have weight 0
         W, theta = run.W[:, :row.size], run.theta[:, :row.size]
-        s = W @ row
+        s = ordered.matvec(W, row)
         # with p in the hundreds, the weights far below the largest one underflow: a score that
         # is within what they add up to of deciding otherwise is refused, never a guess
         u = unresolved_bound(theta, W, row)

@@ -62,6 +62,18 @@ def main() -> None:
         bp = BudgetParams(algorithm=alg, budget=20, eta=0.1 if alg != "norma" else 0.5, lam=0.01 if alg == "norma" else 0.0)
         blog = train_budget(X, Y, Kernel("gaussian", sigma=4.0), bp, order, 2.0, [1.0, 2.0])
         add(f"budget/{alg}", budget_scores(blog, Kernel("gaussian", sigma=4.0), X, Xt, "avg"))
+    # the online classes (River's interface): each example learned, then the test scores
+    from perceptron_lab.estimators.online import ALMA as OnlineALMA
+    from perceptron_lab.estimators.online import KernelPerceptron as OnlineKernelPerceptron
+
+    rows = [{f"x{j}": float(v) for j, v in enumerate(x)} for x in X]
+    tests = [{f"x{j}": float(v) for j, v in enumerate(x)} for x in Xt]
+    for name, model in (("online/kernel_gaussian", OnlineKernelPerceptron(kernel="gaussian", sigma=4.0)),
+                        ("online/kernel_poly", OnlineKernelPerceptron(kernel="poly", degree=3, scale=60.0)),
+                        ("online/alma", OnlineALMA(alpha=0.9))):
+        for r, label in zip(rows, y):
+            model.learn_one(r, int(label))
+        add(name, np.array([[v for _, v in sorted(model.decision_one(t).items())] for t in tests], dtype=float))
     print(h.hexdigest())
     if "-v" in sys.argv:
         print("\n".join(parts))
