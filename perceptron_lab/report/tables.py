@@ -366,6 +366,12 @@ def protocol_notes() -> list[str]:
         "`table4_lambda_indicator`), whose counts are listed beside the scored ones over the same cells; the "
         "other tables' `configs/kw2007/lambda_indicator_*.yaml` run it by hand. `tests/test_kw_lambda.py` checks both "
         "readings against the slow reference.",
+        "- **Khardon & Wachman, the alpha-bound's count (Figure 2's reading).** §2.3 words the bound as \"it does "
+        "not update w if more than alpha mistakes have already been made on x_i\", which allows alpha + 1 updates "
+        "on an example; Figure 2 updates only while alpha_i < alpha-bound, alpha_i counting the updates: at most "
+        "alpha. plab runs Figure 2, the algorithm as printed. The text's reading is Figure 2's with the bound "
+        "alpha + 1, and runs by hand on the alpha columns of Tables 3 (UCI), 4 and 6 "
+        "(`configs/kw2007/alpha_bound_text_*.yaml`, not part of make reproduce).",
         "- **Khardon & Wachman, promoters' instance name (assumption).** UCI's promoters.data holds per line the "
         "class, an instance name and the 57-nucleotide sequence; UCI's promoters.names lists the name as attribute "
         "2. §3.1 translates \"any nominal attribute in these data sets\" into binary indicators, which, read "
