@@ -158,9 +158,10 @@ SCHEMA: tuple[Param, ...] = (
        when=("type", C.KERNELS_WITH_SIGMA), neutral=None,
        off="{path}{shown} with {sel_path} = {sel}: only the gaussian and poly_gaussian kernels have a width"),
     _P("kernel.fit_intercept", _Flag(), False,
-       "Give the hypothesis a constant term (an intercept) through the kernel: K(x, y) + 1, that is a "
-       "constant feature 1 with the linear kernel (as scikit-learn's Perceptron(fit_intercept=True)), and "
-       "the poly_gaussian kernel of degree 1 in place of the gaussian one. The poly and poly_gaussian kernels "
+       "Give the hypothesis a constant term (an intercept) through the kernel: K(x, y) + c, that is a "
+       "constant feature with the linear kernel (as scikit-learn's Perceptron(fit_intercept=True)), the power "
+       "of two nearest the training rows' root mean square norm, and the poly_gaussian kernel of degree 1 "
+       "(K + 1) in place of the gaussian one. The poly and poly_gaussian kernels "
        "hold a constant term of their own (the 1 of (1 + ...)^d) either way. Default false, the papers' "
        "protocol and the meaning of every run recorded before this key existed; the Python estimators "
        "default to fit_intercept=True, as scikit-learn does.", omit_default=True),

@@ -315,7 +315,7 @@ class BudgetPerceptron(_EngineClassifier):
         n = len(y_enc)
         if int(round(epochs * n)) < 1:
             raise ValueError(f"epochs={epochs:g} of {n} examples is less than one training step")
-        X = self._design(X)
+        X = self._design(X, fit=True)
         kernel = self._budget_kernel(X)
         X = kernel.features(X)
         self._warn_if_no_update(kernel, X)
@@ -334,7 +334,7 @@ class BudgetPerceptron(_EngineClassifier):
 
     def _start(self, X) -> None:
         """An empty run (the first call of partial_fit): the kernel is scaled on its first batch."""
-        X = self._design(X)
+        X = self._design(X, fit=True)   # the constant, as the kernel's scaling, from the first batch
         kernel = self._budget_kernel(X)
         self._warn_if_no_update(kernel, kernel.features(X))
         self._run = BudgetRun(kernel.features(X[:0]), np.zeros((0, self._n_labels()), np.int8), kernel,

@@ -221,7 +221,8 @@ class _Online(_Classifier):
         :meth:`_add_features` gives them); ValueError, with nothing changed, for an x that is not a
         mapping of finite numbers in float64's range. One pass over x in Python (a stream's rows
         are short, and numpy's per-call costs would dominate): the squared norm that
-        :func:`_check_range` bounds is summed in x's order, the intercept's 1 last."""
+        :func:`_check_range` bounds is the features' (without the intercept's 1), summed in x's
+        order."""
         if type(x) is not dict and not isinstance(x, Mapping):
             raise ValueError(f"x must be a dict of features, got {type(x).__name__}")
         feats = self._features
@@ -257,10 +258,8 @@ class _Online(_Classifier):
                 sq += fv * fv   # Python floats, in x's order: an overflow is inf, an underflow 0
         if new:
             vals += new
-        if _INTERCEPT in feats:
+        if _INTERCEPT in feats:   # the constant 1; the range check is the features' own
             vals[0] = 1.0
-            sq += 1.0
-            nonzero = True
         if nonzero:
             _check_sq(sq)
         row = np.array(vals, dtype=np.float64)

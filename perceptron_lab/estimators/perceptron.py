@@ -52,7 +52,7 @@ from perceptron_lab.config.settings import Setting, door
 from perceptron_lab.constants import DEFAULT_ALMA_C, DEFAULT_CACHE_LIMIT_GB, DEFAULT_CHUNK
 from perceptron_lab.engine import label_matrix, train_algorithm
 from perceptron_lab.engine.families import AlmaSettings, PerceptronSettings, Settings
-from perceptron_lab.engine.intercept import intercept_kernel, needs_feature, with_intercept
+from perceptron_lab.engine.intercept import intercept_constant, intercept_kernel, needs_feature, with_intercept
 from perceptron_lab.engine.seeds import training_order
 from perceptron_lab.engine.linear import has_affine_form, sparse_refusal
 from perceptron_lab.errors import PlabError
@@ -508,10 +508,19 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
         (:func:`perceptron_lab.engine.intercept.intercept_kernel`)."""
         return intercept_kernel(self._given_kernel(), bool(self.fit_intercept))
 
-    def _design(self, X):
+    def _design(self, X, fit: bool = False):
         """``X`` as the kernel of :meth:`_kernel` takes it: with ``fit_intercept``, the constant
-        feature of the linear kernel, or 1 added to a precomputed kernel's values."""
-        return with_intercept(self._given_kernel(), bool(self.fit_intercept), X)[1]
+        feature of the linear kernel, or the constant added to a precomputed kernel's values. The
+        constant is in the training rows' units, a power of two near their average K(x, x)
+        (:func:`perceptron_lab.engine.intercept.intercept_constant`), taken when ``fit`` (the rows
+        a model is fit on) and kept for the rows it scores."""
+        given = self._given_kernel()
+        if fit:
+            try:
+                self._intercept_c = intercept_constant(given, X) if self.fit_intercept else None
+            except PlabError as exc:   # rows beyond float64's range: refused as without an intercept
+                raise _value_error(exc) from None
+        return with_intercept(given, bool(self.fit_intercept), X, constant=getattr(self, "_intercept_c", None))[1]
 
     def _intercept_is_feature(self) -> bool:
         """Whether the intercept is a constant feature (the last column of the engine's rows)."""
@@ -525,7 +534,7 @@ class _EngineClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"epochs={epochs:g} of {n} examples is less than one training step")
         dtype = np.float32 if self.dtype == "float32" else np.float64
         Y = label_matrix(y_enc, len(self.classes_))
-        X_given, X = X, self._design(X)
+        X_given, X = X, self._design(X, fit=True)
         try:
             kernel = self._kernel().range_safe(X, dtype)
             note = kernel.rescale_note()
@@ -594,11 +603,12 @@ _KERNEL_DOC = """kernel : {"linear", "poly", "gaussian", "poly_gaussian", "preco
         Width of the gaussian and poly_gaussian kernels.
     fit_intercept : bool, default True
         Give the hypothesis a constant term, as scikit-learn's ``Perceptron`` does, through the
-        kernel: K(x, y) + 1 (``perceptron_lab.engine.intercept``). With the linear kernel that is
-        a constant feature 1 (whose weight is the intercept, updated like the others); a Gaussian
-        kernel becomes ``poly_gaussian`` of degree 1; the poly and poly_gaussian kernels hold a
-        constant term of their own either way; a precomputed Gram matrix gets 1 added to every
-        value. ``kernel.fit_intercept`` of a config (whose default is false, the papers').
+        kernel: K(x, y) + c (``perceptron_lab.engine.intercept``). With the linear kernel that is
+        a constant feature a, the power of two nearest the training rows' root mean square norm
+        (its weight is the intercept, updated like the others; in the data's units, so X * 2^k
+        gives the same model); a Gaussian kernel becomes ``poly_gaussian`` of degree 1 (c = 1);
+        the poly and poly_gaussian kernels hold a constant term of their own either way; a
+        precomputed Gram matrix gets c, the power of two nearest its diagonal's mean, added. ``kernel.fit_intercept`` of a config (whose default is false, the papers').
     epochs : float, default 1.0
         Passes over the training data; a fraction trains on the first part of the sequence.
     rule : str

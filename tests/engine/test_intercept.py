@@ -4,10 +4,13 @@ kernel values computed here by hand (numpy), never by the engine's own code."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 
-from perceptron_lab.engine.intercept import add_constant_feature, intercept_kernel, needs_feature, with_intercept
+from perceptron_lab.engine.intercept import (add_constant_feature, intercept_constant, intercept_kernel, needs_feature,
+                                             with_intercept)
 from perceptron_lab.engine.kernels import Kernel, gram
+from perceptron_lab.errors import NumericError
 
 
 def _data(seed=0):
@@ -15,12 +18,23 @@ def _data(seed=0):
     return rng.normal(size=(7, 3)), rng.normal(size=(4, 3))
 
 
-def test_linear_takes_a_constant_feature_which_adds_one_to_every_kernel_value():
+def test_linear_takes_a_constant_feature_a_power_of_two_near_the_rms_norm():
     X, T = _data()
     kernel, Xi, Ti = with_intercept(Kernel("linear"), True, X, T)
+    rms = float(np.sqrt(np.mean(np.sum(X * X, axis=1))))      # the training rows' root mean square norm
+    a = 2.0 ** np.round(np.log2(rms))                           # the power of two nearest it
     assert kernel == Kernel("linear") and needs_feature(Kernel("linear"), True)
-    assert Xi.shape == (7, 4) and np.all(Xi[:, -1] == 1.0) and np.array_equal(Xi[:, :3], X)
-    np.testing.assert_allclose(gram(kernel, Ti, Xi), T @ X.T + 1.0, rtol=1e-12)
+    assert Xi.shape == (7, 4) and np.array_equal(Xi[:, :3], X) and np.all(Xi[:, -1] == a)
+    np.testing.assert_allclose(gram(kernel, Ti, Xi), T @ X.T + a * a, rtol=1e-12)
+    # in the data's units: X * 2^k gives the constant times 2^k exactly
+    assert intercept_constant(Kernel("linear"), np.ldexp(X, -900)) == np.ldexp(Xi[0, -1], -900)
+    assert intercept_constant(Kernel("linear"), np.ldexp(X, 900)) == np.ldexp(Xi[0, -1], 900)
+
+
+def test_rows_beyond_float64s_spread_are_refused_before_a_constant_hides_them():
+    X = np.array([[1e-300, 0.0], [0.0, 1e300]])
+    with pytest.raises(NumericError, match="spread"):
+        with_intercept(Kernel("linear"), True, X)
 
 
 def test_sparse_rows_take_the_constant_feature_too():
@@ -49,8 +63,8 @@ def test_kernels_with_a_constant_term_of_their_own_are_left_as_they_are():
 
 
 def test_precomputed_values_get_one_added_and_nothing_without_an_intercept():
-    G = np.arange(9.0).reshape(3, 3)
-    assert np.array_equal(with_intercept(Kernel("precomputed"), True, G)[1], G + 1.0)
+    G = np.array([[4.0, 1.0, 0.0], [1.0, 2.0, 1.0], [0.0, 1.0, 3.0]])
+    assert np.array_equal(with_intercept(Kernel("precomputed"), True, G)[1], G + 4.0)   # diagonal mean 3: 2^2
     X, _ = _data(4)
     for k in (Kernel("linear"), Kernel("gaussian"), Kernel("precomputed")):
         kernel, Xi = with_intercept(k, False, X)

@@ -34,17 +34,35 @@ def test_batch_estimators_fit_a_threshold_only_with_an_intercept(name):
 
 
 @pytest.mark.parametrize("name", ["voted", "margin", "stoptron"])
-def test_the_intercept_is_a_constant_feature_one(name):
-    """fit_intercept=True is the same model as fit_intercept=False on X with a column of ones."""
+def test_the_intercept_is_a_constant_feature(name):
+    """fit_intercept=True is the same model as fit_intercept=False on X with a constant column a,
+    the power of two nearest the training rows' root mean square norm (here sqrt 1.75: a = 1)."""
     rng = np.random.default_rng(3)
-    X = rng.normal(size=(60, 4))
-    y = (X[:, 0] + 0.5 > 0).astype(int)
+    X = rng.integers(-2, 3, size=(60, 4)).astype(float)   # integers: a^2 = 3.25 below is exact
+    X[:, 3] = np.where(np.arange(60) % 2, 1.0, -1.0)
+    X[:, :3] = np.where(X[:, :3] == 0, 1.0, X[:, :3])
+    X[:, :3] = np.sign(X[:, :3]) * 0.5                     # every |x|^2 = 3 * 0.25 + 1 = 1.75
+    y = (X[:, 0] + 0.3 * X[:, 1] > 0).astype(int)
     T = rng.normal(size=(20, 4))
-    ones = lambda A: np.hstack([A, np.ones((len(A), 1))])  # noqa: E731
-    a = BATCH[name]().fit(X, y)
-    b = BATCH[name](fit_intercept=False).fit(ones(X), y)
-    np.testing.assert_array_equal(a.decision_function(T), b.decision_function(ones(T)))
-    assert a.support_vectors_ is None or a.support_vectors_.shape[1] == 4  # in X's units, without the column
+    a = 1.0
+    col = lambda A: np.hstack([A, np.full((len(A), 1), a)])  # noqa: E731
+    with_ = BATCH[name]().fit(X, y)
+    plain = BATCH[name](fit_intercept=False).fit(col(X), y)
+    np.testing.assert_array_equal(with_.predict(T), plain.predict(col(T)))
+    np.testing.assert_array_equal(with_.decision_function(T), plain.decision_function(col(T)))
+    assert with_.support_vectors_ is None or with_.support_vectors_.shape[1] == 4  # X's units, no column
+
+
+def test_the_model_is_the_same_on_x_times_a_power_of_two():
+    """The constant is in the data's units: X * 2^k gives the mistakes and predictions of X."""
+    rng = np.random.default_rng(8)
+    X, T = rng.normal(size=(80, 5)), rng.normal(size=(30, 5))
+    y = (X[:, 0] - 0.4 > 0).astype(int)
+    ref = VotedPerceptron(epochs=3, random_state=0).fit(X, y)
+    for k in (-600, -20, 20, 600):
+        est = VotedPerceptron(epochs=3, random_state=0).fit(np.ldexp(X, k), y)
+        assert est.n_mistakes_ == ref.n_mistakes_
+        assert (est.predict(np.ldexp(T, k)) == ref.predict(T)).all()
 
 
 def test_precomputed_gram_gets_the_same_constant():
