@@ -40,10 +40,30 @@ def _default_sigint():
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+#: Every plab process a test started, so that its pipes are closed after the test (an open pipe
+#: left to the garbage collector is a ResourceWarning, an error under the strict settings).
+_STARTED: list[subprocess.Popen] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_pipes():
+    yield
+    while _STARTED:
+        p = _STARTED.pop()
+        if p.poll() is None:
+            p.kill()
+            p.wait(timeout=60)
+        for pipe in (p.stdout, p.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
 def plab(*args, **kw):
-    return subprocess.Popen([sys.executable, "-m", "perceptron_lab.cli.main", *map(str, args)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_default_sigint, **kw)
+    p = subprocess.Popen([sys.executable, "-m", "perceptron_lab.cli.main", *map(str, args)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=_default_sigint, **kw)
+    _STARTED.append(p)
+    return p
 
 
 def wait_for_parts(out: Path, n: int, proc, timeout=120):
