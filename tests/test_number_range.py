@@ -648,8 +648,9 @@ def test_budget_estimator_linear_out_of_range_is_refused(c):
 def test_budget_estimator_test_set_beyond_the_training_scale_is_refused():
     from perceptron_lab import BudgetPerceptron
 
-    est = BudgetPerceptron(algorithm="forgetron", budget=20, kernel="gaussian", sigma=2.0**-698).fit(
-        SONAR.X_train * 2.0**-700, SONAR.y_train)
+    with pytest.warns(UserWarning, match="multiplied by 2"):   # the rescaling is said, once
+        est = BudgetPerceptron(algorithm="forgetron", budget=20, kernel="gaussian", sigma=2.0**-698).fit(
+            SONAR.X_train * 2.0**-700, SONAR.y_train)
     with pytest.raises(ValueError, match="far from the scale"):
         est.predict(SONAR.X_train * 2.0**-100)
 
