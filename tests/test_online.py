@@ -123,10 +123,10 @@ def test_alma_online_is_the_batch_alma(p):
     the same corrections and predictions, and scores proportional per example (the batch scores
     the p-normalized instance)."""
     X, y = _stream(3)
-    model = online.ALMA(p=p, alpha=0.8, classes=[0, 1, 2])
+    model = online.ALMA(p=p, alpha=0.8, classes=[0, 1, 2], fit_intercept=False)
     for x, t in zip(_dicts(X[:150]), y[:150]):
         model.learn_one(x, int(t))
-    batch = ALMA(p=p, alpha=0.8, rule="last", shuffle=False).fit(X[:150], y[:150])
+    batch = ALMA(p=p, alpha=0.8, rule="last", shuffle=False, fit_intercept=False).fit(X[:150], y[:150])
     assert model.n_corrections_ == batch.n_mistakes_ > 0
     Xt = _dicts(X[150:])
     assert [model.predict_one(x) for x in Xt] == batch.predict(X[150:]).tolist()
