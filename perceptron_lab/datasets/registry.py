@@ -302,7 +302,7 @@ def load_dataset(
         Check every file's sha256 against the registry first.
     instance_name : {"drop", "nominal"}, default "drop"
         How promoters' instance name (UCI's attribute 2) enters the features: left out, or one
-        0/1 indicator per name (:func:`perceptron_lab.datasets.uci.load_uci`); the config key
+        0/1 indicator per name (``perceptron_lab.datasets.uci.load_uci``); the config key
         ``dataset.instance_name``. Other data sets take only ``"drop"``.
 
     Returns
