@@ -270,8 +270,9 @@ def test_random_rules_do_not_depend_on_the_outputs_requested(tmp_path, training)
         cfg = tmp_path / f"{out}.yaml"
         cfg.write_text(RANDOM_CFG.format(training=tr))
         assert plab(cfg, tmp_path / out).exit_code == 0
-    a = pd.read_csv(tmp_path / "a" / "results.csv")
-    b = pd.read_csv(tmp_path / "b" / "results.csv")
+    # epochs read as floats on both sides (one run's are all whole numbers, which pandas reads as int)
+    a = pd.read_csv(tmp_path / "a" / "results.csv", dtype={"epoch": float})
+    b = pd.read_csv(tmp_path / "b" / "results.csv", dtype={"epoch": float})
     keys = [c for c in a.columns if c != "value"]
     m = a.merge(b, on=keys, suffixes=("_a", "_b"))
     assert (m["epoch"] == 2).any() and m["rule"].isin(["random", "random_norm"]).any()
