@@ -162,6 +162,7 @@ def test_a_pipe_closed_by_its_reader_is_one_line(work):
                          stderr=subprocess.PIPE, env={**os.environ, **_env()})
     p.stdout.close()   # the reader is gone before plab prints (``plab config docs | head -0``)
     err = p.stderr.read().decode()
+    p.stderr.close()   # every pipe closed: an open one is a ResourceWarning, an error under the strict settings
     one_line(p.wait(timeout=120), 1, err, "standard output was closed before plab finished printing")
 
 
