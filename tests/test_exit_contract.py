@@ -441,6 +441,7 @@ def test_signals_end_like_ctrl_c_with_their_documented_status(tmp_path, sig, sta
     p.send_signal(sig)
     code = p.wait(timeout=60)
     err = p.stderr.read()
+    p.stdout.close(), p.stderr.close()   # every pipe closed (an open one is a ResourceWarning)
     assert code == status, err
     errors = [ln for ln in err.splitlines() if ln.startswith("plab: error:")]
     assert len(errors) == 1 and "run the same command again to resume" in errors[0], err
@@ -479,5 +480,6 @@ def test_a_worker_that_dies_ends_the_run_with_status_5(tmp_path, when):
     os.kill(workers[0], signal.SIGKILL)
     code = p.wait(timeout=60)
     err = p.stderr.read()
+    p.stdout.close(), p.stderr.close()   # every pipe closed (an open one is a ResourceWarning)
     assert code == 5, err
     assert [ln for ln in err.splitlines() if ln.startswith("plab: error:")] and "Traceback" not in err
