@@ -6,11 +6,12 @@ def vm_flags(arr):
     an array, not the first partial one); 'hg' is MADV_HUGEPAGE."""
     addr = arr.__array_interface__["data"][0] + arr.nbytes // 2
     inside = False
-    for line in open("/proc/self/smaps"):
-        head = line.split()[0]
-        if "-" in head and not head.endswith(":"):
-            lo, hi = (int(x, 16) for x in head.split("-"))
-            inside = lo <= addr < hi
-        elif inside and line.startswith("VmFlags:"):
-            return line.split()[1:]
+    with open("/proc/self/smaps") as fh:   # closed on return: an open file is a ResourceWarning
+        for line in fh:
+            head = line.split()[0]
+            if "-" in head and not head.endswith(":"):
+                lo, hi = (int(x, 16) for x in head.split("-"))
+                inside = lo <= addr < hi
+            elif inside and line.startswith("VmFlags:"):
+                return line.split()[1:]
     return None
