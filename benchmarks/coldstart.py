@@ -152,6 +152,7 @@ def _spawn(spec: dict, cache: str) -> dict:
         p = subprocess.Popen([sys.executable, "-m", "benchmarks.coldstart", "--child", json.dumps(spec)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)   # reaped here: Popen must know (else a ResourceWarning)
         wall = time.perf_counter() - t0
         err = p.stderr.read().decode(errors="replace")
         p.stderr.close()
