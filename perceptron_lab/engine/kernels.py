@@ -528,28 +528,10 @@ DOTS_EXACT_SQ_LIMIT = 2.0**52
 
 @nb.njit(cache=True, inline="always")
 def dot_rows_exact(X, i, j):
-    """:func:`dot_rows` written out (eight running sums in the same order): the same value, and on
-    integer features with ``|x|² < DOTS_EXACT_SQ_LIMIT`` an exact one (every partial sum is an
-    integer a float64 holds), equal to any other order's."""
-    a = X[i]
-    b = X[j]
-    F = a.shape[0]
-    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
-    f = 0
-    while f + 8 <= F:
-        s0 += a[f] * b[f]
-        s1 += a[f + 1] * b[f + 1]
-        s2 += a[f + 2] * b[f + 2]
-        s3 += a[f + 3] * b[f + 3]
-        s4 += a[f + 4] * b[f + 4]
-        s5 += a[f + 5] * b[f + 5]
-        s6 += a[f + 6] * b[f + 6]
-        s7 += a[f + 7] * b[f + 7]
-        f += 8
-    while f < F:
-        s0 += a[f] * b[f]
-        f += 1
-    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+    """:func:`dot_rows` itself (the same eight running sums, the same value), named for where the
+    value is exact: on integer features with ``|x|² < DOTS_EXACT_SQ_LIMIT`` every partial sum is
+    an integer a float64 holds, so it equals any other order's."""
+    return fixed_dot(X[i], X[j])
 
 
 @nb.njit(cache=True, parallel=True)
