@@ -328,7 +328,7 @@ def study_page(env, title: str, items: list, out: Path, standalone: bool = False
     rows = []
     for kind, x in items:
         if kind == "table":
-            rows.append({"kind": kind, "table": _layout(x.fillna(""))})
+            rows.append({"kind": kind, "table": _layout(x.astype(object).fillna(""))})
         elif kind == "img":
             rows.append({"kind": kind, "src": _relpath(Path(x), out), "alt": Path(x).name})
         elif kind == "ul":

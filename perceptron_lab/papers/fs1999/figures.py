@@ -29,7 +29,7 @@ def paper_points() -> pd.DataFrame:
     ref = ref[(ref["metric"] == "test_error_pct") & (ref["problem"] == "nist_10class")]
     rows = []
     for rule, method in _REF_METHOD.items():
-        sel = ref[(ref["method"] == method) & ((ref["normalized"].fillna("") == "unnorm") | (method == "vote"))]
+        sel = ref[(ref["method"] == method) & ((ref["normalized"].astype(object).fillna("") == "unnorm") | (method == "vote"))]
         rows += [{"degree": int(r["d"]), "rule": rule, "T": float(r["T"]), "value": float(r["value"])}
                  for _, r in sel.iterrows()]
     return pd.DataFrame(rows, columns=["degree", "rule", "T", "value"])

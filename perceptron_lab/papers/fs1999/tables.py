@@ -442,7 +442,7 @@ def fs1999_layout(comparison: pd.DataFrame, columns: str | None = None) -> pd.Da
                            values="cell", aggfunc="first")
     wide = wide.sort_index().reset_index()
     wide = wide.rename(columns={"_block": "block"})
-    wide = wide[["block", "row"] + col_order].fillna("")
+    wide = wide[["block", "row"] + col_order].astype(object).fillna("")
     wide.columns.name = None
     return wide.reset_index(drop=True)
 

@@ -379,7 +379,7 @@ def gentile_layout(comparison: pd.DataFrame) -> pd.DataFrame:
     rows = list(dict.fromkeys(cmp.sort_values("row_order", kind="stable")["row"]))
     cols = list(dict.fromkeys(cmp.sort_values("col_order", kind="stable")["column"]))
     wide = cmp.pivot_table(index="row", columns="column", values="cell", aggfunc="first")
-    wide = wide.reindex(index=rows, columns=cols).fillna("").reset_index()
+    wide = wide.reindex(index=rows, columns=cols).astype(object).fillna("").reset_index()
     wide.columns.name = None
     return wide
 
