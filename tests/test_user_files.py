@@ -223,6 +223,26 @@ def test_tables_does_not_overwrite_a_users_table(tmp_path):
     assert (d / "gentile2001_table1.md").read_text() == "# My own summary\n"
 
 
+def test_tables_refused_for_one_folder_rewrites_none(tmp_path):
+    """A refused call changes nothing: a folder that is no finished run, given after a good one,
+    stops plab tables before the good one's tables are rewritten."""
+    import shutil
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "results" / "gentile2001" / "usps_perceptron"
+    good, bad = tmp_path / "usps", tmp_path / "half"
+    shutil.copytree(src, good)
+    bad.mkdir()
+    (bad / "run.json").write_text("{}")
+    before = {p.name: p.stat().st_mtime_ns for p in good.iterdir()}
+    (good / "gentile2001_table1.csv").unlink()
+    r = plab("tables", good, bad)
+    assert r.exit_code == 2 and "not a finished run folder" in errors(r)[0]
+    assert not (good / "gentile2001_table1.csv").exists()
+    assert {p.name: p.stat().st_mtime_ns for p in good.iterdir()} == {
+        k: v for k, v in before.items() if k != "gentile2001_table1.csv"}
+
+
 # ----------------------------------------------------------------------------- the rule itself
 
 

@@ -546,12 +546,13 @@ def tables(run_dirs, figures):
 
     Example: plab tables results/kw2007/table3_uci results/fs1999/d4
     """
-    from perceptron_lab.run.experiment import rewrite_paper_outputs
+    from perceptron_lab.run.experiment import check_rewritable, rewrite_paper_outputs
     from perceptron_lab.run.store import check_output_folder
 
     for d in run_dirs:   # every folder, before any is rewritten
         check_output_folder(d, "the tables are written into the run folder: copy it to a folder you can write, "
                                "and run plab tables on the copy")
+        check_rewritable(d)
     for d in run_dirs:
         for p in rewrite_paper_outputs(d, figures=figures):
             click.echo(str(p))

@@ -626,25 +626,18 @@ def write_paper_outputs(cfg: ExperimentConfig, out: Path, df: pd.DataFrame, n_tr
 RERUN_FIX = "move it away and run the config again with plab run (the same --out reuses its finished parts)"
 
 
-def rewrite_paper_outputs(run_dir, figures: bool = False) -> list[Path]:
-    """Rewrite a finished run's paper tables from its ``results.csv`` and the config recorded in
-    its ``run.json``, without training (after a change to the table code). Figures are redrawn
-    only with ``figures``. Data sets are read from ``$PLAB_DATA`` where a table needs them (the
-    Khardon-Wachman Baseline column); cached SVM baselines (``svm_folds.csv``) are reused."""
+def check_rewritable(run_dir) -> tuple[dict, object]:
+    """The recorded run of ``run_dir`` as ``(run.json, config)``, or the error that says why its
+    tables cannot be rewritten: no run.json or results.csv, not complete, or a recorded config that
+    no longer validates to the same settings. ``plab tables`` checks every folder with it before it
+    rewrites any."""
+    from perceptron_lab.config.load import config_from_dict
 
     run_dir = Path(run_dir)
     info_path, res_path = run_dir / "run.json", run_dir / "results.csv"
     if not info_path.exists() or not res_path.exists():
         raise UsageError(f"{run_dir}: not a finished run folder (needs run.json and results.csv); give a folder "
                          "written by plab run")
-    with RunFolder(run_dir) as folder:
-        return _rewrite_paper_outputs(folder, info_path, res_path, figures)
-
-
-def _rewrite_paper_outputs(folder: RunFolder, info_path: Path, res_path: Path, figures: bool) -> list[Path]:
-    from perceptron_lab.config.load import config_from_dict
-
-    run_dir = folder.out
     info = read_back_json(info_path, fix=RERUN_FIX, keys=("config",))
     if info.get("status") != "complete":
         raise PlabError(f"{run_dir}: the run is not complete (status {info.get('status')!r})")
@@ -652,6 +645,24 @@ def _rewrite_paper_outputs(folder: RunFolder, info_path: Path, res_path: Path, f
     if results_hash(cfg) != info.get("config_hash"):
         raise PlabError(f"{run_dir}: the config in run.json no longer validates to the same settings "
                         f"(hash {results_hash(cfg)}, recorded {info.get('config_hash')}); rerun the config instead")
+    return info, cfg
+
+
+def rewrite_paper_outputs(run_dir, figures: bool = False) -> list[Path]:
+    """Rewrite a finished run's paper tables from its ``results.csv`` and the config recorded in
+    its ``run.json``, without training (after a change to the table code). Figures are redrawn
+    only with ``figures``. Data sets are read from ``$PLAB_DATA`` where a table needs them (the
+    Khardon-Wachman Baseline column); cached SVM baselines (``svm_folds.csv``) are reused."""
+
+    check_rewritable(run_dir)
+    with RunFolder(Path(run_dir)) as folder:
+        return _rewrite_paper_outputs(folder, figures)
+
+
+def _rewrite_paper_outputs(folder: RunFolder, figures: bool) -> list[Path]:
+    run_dir = folder.out
+    res_path = run_dir / "results.csv"
+    info, cfg = check_rewritable(run_dir)   # again, under the folder's lock
     if not figures:
         cfg = with_overrides(cfg, {"output.figures": False})
     df = read_back_csv(res_path, RESULT_COLUMNS[:1], fix=RERUN_FIX,
