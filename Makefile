@@ -42,6 +42,7 @@ bench: install ## Speed benchmarks against scikit-learn and River, written to re
 clean: ## Remove caches and run outputs (keeps results/)
 	rm -rf runs .pytest_cache build site *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+	rm -rf "$${XDG_CACHE_HOME:-$$HOME/.cache}/perceptron_lab/numba"   # the compiled engine (engine/numba_cache.py)
 
 docs: install ## Regenerate the generated pages and README blocks from results/, then build the site into site/
 	$(BIN)/pip install -q -e '.[docs]'

@@ -10,6 +10,8 @@ computes every prediction rule at every checkpoint.
 
 from __future__ import annotations
 
+# first: numba's cache folder is keyed by this code before any engine function is decorated
+from perceptron_lab.engine import numba_cache as numba_cache  # noqa: I001
 from perceptron_lab.engine.alma import AlmaParams, train_alma
 from perceptron_lab.engine.budget import BudgetLog, BudgetParams, train_budget
 from perceptron_lab.engine.families import (ALGORITHMS, Algorithm, AlmaSettings, BudgetSettings, PerceptronSettings,

@@ -144,7 +144,6 @@ def _copy_tree(dst: Path, ref: str | None = None):
     out = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=ROOT, check=True,
                          capture_output=True).stdout.decode()
     names = [n for n in out.split("\0") if n]
-    names += [str(p.relative_to(ROOT)) for p in (ROOT / "perceptron_lab").rglob("__pycache__/*.nb[ic]")]
     for n in names:
         src, d = ROOT / n, dst / n
         if not src.exists() and not src.is_symlink():
@@ -160,7 +159,9 @@ def _pytest(work: Path, files, no_data: Path, timeout: int, first=True, deselect
     """The CI test command on ``files`` in the copy ``work`` (stopping at the first failure with
     ``first``), with no data sets: ``PLAB_DATA`` names a folder that does not exist, so the tests
     that need one are skipped (tests/conftest.py) and the packaged data sets are read."""
-    env = {**os.environ, "PYTHONPATH": str(work), "PLAB_DATA": str(no_data)}
+    # numba's cache in the copy: each mutant is new code, so a folder of its own (engine/numba_cache.py)
+    env = {**os.environ, "PYTHONPATH": str(work), "PLAB_DATA": str(no_data),
+           "NUMBA_CACHE_DIR": str(work / ".numba-cache")}
     cmd = [sys.executable, "-m", "pytest", "-q", "-rf", "-n", "0", "-p", "no:cacheprovider", "-W", "ignore",
            *(["-x"] if first else []), *[f"--deselect={t}" for t in deselect], *files]
     t0 = time.perf_counter()
@@ -224,10 +225,6 @@ def main(argv=None):
                     verdict, by = "unclear", out.strip().splitlines()[-1] if out.strip() else f"rc {rc}"
             finally:
                 shutil.copy2(pristine / m.path, target)          # the original text and time
-                cache = target.parent / "__pycache__"
-                shutil.rmtree(cache, ignore_errors=True)
-                if (pristine / m.path).parent.joinpath("__pycache__").exists():
-                    shutil.copytree(pristine / m.path.rsplit("/", 1)[0] / "__pycache__", cache)
             rows.append((m, verdict, by, secs))
             print(f"{m.id}: {verdict} {by} ({secs:.0f} s)", flush=True)
         lines = ["# Mutation check", "",
