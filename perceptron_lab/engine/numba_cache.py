@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 
 import numba
-from numba.core import config
+from numba.core import config as numba_settings
 
 PACKAGE = Path(__file__).resolve().parents[1]
 #: the packages and modules whose code or globals jitted code can compile in (the layers the jitted
@@ -53,4 +53,4 @@ def cache_folder(fingerprint: str) -> Path:
 FINGERPRINT = code_fingerprint()
 FOLDER = cache_folder(FINGERPRINT)
 # numba picks a function's cache folder when it is decorated: this runs before the engine's modules
-config.CACHE_DIR = str(FOLDER)
+numba_settings.CACHE_DIR = str(FOLDER)
