@@ -146,6 +146,16 @@ def _out(out, shape, dtype):
     return out
 
 
+#: Below this many multiply-adds a product runs on the calling thread: starting numba's threads
+#: costs more than such a product (an online step computes several a few rows wide). Each entry
+#: is added in the same order on either path, so the bits do not depend on it.
+SERIAL_BELOW = 1 << 16
+
+# the same loops compiled without threads (``prange`` is ``range`` there)
+_matmul_serial = nb.njit(cache=True)(_matmul.py_func)
+_matmul_tn_serial = nb.njit(cache=True)(_matmul_tn.py_func)
+
+
 def matmul(A, B, out=None) -> np.ndarray:
     """``A @ B`` in A's float type, every entry added over the inner index in increasing order
     (module docstring). ``out``: a C-contiguous array of the result's shape and type."""
@@ -155,7 +165,7 @@ def matmul(A, B, out=None) -> np.ndarray:
         raise ValueError(f"shapes {A.shape} and {B.shape} do not multiply")
     out = _out(out, (A.shape[0], B.shape[1]), A.dtype)
     if out.size:
-        _matmul(A, B, out)
+        (_matmul_serial if A.size * B.shape[1] < SERIAL_BELOW else _matmul)(A, B, out)
     return out
 
 
@@ -177,7 +187,7 @@ def matmul_tn(A, D, out=None) -> np.ndarray:
     out = _out(out, (A.shape[1], D.shape[1]), A.dtype)
     if out.size:
         outT = np.empty((D.shape[1], A.shape[1]), dtype=A.dtype)
-        _matmul_tn(A, D, outT)
+        (_matmul_tn_serial if A.size * D.shape[1] < SERIAL_BELOW else _matmul_tn)(A, D, outT)
         out[...] = outT.T
     return out
 

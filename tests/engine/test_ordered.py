@@ -35,8 +35,10 @@ def _data(rng, shape, dtype, zeros=0.2):
 
 
 # shapes that leave every tail of the blocked loops: inner dimensions not a multiple of 4,
-# output widths beyond one column tile, row counts beyond one row block
-SHAPES = [(1, 1, 1), (3, 5, 2), (9, 7, ordered.COLS + 3), (ordered.ROWS * 2 + 1, 13, 40), (4, 4, 4)]
+# output widths beyond one column tile, row counts beyond one row block; the last one is large
+# enough for the threaded path (ordered.SERIAL_BELOW), the others run on the calling thread
+SHAPES = [(1, 1, 1), (3, 5, 2), (9, 7, ordered.COLS + 3), (ordered.ROWS * 2 + 1, 13, 40), (4, 4, 4),
+          (ordered.ROWS * 3 + 5, 37, ordered.COLS + 9)]
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -70,6 +72,19 @@ def test_a_value_does_not_depend_on_the_rows_around_it_nor_on_threads():
         numba.set_num_threads(threads)
     np.testing.assert_array_equal(whole, one[0])
     np.testing.assert_array_equal(ordered.matmul_tn(B, D), one[1])
+
+
+def test_the_threaded_and_the_serial_loops_give_the_same_bits():
+    rng = np.random.default_rng(11)
+    A, B, D = _data(rng, (21, 19), np.float64), _data(rng, (19, 270), np.float64), _data(rng, (21, 3), np.float64)
+    one, two = np.empty((21, 270)), np.empty((21, 270))
+    ordered._matmul_serial(A, B, one)
+    ordered._matmul(A, B, two)
+    np.testing.assert_array_equal(one, two)
+    one, two = np.empty((3, 19)), np.empty((3, 19))
+    ordered._matmul_tn_serial(A, D, one)
+    ordered._matmul_tn(A, D, two)
+    np.testing.assert_array_equal(one, two)
 
 
 def test_out_must_have_the_result_shape_and_type():
