@@ -299,18 +299,34 @@ def _lost_terms(theta, w, x):
     return False
 
 
+@nb.njit(cache=True)
+def _unresolved(theta, W, x, out):
+    nnz, top = 0, 0.0
+    for f in range(x.shape[0]):
+        if x[f] != 0.0:
+            nnz += 1
+            top = max(top, abs(x[f]))
+    bound = nnz * 2.0 ** -1021 * max(1.0, top)
+    for c in range(W.shape[0]):
+        out[c] = 0.0
+        for f in range(x.shape[0]):
+            if x[f] != 0.0 and theta[c, f] != 0.0 and abs(W[c, f] * x[f]) < _TINY:
+                out[c] = bound
+                break
+
+
 def unresolved_bound(theta, W, x) -> np.ndarray:
     """Per label (rows of ``theta = f(W)`` and ``W``), a bound on what the terms of the score
     ``W[c] . x`` lost below float64's normal range, 0 where none was: a term ``w_f x_f`` with
     ``theta_f`` and ``x_f`` non-zero whose computed product is below 2^-1022 (each true weight
-    so lost is below 2^-1022 too, :func:`_link_with_norm`). A score within this bound of what
-    decides it is not known in float64 (:func:`_primal_chunk` refuses such a correction test)."""
-    x = np.asarray(x, dtype=np.float64)
-    nz = x != 0
-    with np.errstate(under="ignore"):
-        prod = np.abs(W[:, nz] * x[nz])
-    lost = ((theta[:, nz] != 0) & (prod < _TINY)).any(axis=1)
-    return np.where(lost, int(nz.sum()) * 2.0 ** -1021 * max(1.0, float(np.max(np.abs(x), initial=0.0))), 0.0)
+    so lost is below 2^-1022 too, :func:`_link_with_norm`). The bound is ``n 2^-1021 max(1,
+    |x|_inf)`` with ``n`` the non-zero features of x. A score within this bound of what decides it
+    is not known in float64 (:func:`_primal_chunk` refuses such a correction test). One compiled
+    pass: the online classes ask it of every prediction."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    out = np.empty(W.shape[0])
+    _unresolved(np.ascontiguousarray(theta, dtype=np.float64), np.ascontiguousarray(W, dtype=np.float64), x, out)
+    return out
 
 
 @nb.njit(cache=True)

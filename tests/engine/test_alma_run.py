@@ -48,3 +48,26 @@ def test_learn_one_steps_the_run_train_primal_steps():
     last = {c: log.hyp_w[np.flatnonzero(log.upd_cls == c)[-1]] for c in range(3)}
     for c in range(3):
         np.testing.assert_array_equal(model._run.W[c], last[c])
+
+
+def test_unresolved_bound_flags_exactly_the_terms_lost_below_float64s_range():
+    """Per label: n 2^-1021 max(1, |x|_inf) (n: x's non-zero features) where a term w_f x_f with
+    theta_f and x_f non-zero came out below 2^-1022, else 0; written out term by term here."""
+    from perceptron_lab.engine.alma import unresolved_bound
+
+    rng = np.random.default_rng(4)
+    tiny = np.finfo(np.float64).tiny
+    for _ in range(200):
+        L, f = rng.integers(1, 4), rng.integers(1, 7)
+        x = rng.normal(size=f) * 10.0 ** rng.integers(-200, 5, size=f)
+        x[rng.random(f) < 0.3] = 0.0
+        theta = rng.normal(size=(L, f))
+        theta[rng.random((L, f)) < 0.3] = 0.0
+        W = theta * 10.0 ** rng.integers(-320, 3, size=(L, f)).astype(float)
+        want = np.zeros(L)
+        n = sum(1 for v in x if v != 0.0)
+        top = max([1.0] + [abs(float(v)) for v in x])
+        for c in range(L):
+            if any(x[j] != 0.0 and theta[c, j] != 0.0 and abs(float(W[c, j]) * float(x[j])) < tiny for j in range(f)):
+                want[c] = n * 2.0 ** -1021 * top
+        np.testing.assert_array_equal(unresolved_bound(theta, W, x), want)
