@@ -51,7 +51,7 @@ docs: install ## Regenerate the generated pages and README blocks from results/,
 
 docs-screenshots: install ## Screenshots of the built site in headless Chromium, into results/docs/
 	$(BIN)/pip install -q -e '.[docs]'
-	PLAB_DOCS_SCREENSHOTS=results/docs $(BIN)/python -m pytest -q tests/test_docs_browser.py
+	PLAB_DOCS_SCREENSHOTS=results/docs $(BIN)/python -m pytest -q tests/integration/test_docs_browser.py
 
 golden: install ## Recompute the golden values CI guards (results/golden/); only for intended changes
 	$(BIN)/python -m perceptron_lab.report.golden

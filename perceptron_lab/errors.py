@@ -83,7 +83,7 @@ class Stopped(KeyboardInterrupt):
 
 
 # The exit-status contract of every ``plab`` command: (status, meaning). The README and the
-# documentation render this table (docs/troubleshooting.md, by perceptron_lab.cli.docs_pages); ``tests/test_exit_contract.py`` maps each status to several
+# documentation render this table (docs/troubleshooting.md, by perceptron_lab.cli.docs_pages); ``tests/contracts/test_exit_contract.py`` maps each status to several
 # error paths that must end with it, and checks that ``plab`` exits with no status left out here.
 EXIT_STATUSES = (
     (0, "done"),

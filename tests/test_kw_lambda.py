@@ -14,7 +14,7 @@ from perceptron_lab.run.spec import algorithm_settings
 from perceptron_lab.errors import PlabError
 from perceptron_lab.engine.kernels import Kernel
 
-from test_engine import KERNELS, PRIMAL_KERNELS, run_both
+from tests.engine.test_perceptron import KERNELS, PRIMAL_KERNELS, run_both
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -17,7 +17,7 @@ The content is collected by the report's own functions (:func:`perceptron_lab.re
 :func:`perceptron_lab.report.html.grid`, :func:`perceptron_lab.report.tables.protocol_notes`), so the
 site, the README and ``plab report`` show the same numbers. ``--check`` writes nothing and exits
 with status 1, naming the files, when any of them differs from what this module generates now
-(``tests/test_docs.py`` runs the same check).
+(``tests/contracts/test_docs.py`` runs the same check).
 
 A generator that cannot read its input writes nothing: a damaged file under ``results/`` (a run
 folder's ``run.json``, ``results.csv``, comparison or layout cut short or missing a column, a

@@ -72,7 +72,7 @@ def training_margins(log: TrainLog, kernel: Kernel, X, y, binary: bool, rule: st
     A binary margin lies in [-1, 1] (Hölder). A multiclass margin is a difference of two outputs
     in [-1, 1], so in general it lies in [-2, 2]: §4's "lies in [-1, +1] once weight vectors and
     instances are properly normalized" does not hold exactly (three orthogonal instances give 1.5,
-    ``tests/test_alma.py::test_training_margins_by_hand``); the difference is not rescaled here (on
+    ``tests/engine/test_alma.py::test_training_margins_by_hand``); the difference is not rescaled here (on
     USPS all margins lie within +-0.3). Hypotheses with a threshold (Khardon & Wachman's) are
     refused: the paper's margins are those of hyperplanes through the origin (Remark 1).
     """

@@ -1,7 +1,7 @@
 """Golden values: a fast, real subset of the paper runs whose numbers CI guards.
 
 ``python -m perceptron_lab.report.golden`` (``make golden``) recomputes every case and rewrites
-``results/golden/<case>.csv``; ``tests/test_golden.py`` recomputes them and fails when a cell
+``results/golden/<case>.csv``; ``tests/integration/test_golden.py`` recomputes them and fails when a cell
 moves beyond its tolerance, naming the cell, the old and the new value. Refresh the golden files
 only when a change of numbers is intended, and say why in the commit message.
 

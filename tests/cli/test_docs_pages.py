@@ -19,7 +19,7 @@ import pytest
 
 from perceptron_lab.cli import docs_pages
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HEADLINE_END = "<!-- end generated: headline-table -->\n"
 
 

@@ -177,7 +177,7 @@ def test_every_command_has_help_with_an_example(cmd):
 def test_packaged_configs_and_repo_configs_validate():
     from perceptron_lab.config.load import load_config
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     paths = sorted(root.glob("configs/**/*.yaml")) + sorted((root / "perceptron_lab" / "configs").glob("*.yaml"))
     assert paths
     for p in paths:
@@ -221,7 +221,7 @@ def test_click_usage_errors_are_one_plab_error_line_exit_2(args, says):
 
 
 def test_every_exit_status(tmp_path):
-    # the README's table of exit statuses, one case each (130: tests/test_interrupt.py)
+    # the README's table of exit statuses, one case each (130: tests/integration/test_interrupt.py)
     import subprocess
     import sys
 

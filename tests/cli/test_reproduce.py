@@ -44,7 +44,7 @@ def test_read_log_tolerates_a_missing_or_broken_log(tmp_path):
 def test_every_config_of_the_sets_exists_and_the_full_set_extends_the_core():
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     assert SETS["full"][: len(CORE)] == CORE
     missing = [c for c in SETS["full"] if not (root / c).is_file()]
     assert not missing

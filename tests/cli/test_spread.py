@@ -13,7 +13,7 @@ import pytest
 
 from perceptron_lab.cli import spread
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "results" / "spread"
 
 

@@ -13,7 +13,7 @@ from perceptron_lab.config import docs as config_docs
 from perceptron_lab.cli.main import main
 from perceptron_lab.config.schema import SCHEMA
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
 
 def test_docs_reference_equals_the_schema():

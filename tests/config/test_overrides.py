@@ -13,7 +13,7 @@ from clitools import one_error, plab
 from perceptron_lab.cli.main import main
 from perceptron_lab.config.overrides import Override, override_dirname, packaged_configs
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SMALL = """name: small
 dataset: {name: sonar}
 algorithm: {eta: 0.1, theta_init: avg_sq_norm, C: theta_init}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 API_PAGE = ROOT / "docs" / "api.md"
 #: Sphinx roles: mkdocstrings renders ":class:`X`" as that text; use [`X`][path.to.X] or ``X``.
 SPHINX_ROLE = re.compile(r":(?:class|func|meth|mod|data|attr|exc|obj|ref|py:\w+):`")

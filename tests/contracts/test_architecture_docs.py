@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "perceptron_lab"
+PACKAGE = Path(__file__).resolve().parents[2] / "perceptron_lab"
 
 _NUM = r"\d+(?:[.,]\d+)*"
 _RANGE = rf"{_NUM}(?:\s*(?:-|–|to)\s*{_NUM})?"

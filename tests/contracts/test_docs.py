@@ -22,7 +22,7 @@ import pytest
 
 from perceptron_lab.cli import docs_pages
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 PAGES = sorted((ROOT / "docs").rglob("*.md"))
 GENERATED = set(docs_pages.generated_paths())

@@ -85,7 +85,7 @@ def _damaged_comparison(tmp):
     import shutil
 
     d = tmp / "usps"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "results" / "gentile2001" / "usps_perceptron", d)
+    shutil.copytree(Path(__file__).resolve().parents[2] / "results" / "gentile2001" / "usps_perceptron", d)
     comp = d / "gentile2001_table1_comparison.csv"
     comp.write_bytes(comp.read_bytes()[:200])
     return ["compare", d]

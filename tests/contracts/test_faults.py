@@ -54,7 +54,7 @@ def run_plab(tmp_path, name, extra="", data=None, template=KFOLD, expect=None, w
     args = ["run", str(cfg), "--out", str(tmp_path / "out"), "-q"]
     if data is not False:
         # hand-made files never match the registry's checksums: these cases test what the loaders
-        # say about a file the user runs on anyway (checksums: tests/test_run_store.py)
+        # say about a file the user runs on anyway (checksums: tests/run/test_store.py)
         args += ["--data-dir", str(data or tmp_path / "data"), "--no-verify"]
     else:   # the registry's files, whatever data root this machine has
         args += ["--data-dir", str(packaged_data_root())]

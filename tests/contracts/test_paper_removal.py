@@ -15,7 +15,7 @@ import pytest
 import perceptron_lab
 
 PACKAGE = Path(perceptron_lab.__file__).resolve().parent
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 PROBE = r"""
 import importlib, pkgutil, sys
@@ -83,5 +83,5 @@ def test_the_removed_papers_tests_are_skipped(without_kw2007, tmp_path):
     assert r.returncode == 5, r.stdout[-2000:]  # pytest's "no test ran": the module skipped as a whole
     assert "1 skipped" in r.stdout and "passed" not in r.stdout and "failed" not in r.stdout, r.stdout[-2000:]
     r = _run(without_kw2007, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "--rootdir", str(TESTS.parent),
-             str(TESTS / "test_alma.py"), "-k", "gentile_table1_cells_and_tolerance", cwd=tmp_path)
+             str(TESTS / "engine" / "test_alma.py"), "-k", "gentile_table1_cells_and_tolerance", cwd=tmp_path)
     assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout[-2000:]

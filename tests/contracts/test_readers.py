@@ -21,7 +21,7 @@ from perceptron_lab.cli.main import main
 from perceptron_lab.errors import DamagedFileError
 from perceptron_lab.run.store import read_back_csv, read_back_json
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "results" / "gentile2001" / "usps_perceptron"
 COMP = "gentile2001_table1_comparison.csv"
 LAYOUT = "gentile2001_table1.csv"

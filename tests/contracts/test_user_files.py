@@ -212,7 +212,7 @@ def test_tables_does_not_overwrite_a_users_table(tmp_path):
     import shutil
     from pathlib import Path
 
-    src = Path(__file__).resolve().parents[1] / "results" / "gentile2001" / "usps_perceptron"
+    src = Path(__file__).resolve().parents[2] / "results" / "gentile2001" / "usps_perceptron"
     d = tmp_path / "usps"
     shutil.copytree(src, d)
     assert plab("tables", d).exit_code == 0
@@ -229,7 +229,7 @@ def test_tables_refused_for_one_folder_rewrites_none(tmp_path):
     import shutil
     from pathlib import Path
 
-    src = Path(__file__).resolve().parents[1] / "results" / "gentile2001" / "usps_perceptron"
+    src = Path(__file__).resolve().parents[2] / "results" / "gentile2001" / "usps_perceptron"
     good, bad = tmp_path / "usps", tmp_path / "half"
     shutil.copytree(src, good)
     bad.mkdir()
@@ -281,7 +281,7 @@ def test_every_committed_figure_plab_redraws_carries_plabs_mark():
     # make reproduce redraws these in place; one without plab's mark would stop it (exit 1)
     from pathlib import Path
 
-    results = Path(__file__).resolve().parents[1] / "results"
+    results = Path(__file__).resolve().parents[2] / "results"
     redrawn = [p for p in results.rglob("*.png") if not p.is_relative_to(results / "docs")
                and not p.is_relative_to(results / "figures_gallery") and not p.is_relative_to(results / "bench")
                and p.name != "landing.png"]

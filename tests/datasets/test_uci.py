@@ -17,7 +17,7 @@ def _data_dir() -> Path:
     env = os.environ.get("PLAB_DATA")
     if env:
         return Path(env)
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     return repo.parent / "shared" / "data"
 
 
@@ -272,7 +272,7 @@ def test_small_file_round_trip(tmp_path):
 
 @needs_data
 def test_embedded_copies_load_the_same():
-    embedded = Path(__file__).resolve().parents[1] / "perceptron_lab" / "datasets" / "embedded"
+    embedded = Path(__file__).resolve().parents[2] / "perceptron_lab" / "datasets" / "embedded"
     if not embedded.is_dir():
         pytest.skip("no embedded data")
     for name in ("ionosphere", "sonar"):

@@ -230,7 +230,7 @@ def test_bad_settings_raise_value_errors(est, fit_X, match):
 
 def test_docs_estimators_example_doctest():
     """The estimators page's first example (docs/estimators.md) runs and prints what it shows."""
-    text = (Path(__file__).resolve().parents[1] / "docs" / "estimators.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[2] / "docs" / "estimators.md").read_text(encoding="utf-8")
     block = text.split("```pycon\n", 1)[1].split("```", 1)[0]
     test = doctest.DocTestParser().get_doctest(block, {}, "docs/estimators.md", "docs/estimators.md", 0)
     assert len(test.examples) >= 10

@@ -307,7 +307,7 @@ def test_alma_class_below_float64s_range_is_refused():
 
 
 def test_online_alma_refusal_changes_nothing():
-    """Online ALMA_100000(1) on integer features (tests/test_alma.py::
+    """Online ALMA_100000(1) on integer features (tests/engine/test_alma.py::
     test_undecidable_correction_is_refused_and_the_fix_runs): a correction test float64 cannot
     decide. Before: learned as a correction (w = 0 after every update). Now learn_one raises a
     ValueError whose fix names the class's own parameters, and the model is as before: features,

@@ -13,7 +13,7 @@ import pandas as pd
 
 from benchmarks import common, run
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "results" / "bench"
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from perceptron_lab.report.tables import write_report
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BROWSER = os.environ.get("PLAB_CHROMIUM") or next(
     (b for b in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable") if shutil.which(b)), None)
 needs_browser = pytest.mark.skipif(BROWSER is None, reason="no Chromium installed (Debian: apt-get install chromium; "

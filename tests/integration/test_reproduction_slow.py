@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 
 def test_fs1999_d4_first_epoch_on_full_mnist(tmp_path, data_dir):
     """One permutation of Table 1's d = 4 setting to T = 1: every in-scope cell within tolerance."""
-    cfg = load_config(Path(__file__).resolve().parents[1] / "configs" / "mnist_d4.yaml")
+    cfg = load_config(Path(__file__).resolve().parents[2] / "configs" / "mnist_d4.yaml")
     cfg = with_overrides(cfg, {"training.permutations": 1, "training.epochs": 1,
                                "training.checkpoints": [0.1, 1], "training.curve_every": None})
     res = run_experiment(cfg, out_dir=tmp_path / "run", data_dir=data_dir, progress=False)

@@ -15,7 +15,7 @@ from perceptron_lab.cli import spread
 from perceptron_lab.config.load import load_config, with_overrides
 from perceptron_lab.run.experiment import run_experiment
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 EXACT = load_config(ROOT / "configs/golden/kw2007_mnist_exact.yaml")
 

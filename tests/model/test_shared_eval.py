@@ -170,7 +170,7 @@ def test_only_grids_over_the_algorithms_settings_with_the_linear_kernel_or_in_lo
     lock = {**base, "kernel": {"type": "poly", "degree": 2}, "training": {"epochs": 1}}
     assert run_plan.fold_shared(config_from_dict(lock))
     assert not run_plan.fold_shared(config_from_dict(lock), run_inputs.load_data(config_from_dict(lock)))
-    # other kernels: the single passes of the dual perceptron (tests/test_lockstep.py) only
+    # other kernels: the single passes of the dual perceptron (tests/engine/test_lockstep.py) only
     for change in ({"kernel": {"type": "poly", "degree": 2}, "training": {"epochs": 2}},
                    {"kernel": {"type": "gaussian", "sigma": 2.0}},
                    {"evaluation": {"mode": "kfold", "grid": {"algorithm.tau": [0, 1], "dataset.name": ["sonar"]}}},

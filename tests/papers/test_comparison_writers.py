@@ -22,7 +22,7 @@ import pytest
 from perceptron_lab.config import plugins
 from perceptron_lab.run.experiment import rewrite_paper_outputs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"
 
 #: Committed comparisons whose results.csv is not committed (.gitignore: 10-90 MB each); their

@@ -24,7 +24,7 @@ from perceptron_lab.report.paired import corrected_t, declared_different, holdou
 
 #: t_{9, 0.975} and the normal 0.975 quantile, from printed tables.
 T9, Z = 2.262157162740992, 1.959963984540054
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 
 
 def rate(k: int, n: int) -> tuple[float, float, float]:

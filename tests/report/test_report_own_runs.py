@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from perceptron_lab.cli.main import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = """name: mine
 dataset: {name: sonar}
 algorithm: {eta: 0.1, tau: 0}

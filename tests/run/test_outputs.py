@@ -11,7 +11,7 @@ import pytest
 
 from clitools import one_error, plab
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SMALL = """name: small
 dataset: {name: sonar}
 algorithm: {eta: 0.1}

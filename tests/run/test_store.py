@@ -24,7 +24,7 @@ from perceptron_lab.datasets.registry import EMBEDDED_DIR
 from perceptron_lab.run.store import RunFolder, timings_text
 
 # figures off: every case compares results.csv, parts and messages; figures are drawn after results.csv
-# (their own user-file protection is tests/test_user_files.py)
+# (their own user-file protection is tests/contracts/test_user_files.py)
 CONFIG = """
 name: store
 dataset: {{name: sonar}}

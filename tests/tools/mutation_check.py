@@ -41,11 +41,11 @@ class Mutation:
     count: int = 1          # occurrences of ``old`` replaced (all of them must be there)
 
 
-GOLDEN = "tests/test_golden_packaged.py"
-BOUNDS = "tests/test_tolerance_boundaries.py"
-WRITERS = "tests/test_comparison_writers.py"
-RANDOM = "tests/test_random_rule.py"
-ENGINE = "tests/test_engine.py"
+GOLDEN = "tests/integration/test_golden_packaged.py"
+BOUNDS = "tests/papers/test_tolerance_boundaries.py"
+WRITERS = "tests/papers/test_comparison_writers.py"
+RANDOM = "tests/model/test_random_rule.py"
+ENGINE = "tests/engine/test_perceptron.py"
 
 MUTATIONS = (
     Mutation("kw-tolerance-lt", "Khardon & Wachman: within when |diff| < tol (not <=)",
@@ -53,13 +53,13 @@ MUTATIONS = (
              "return bool(abs(ours - paper) < tol + _EPS)", (BOUNDS, "tests/test_kw.py", WRITERS)),
     Mutation("fs-tolerance-lt", "Freund & Schapire: within when |diff| < tol (not <=)",
              "perceptron_lab/papers/fs1999/tables.py", "bool(abs(diff) <= tol + _EPS)",
-             "bool(abs(diff) < tol + _EPS)", (BOUNDS, "tests/test_tables.py", WRITERS)),
+             "bool(abs(diff) < tol + _EPS)", (BOUNDS, "tests/papers/fs1999/test_tables.py", WRITERS)),
     Mutation("gentile-tolerance-lt", "Gentile: within when |diff| < tol (not <=)",
              "perceptron_lab/papers/gentile2001/tables.py", "bool(abs(mean - paper) <= tol + _EPS)",
              "bool(abs(mean - paper) < tol + _EPS)", (BOUNDS, WRITERS)),
     Mutation("fs-tolerance-widened", "Freund & Schapire: test-error floor 0.3 -> 0.35 points",
              "perceptron_lab/papers/fs1999/tables.py", "ERROR_ABS_TOL_PP = 0.3", "ERROR_ABS_TOL_PP = 0.35",
-             (BOUNDS, "tests/test_tables.py", WRITERS)),
+             (BOUNDS, "tests/papers/fs1999/test_tables.py", WRITERS)),
     Mutation("kw-tolerance-widened", "Khardon & Wachman: 2 -> 2.5 points without an interval",
              "perceptron_lab/papers/kw2007/tables.py", "ACC_TOL_PP = 2.0", "ACC_TOL_PP = 2.5",
              (BOUNDS, "tests/test_kw.py", WRITERS)),
@@ -113,22 +113,22 @@ MUTATIONS = (
              "tau_abs=float(settings.tau) * theta_init", ("tests/engine/test_perceptron_helpers.py", GOLDEN)),
     Mutation("search-ties-last", "parameter search: the last of tied points wins",
              "perceptron_lab/run/evaluation.py", "if a is not None and a > best_acc + TIE_TOL_PP:",
-             "if a is not None and a >= best_acc - TIE_TOL_PP:", ("tests/test_search_ties.py", GOLDEN, "tests/test_kw.py")),
+             "if a is not None and a >= best_acc - TIE_TOL_PP:", ("tests/run/test_evaluation.py", GOLDEN, "tests/test_kw.py")),
     Mutation("nested-ties-last", "nested CV: the last of tied points wins",
              "perceptron_lab/run/evaluation.py", "if e is not None and e < best_err - TIE_TOL_PP:",
-             "if e is not None and e <= best_err + TIE_TOL_PP:", ("tests/test_search_ties.py", GOLDEN, "tests/test_kw.py")),
+             "if e is not None and e <= best_err + TIE_TOL_PP:", ("tests/run/test_evaluation.py", GOLDEN, "tests/test_kw.py")),
     Mutation("nested-inner-fold-0-dropped", "nested CV: the choice ignores inner fold 0",
              "perceptron_lab/run/evaluation.py", 'inner = d[d["inner_fold"] >= 0]', 'inner = d[d["inner_fold"] > 0]',
              (GOLDEN, "tests/test_kw.py")),
     Mutation("stoptron-budget-off-by-one", "Stoptron: budget + 1 support vectors",
              "perceptron_lab/engine/budget.py", "insert = yf <= 0.0 and m < B", "insert = yf <= 0.0 and m <= B",
-             ("tests/test_budget.py", GOLDEN)),
+             ("tests/engine/test_budget.py", GOLDEN)),
     Mutation("alma-margin-sign", "primal ALMA: correction threshold (alpha - 1) gamma (sign flipped)",
              "perceptron_lab/engine/alma.py", "thr = (1.0 - alpha) * B * sp / sqk", "thr = (alpha - 1.0) * B * sp / sqk",
-             ("tests/test_alma.py", GOLDEN)),
+             ("tests/engine/test_alma.py", GOLDEN)),
     Mutation("fs-std-ddof0", "Freund & Schapire tables: standard deviation with ddof = 0",
              "perceptron_lab/papers/fs1999/tables.py", "ours_std=lambda s: s.std(ddof=1)",
-             "ours_std=lambda s: s.std(ddof=0)", ("tests/test_tables.py", WRITERS)),
+             "ours_std=lambda s: s.std(ddof=0)", ("tests/papers/fs1999/test_tables.py", WRITERS)),
 )
 
 

@@ -21,7 +21,7 @@ from perceptron_lab.run.spec import algorithm_settings
 pytest.importorskip("perceptron_lab.papers.gentile2001", reason="the gentile2001 paper plug-in is not installed")
 from perceptron_lab.papers.gentile2001.tables import TABLE6_B_EVIDENCE, algorithm_label, gentile_comparison, table6_B_note
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 CONFIGS = ROOT / "configs" / "gentile2001"
 
 

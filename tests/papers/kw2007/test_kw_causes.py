@@ -6,7 +6,7 @@ from pathlib import Path
 
 from perceptron_lab.report.causes import load_rules
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 #: Paths a note may cite: a packaged config, a test (optionally ``::name``) or a module of the paper.
 CITED = re.compile(r"(configs/[\w./-]+\.yaml|tests/[\w/]+\.py(?:::\w+)?|perceptron_lab/[\w/]+\.py)")
 
