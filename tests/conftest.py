@@ -35,6 +35,20 @@ def data_dir() -> Path:
     return path
 
 
+#: The cross-cutting suites, each a folder of tests/ whose tests carry its name as a marker
+#: (``python -m pytest -m contracts``); the other folders mirror the package's layers.
+SUITE_FOLDERS = ("contracts", "integration")
+_TESTS = Path(os.path.abspath(__file__)).parent
+
+
+def pytest_collection_modifyitems(items):
+    """A test in ``tests/contracts/`` or ``tests/integration/`` is marked with its folder's name."""
+    for item in items:
+        folder = Path(item.path).parent
+        if folder.name in SUITE_FOLDERS and folder.parent == _TESTS:
+            item.add_marker(folder.name)
+
+
 def pytest_runtest_setup(item):
     """A test marked ``@pytest.mark.paper(name)`` is skipped when that paper's plug-in is not
     installed (its folder under perceptron_lab/papers/ removed); modules of one paper skip as a
