@@ -5,15 +5,20 @@ Table 5 over replicate runs (``training.seed``)."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from perceptron_lab.config.load import config_from_dict, with_overrides
+from perceptron_lab.config.load import config_from_dict, load_config, with_overrides
 from perceptron_lab.errors import ConfigError
 from perceptron_lab.run import plan as run_plan
 from perceptron_lab.run.evaluation import Grid
+
+ROOT = Path(__file__).resolve().parents[3]
+KW = ROOT / "configs" / "kw2007"
+
 
 # ----------------------------------------------------------------------------- promoters' instance name
 
@@ -32,6 +37,20 @@ def test_instance_name_is_a_promoters_setting_checked_by_the_schema():
         with_overrides(config_from_dict({"dataset": {"name": "sonar"}}), {"dataset.instance_name": "nominal"})
     # at its default it stays out of the resolved config, so recorded results keep their hash
     assert "instance_name" not in config_from_dict({"dataset": {"name": "promoters"}}).to_dict()["dataset"]
+
+
+def test_table3_uci_scores_the_name_as_a_nominal_attribute_and_keeps_the_dropped_name_as_a_variant(data_dir):
+    from perceptron_lab.run.inputs import load_data
+
+    cfg = load_config(KW / "table3_uci.yaml")
+    # a grid point takes the key where it applies (promoters) and leaves it at the others
+    shapes = {name: load_data(with_overrides(cfg, {"dataset.name": name}), data_dir).X_train.shape[1]
+              for name in ("promoters", "sonar")}
+    assert shapes == {"promoters": 106 + 228, "sonar": 60}
+    variant = load_config(KW / "table3_uci_promoters_name_dropped.yaml")
+    assert variant.paper == cfg.paper and variant.dataset.instance_name == "drop"
+    assert Grid.from_config(variant).settings() == [s for s in Grid.from_config(cfg).settings() if s[0] == "promoters"]
+    assert load_data(variant, data_dir).X_train.shape[1] == 228
 
 
 # ----------------------------------------------------------------------------- Table 5 over replicates
@@ -84,3 +103,24 @@ def test_table5_cell_over_replicate_runs_is_the_mean_of_the_draws_with_their_cen
     one = _table5_cfg([2007])
     a1 = table5_comparison(one, _results(one, acc[:1])).iloc[0]
     assert a1["ours_mean"] == pytest.approx(74.0) and a1["n_runs"] == 3 and a1["sampling_basis"] == "folds"
+
+
+def test_table5_scores_ten_draws_and_keeps_the_single_run_as_a_variant():
+    import json
+
+    scored, single = load_config(KW / "table5.yaml"), load_config(KW / "table5_single_run.yaml")
+    g = Grid.from_config(scored)
+    i = g.setting_keys.index("training.seed")
+    assert sorted({s[i] for s in g.settings()}) == list(range(2007, 2017))
+    assert "training.seed" not in single.evaluation.grid and single.training.seed == 2007
+    # the scored config is the single run's protocol over training.seed, nothing else
+    a, b = scored.to_dict(), single.to_dict()
+    grid = dict(a["evaluation"]["grid"])
+    assert grid.pop("training.seed") == list(range(2007, 2017))
+    a["evaluation"]["grid"] = grid
+    assert {k: v for k, v in a.items() if k != "name"} == {k: v for k, v in b.items() if k != "name"}
+    # the scaling variants still run once: their recorded results belong to the same resolved configs
+    for name in ("table5_raw_units", "table5_standardized"):
+        info = json.loads((ROOT / "results" / "kw2007" / "variants" / name / "run.json").read_text())
+        cfg = with_overrides(load_config(KW / f"{name}.yaml"), {"output.dir": f"results/kw2007/variants/{name}"})
+        assert run_plan.results_hash(cfg) == info["config_hash"], name
