@@ -335,7 +335,7 @@ def protocol_notes() -> list[str]:
         "prediction sign(<w, x> - theta) that is a typo: a positive update must lower the threshold. Run literally "
         "on the paper's noise-free artificial data (f = 50, M = 0.05, N = 0, 10-fold CV), the printed sign gives "
         "62.0%, the majority class, and the corrected one 94.8% (the paper's Table 4: 95.4%); "
-        "`tests/test_kw.py::test_printed_threshold_sign_is_a_typo` runs both. plab uses theta - eta y C.",
+        "`tests/papers/kw2007/test_kw.py::test_printed_threshold_sign_is_a_typo` runs both. plab uses theta - eta y C.",
         "- **Khardon & Wachman, Tables 3 and 5: 10-fold cross-validation** (\"except where noted, all the results "
         "... 10-fold cross-validation\", §3.2) over the data sets of Table 1: Adult's 32561 examples of "
         "adult.data, USPS's 9298 and MNIST's 70000. The 7291/2007 and 60000/10000 splits are named for parameter "
@@ -365,7 +365,7 @@ def protocol_notes() -> list[str]:
         "in Table 7's Adult and USPS configs; the one-pass MNIST runs are the same in both readings) and runs "
         "eq. (1) as printed on the cells with lambda > 0 as variants (`table3_uci_lambda_indicator`, "
         "`table4_lambda_indicator`), whose counts are listed beside the scored ones over the same cells; the "
-        "other tables' `configs/kw2007/lambda_indicator_*.yaml` run it by hand. `tests/test_kw_lambda.py` checks both "
+        "other tables' `configs/kw2007/lambda_indicator_*.yaml` run it by hand. `tests/papers/kw2007/test_kw_lambda.py` checks both "
         "readings against the slow reference.",
         "- **Khardon & Wachman, the alpha-bound's count (Figure 2's reading).** §2.3 words the bound as \"it does "
         "not update w if more than alpha mistakes have already been made on x_i\", which allows alpha + 1 updates "

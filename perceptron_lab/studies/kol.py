@@ -4,7 +4,7 @@ KOL (GitHub ``LIBOL/KOL``, "LIBOKL", Lu, Wu & Hoi) implements the kernel percept
 RBP, Forgetron, Projectron and Projectron++ with a Gaussian kernel ``exp(-gamma |x - y|^2)``
 (default ``gamma = 0.01``), one pass over a LIBSVM file in file order, and prints per run the learn
 accuracy (online), the support vectors, the test accuracy and the seconds. Its README prints one
-row (the kernel perceptron on a9a), which ``tests/test_kol_reference.py`` reproduces exactly; the
+row (the kernel perceptron on a9a), which ``tests/studies/test_kol_reference.py`` reproduces exactly; the
 budgeted algorithms' outputs are printed nowhere, so this module compares plab's budgeted engine
 (:class:`perceptron_lab.BudgetPerceptron`) with KOL's own runs, cell by cell.
 
@@ -280,7 +280,7 @@ def table(cmp: pd.DataFrame) -> pd.DataFrame:
 #: What the differences come from (rendered under the table).
 FINDINGS = (
     "The unbudgeted kernel perceptron agrees exactly with KOL's README row (6887 support vectors, 70.738899% test "
-    "accuracy; `tests/test_kol_reference.py`), so the kernel, the reading of the files and the order are the same "
+    "accuracy; `tests/studies/test_kol_reference.py`), so the kernel, the reading of the files and the order are the same "
     "in both; its learn accuracy's one-example gap is KOL's `Sign(0) = -1` in counting errors, not an update. "
     "The mistakes here are counted KOL's way (plab's own count, one more, is in comparison.csv).",
     "Projectron: both insert every mistake until B support vectors are held, then project. KOL has no threshold, so "
@@ -308,7 +308,7 @@ FINDINGS = (
     "last mistake. plab's pass ends on a mistake on a +1 example (the file's last line); one step earlier its "
     "last hypothesis predicted +1 on a minority of the test points and scored above the majority class. A last "
     "hypothesis' test accuracy here depends on where the pass stops, and KOL's pass (float32 arithmetic, "
-    "phi > 1) ends in another state; the avg rule sums the whole pass. `tests/test_budget_last_a9a.py` checks "
+    "phi > 1) ends in another state; the avg rule sums the whole pass. `tests/studies/test_budget_last_a9a.py` checks "
     "every budgeted algorithm's last hypothesis against the literal references of `tests/naive.py` on a slice "
     "of a9a, and pins this flip there under both readings of mu.",
     "RBP: KOL calls srand(time(NULL)) before each removal, so within one wall-clock second every removal takes "

@@ -79,7 +79,7 @@ def test_a_run_without_a_paper_still_runs(without_kw2007, tmp_path):
 def test_the_removed_papers_tests_are_skipped(without_kw2007, tmp_path):
     """Its test module skips as a whole; the other papers' marked tests still run."""
     r = _run(without_kw2007, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "--rootdir", str(TESTS.parent),
-             str(TESTS / "test_kw.py"), cwd=tmp_path)
+             str(TESTS / "papers" / "kw2007" / "test_kw.py"), cwd=tmp_path)
     assert r.returncode == 5, r.stdout[-2000:]  # pytest's "no test ran": the module skipped as a whole
     assert "1 skipped" in r.stdout and "passed" not in r.stdout and "failed" not in r.stdout, r.stdout[-2000:]
     r = _run(without_kw2007, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "--rootdir", str(TESTS.parent),

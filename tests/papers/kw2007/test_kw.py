@@ -413,7 +413,7 @@ def test_every_kw2007_config_loads_and_names_its_table():
     from perceptron_lab.papers.kw2007.tables import table_number
     from perceptron_lab.cli.reproduce import results_dir
 
-    root = Path(__file__).resolve().parents[1] / "configs" / "kw2007"
+    root = Path(__file__).resolve().parents[3] / "configs" / "kw2007"
     tables = {}
     for p in sorted(root.glob("table*.yaml")):
         c = load_config(p)
@@ -611,7 +611,7 @@ def test_keys_at_their_defaults_leave_recorded_run_hashes_unchanged():
     # at their defaults they are left out of the resolved config, so the recorded hashes still hold
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[3]
     for name in ("table2", "table6_uci", "table7_usps"):
         info = json.loads((root / "results" / "kw2007" / name / "run.json").read_text())
         cfg = load_config(root / "configs" / "kw2007" / f"{name}.yaml")
@@ -652,7 +652,7 @@ def test_table7_usps_and_adult_run_ten_training_orders_each_with_its_own_search(
 
     from perceptron_lab.run.evaluation import Grid
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[3]
     for name in ("table7_usps", "table7_usps_poly4", "table7_adult"):
         cfg = load_config(root / "configs" / "kw2007" / f"{name}.yaml")
         grid = Grid.from_config(cfg)

@@ -16,7 +16,7 @@ from perceptron_lab.engine.kernels import Kernel
 
 from tests.engine.test_perceptron import KERNELS, PRIMAL_KERNELS, run_both
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 LAMBDA_VARIANTS = [
     dict(lam=0.5),
