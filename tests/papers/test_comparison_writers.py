@@ -31,6 +31,7 @@ NOT_RERUN = {
     "results/kw2007/table3_uci", "results/kw2007/table4", "results/kw2007/table6_artificial",
     "results/kw2007/table7_usps", "results/kw2007/variants/table3_uci_lambda_indicator",
     "results/kw2007/variants/table4_lambda_indicator", "results/kw2007/variants/table4_weight_per_example",
+    "results/kw2007/variants/table3_uci_promoters_name_dropped",
 }
 
 
