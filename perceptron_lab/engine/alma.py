@@ -308,11 +308,7 @@ def _unresolved(theta, W, x, out):
             top = max(top, abs(x[f]))
     bound = nnz * 2.0 ** -1021 * max(1.0, top)
     for c in range(W.shape[0]):
-        out[c] = 0.0
-        for f in range(x.shape[0]):
-            if x[f] != 0.0 and theta[c, f] != 0.0 and abs(W[c, f] * x[f]) < _TINY:
-                out[c] = bound
-                break
+        out[c] = bound if _lost_terms(theta[c], W[c], x) else 0.0
 
 
 def unresolved_bound(theta, W, x) -> np.ndarray:
